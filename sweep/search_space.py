@@ -1,0 +1,119 @@
+"""The search space declared in `study.search_space`: grids (lists) or Optuna distributions over config keys.
+
+The space is nested like the config, e.g. ``{loss: {scale: [0, 10, 20]}}``. A leaf is either a list (grid
+values) or a mapping with ``type``: ``float`` (low, high, log, step), ``int`` (low, high, log, step) or
+``categorical`` (choices).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from sweep.config import ConfigError
+
+Space = dict[str, "list[Any] | BaseDistribution"]
+GridValue = None | bool | int | float | str
+
+
+def parse(node: DictConfig | dict, prefix: str = "study.search_space") -> Space:
+    """Flatten the nested search space into ``{dotted.key: list | distribution}``."""
+    container = OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
+    space: Space = {}
+    for name, leaf in _leaves(container, ""):
+        where = f"{prefix}.{name}"
+        if isinstance(leaf, list):
+            if not leaf:
+                raise ConfigError(where, leaf, "a grid needs at least one value")
+            for value in leaf:
+                if not isinstance(value, GridValue.__args__):
+                    raise ConfigError(where, leaf, "grid values must be numbers, strings, booleans or null")
+            space[name] = list(leaf)
+        else:
+            space[name] = _distribution(where, leaf)
+    return space
+
+
+def _leaves(node: dict, prefix: str):
+    for key, value in node.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and "type" not in value:
+            yield from _leaves(value, f"{name}.")
+        else:
+            yield name, value
+
+
+def _distribution(where: str, spec: Any) -> BaseDistribution:
+    if not isinstance(spec, dict):
+        raise ConfigError(where, spec, "must be a list of grid values or {type: float|int|categorical, ...}")
+    kind = spec["type"]
+    try:
+        if kind == "float":
+            return FloatDistribution(float(spec["low"]), float(spec["high"]), log=bool(spec.get("log", False)), step=spec.get("step"))
+        if kind == "int":
+            return IntDistribution(int(spec["low"]), int(spec["high"]), log=bool(spec.get("log", False)), step=int(spec.get("step", 1)))
+        if kind == "categorical":
+            return CategoricalDistribution(list(spec["choices"]))
+    except KeyError as missing:
+        raise ConfigError(where, spec, f"type {kind} needs the key {missing}") from None
+    except ValueError as error:
+        raise ConfigError(where, spec, str(error)) from None
+    raise ConfigError(f"{where}.type", kind, "must be float, int or categorical")
+
+
+def is_grid(space: Space) -> bool:
+    return all(isinstance(values, list) for values in space.values())
+
+
+def grid_size(space: Space) -> int:
+    return math.prod(len(values) for values in space.values()) if is_grid(space) else 0
+
+
+def suggest(trial: optuna.Trial, space: Space) -> dict[str, Any]:
+    """Ask the trial for one value per key (grids as categorical choices, as GridSampler expects)."""
+    params: dict[str, Any] = {}
+    for name, spec in space.items():
+        if isinstance(spec, list):
+            params[name] = trial.suggest_categorical(name, spec)
+        elif isinstance(spec, FloatDistribution):
+            params[name] = trial.suggest_float(name, spec.low, spec.high, log=spec.log, step=spec.step)
+        elif isinstance(spec, IntDistribution):
+            params[name] = trial.suggest_int(name, spec.low, spec.high, log=spec.log, step=spec.step)
+        else:
+            params[name] = trial.suggest_categorical(name, spec.choices)
+    return params
+
+
+def apply(cfg: DictConfig, params: dict[str, Any]) -> DictConfig:
+    """A copy of `cfg` with each dotted key set to its value. Setting a scale clears a temperature and vice versa."""
+    trial_cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    for key, value in params.items():
+        if OmegaConf.select(trial_cfg, key, default="__missing__") == "__missing__":
+            raise ConfigError(f"study.search_space.{key}", value, "is not a key of the config (see `python -m sweep --cfg job`)")
+        OmegaConf.update(trial_cfg, key, value, merge=False)
+        if key == "loss.scale" and "loss.temperature" not in params:
+            trial_cfg.loss.temperature = None
+        if key == "loss.temperature" and "loss.scale" not in params:
+            trial_cfg.loss.scale = None
+    return trial_cfg
+
+
+def candidate_points(space: Space, limit: int = 4096) -> list[dict[str, Any]]:
+    """Points to validate before training: the whole grid when small, else every value of each key alone;
+    for distributions, their bounds (and choices)."""
+    values = {name: (spec if isinstance(spec, list) else _bounds(spec)) for name, spec in space.items()}
+    if math.prod(len(v) for v in values.values()) <= limit:
+        names = list(values)
+        return [dict(zip(names, combo)) for combo in itertools.product(*values.values())]
+    return [{name: value} for name, options in values.items() for value in options]
+
+
+def _bounds(spec: BaseDistribution) -> list[Any]:
+    if isinstance(spec, CategoricalDistribution):
+        return list(spec.choices)
+    return [spec.low, spec.high]

@@ -1,0 +1,128 @@
+"""MLflow logging through `MlflowClient`: one parent run per study, one nested run per trial.
+
+Names (the report module and the README rely on them):
+- parent run: tags ``sweep.role=study``, ``sweep.study_name``; its id is kept in the Optuna study's user
+  attribute ``mlflow_parent_run_id`` so a resumed or second worker reuses it.
+- trial run: tags ``mlflow.parentRunId``, ``sweep.role=trial``, ``sweep.study_name``, ``sweep.trial_number``,
+  ``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL); params: the resolved trial config flattened and
+  ``version.*``; status FINISHED (complete), KILLED (pruned) or FAILED.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import subprocess
+import time
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import optuna
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+MAX_PARAMS_PER_BATCH = 100
+MAX_PARAM_LENGTH = 6000
+PACKAGES = ("torch", "transformers", "sentence-transformers", "optuna", "mlflow", "datasets", "hydra-core", "sweep")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries whose behaviour changes results, the Python version and the git commit."""
+    versions = {"python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5)
+        versions["git_commit"] = commit.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        versions["git_commit"] = "unknown"
+    return versions
+
+
+def _param_value(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+    return text[:MAX_PARAM_LENGTH]
+
+
+def log_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
+    items = [Param(key, _param_value(value)) for key, value in params.items()]
+    for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
+        client.log_batch(run_id, params=items[start : start + MAX_PARAMS_PER_BATCH])
+
+
+def experiment_id(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The id of the MLflow experiment `name`, created (with its artifact location) if needed."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        return experiment.experiment_id
+    if artifact_location:
+        Path(artifact_location).mkdir(parents=True, exist_ok=True)
+        artifact_location = Path(artifact_location).resolve().as_uri()
+    return client.create_experiment(name, artifact_location=artifact_location)
+
+
+def parent_run(client: MlflowClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]) -> str:
+    """The study's parent run: reused (and set RUNNING again) when the study already has one here."""
+    run_id = study.user_attrs.get("mlflow_parent_run_id")
+    if run_id is not None:
+        try:
+            run = client.get_run(run_id)
+        except Exception:  # noqa: BLE001 - unknown id: the tracking store changed since; start a new parent
+            run = None
+        if run is not None and run.info.experiment_id == exp_id:
+            client.update_run(run_id, status="RUNNING")
+            return run_id
+    tags = {"sweep.role": "study", "sweep.study_name": study.study_name, "mlflow.runName": study.study_name}
+    run_id = client.create_run(exp_id, tags=tags, run_name=study.study_name).info.run_id
+    log_params(client, run_id, params)
+    study.set_user_attr("mlflow_parent_run_id", run_id)
+    return run_id
+
+
+class TrialRun:
+    """The MLflow run of one Optuna trial."""
+
+    def __init__(self, client: MlflowClient, exp_id: str, parent_id: str, study_name: str, trial_number: int, run_name: str) -> None:
+        self.client = client
+        tags = {
+            "mlflow.parentRunId": parent_id,
+            "sweep.role": "trial",
+            "sweep.study_name": study_name,
+            "sweep.trial_number": str(trial_number),
+            "sweep.optuna_state": "RUNNING",
+        }
+        self.run_id = client.create_run(exp_id, tags=tags, run_name=run_name).info.run_id
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        log_params(self.client, self.run_id, params)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
+        now = int(time.time() * 1000)
+        entries = [Metric(key, float(value), now, step) for key, value in metrics.items() if value is not None]
+        if entries:
+            self.client.log_batch(self.run_id, metrics=entries)
+
+    def set_tags(self, tags: Mapping[str, Any]) -> None:
+        self.client.log_batch(self.run_id, tags=[RunTag(key, str(value)) for key, value in tags.items()])
+
+    def log_dict(self, data: Any, artifact_file: str) -> None:
+        self.client.log_dict(self.run_id, data, artifact_file)
+
+    def end(self, state: optuna.trial.TrialState, reason: str | None = None) -> None:
+        tags = {"sweep.optuna_state": state.name}
+        if reason:
+            tags["sweep.end_reason"] = reason
+        self.set_tags(tags)
+        status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state.name, "FAILED")
+        self.client.set_terminated(self.run_id, status=status)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,202 @@
+"""One trial: fine-tune a copy of the base model with SentenceTransformerTrainer, evaluate on STSB."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+import torch
+from datasets import Dataset
+from omegaconf import DictConfig, OmegaConf
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+from transformers import TrainerCallback, set_seed
+
+from sweep import data as data_module
+from sweep.losses import build_loss
+from sweep.model import build_model
+from sweep.tracking import TrialRun
+
+log = logging.getLogger(__name__)
+
+VALIDATION = "stsb_validation"
+TEST = "stsb_test"
+SCALE_ZERO_MODE = "trained_with_zero_gradient"
+
+
+def _cache_key(*parts: Any) -> str:
+    return json.dumps([OmegaConf.to_container(p, resolve=True) if isinstance(p, DictConfig) else p for p in parts], sort_keys=True)
+
+
+def stsb_evaluator(dataset: Dataset, name: str, batch_size: int) -> EmbeddingSimilarityEvaluator:
+    """sentence-transformers' STSB evaluator, cosine Spearman as its primary metric."""
+    s1, s2, score = dataset.column_names
+    return EmbeddingSimilarityEvaluator(
+        dataset[s1], dataset[s2], dataset[score], batch_size=batch_size, main_similarity="cosine", name=name, write_csv=False
+    )
+
+
+def spearman(evaluator: EmbeddingSimilarityEvaluator, model: SentenceTransformer) -> float:
+    return float(evaluator(model)[f"{evaluator.name}_spearman_cosine"])
+
+
+@dataclass
+class StudyResources:
+    """What a study loads once and shares across its trials: datasets, evaluators and base models."""
+
+    _datasets: dict[str, dict[str, Dataset]] = field(default_factory=dict)
+    _models: dict[str, SentenceTransformer] = field(default_factory=dict)
+    _evaluators: dict[str, tuple[EmbeddingSimilarityEvaluator, EmbeddingSimilarityEvaluator]] = field(default_factory=dict)
+
+    def datasets(self, data: DictConfig) -> dict[str, Dataset]:
+        key = _cache_key(data)
+        if key not in self._datasets:
+            self._datasets[key] = data_module.load_all(data)
+        return self._datasets[key]
+
+    def evaluators(self, data: DictConfig, batch_size: int) -> tuple[EmbeddingSimilarityEvaluator, EmbeddingSimilarityEvaluator]:
+        key = _cache_key(data, batch_size)
+        if key not in self._evaluators:
+            splits = self.datasets(data)
+            self._evaluators[key] = (
+                stsb_evaluator(splits["validation"], VALIDATION, batch_size),
+                stsb_evaluator(splits["test"], TEST, batch_size),
+            )
+        return self._evaluators[key]
+
+    def model(self, model: DictConfig, seed: int, device: str | None) -> SentenceTransformer:
+        """A fresh copy of the base model; random initialisations depend on the trial seed."""
+        key = _cache_key(model, seed, device)
+        if key not in self._models:
+            self._models[key] = build_model(model, seed=seed, device=device)
+        return copy.deepcopy(self._models[key])
+
+
+class TrialCallback(TrainerCallback):
+    """Sends the training loss and validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
+
+    def __init__(self, trial: optuna.Trial, run: TrialRun) -> None:
+        self.trial, self.run = trial, run
+        self.pruned_at: int | None = None
+        self.diverged_at: int | None = None
+        self.last_eval: tuple[int, float] | None = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001 - transformers' signature
+        logs = logs or {}
+        if "loss" in logs:
+            loss = float(logs["loss"])
+            metrics = {"train_loss": loss, "learning_rate": logs.get("learning_rate"), "grad_norm": logs.get("grad_norm")}
+            self.run.log_metrics({k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step)
+            if not math.isfinite(loss):
+                self.diverged_at = state.global_step
+                control.should_training_stop = True
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):  # noqa: ANN001
+        value = float(metrics[f"eval_{VALIDATION}_spearman_cosine"])
+        step = state.global_step
+        self.last_eval = (step, value)
+        self.run.log_metrics({f"{VALIDATION}_spearman": value}, step=step)
+        self.trial.report(value, step)
+        if self.trial.should_prune():
+            self.pruned_at = step
+            control.should_training_stop = True
+
+
+def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> SentenceTransformerTrainingArguments:
+    t = cfg.trial
+    device = t.device
+    return SentenceTransformerTrainingArguments(
+        output_dir=output_dir,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.batch_size,
+        per_device_eval_batch_size=t.eval_batch_size,
+        learning_rate=t.learning_rate,
+        weight_decay=t.weight_decay,
+        warmup_ratio=t.warmup_ratio,
+        lr_scheduler_type=t.lr_scheduler,
+        optim=t.optimizer,
+        batch_sampler=t.batch_sampler,
+        seed=t.seed,
+        data_seed=t.seed,
+        eval_strategy="steps",
+        eval_steps=t.eval_steps,
+        logging_steps=t.logging_steps,
+        save_strategy="no",
+        report_to="none",
+        dataloader_drop_last=True,
+        bf16=t.precision == "bf16",
+        fp16=t.precision == "fp16",
+        use_cpu=device == "cpu",
+        disable_tqdm=quiet,
+    )
+
+
+def device_of(cfg: DictConfig) -> str | None:
+    return None if cfg.trial.device == "auto" else cfg.trial.device
+
+
+def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyResources, run: TrialRun, quiet: bool) -> float:
+    """Train one trial and return its STSB validation Spearman. Raises optuna.TrialPruned when pruned."""
+    if cfg.trial.torch_threads:
+        torch.set_num_threads(cfg.trial.torch_threads)
+    splits = resources.datasets(cfg.data)
+    validation, test = resources.evaluators(cfg.data, cfg.trial.eval_batch_size)
+    model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
+    set_seed(cfg.trial.seed)
+    loss = build_loss(model, cfg)
+    scale_zero = cfg.loss.get("scale") == 0
+    if scale_zero:
+        run.set_tags({"sweep.scale_zero": SCALE_ZERO_MODE})
+        initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+    run.log_metrics({f"{VALIDATION}_spearman": spearman(validation, model)}, step=0)
+    callback = TrialCallback(trial, run)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as output_dir:
+        trainer = SentenceTransformerTrainer(
+            model=model,
+            args=training_arguments(cfg, output_dir, quiet),
+            train_dataset=splits["train"],
+            loss=loss,
+            evaluator=validation,
+            callbacks=[callback],
+        )
+        output = trainer.train()
+    train_seconds = time.perf_counter() - start
+
+    if callback.diverged_at is not None:
+        raise DivergenceError(f"training loss became NaN/inf at step {callback.diverged_at}")
+    if callback.pruned_at is not None:
+        raise optuna.TrialPruned(f"pruned at step {callback.pruned_at}")
+
+    steps = output.global_step
+    if callback.last_eval is not None and callback.last_eval[0] == steps:
+        val = callback.last_eval[1]
+    else:
+        val = spearman(validation, model)
+        run.log_metrics({f"{VALIDATION}_spearman": val}, step=steps)
+    test_value = spearman(test, model)
+    metrics = {
+        f"{TEST}_spearman": test_value,
+        "train_seconds": train_seconds,
+        "train_samples_per_second": output.metrics.get("train_samples_per_second"),
+        "train_loss_mean": output.metrics.get("train_loss"),
+    }
+    if scale_zero:
+        moved = max((p.detach() - initial[name]).abs().max().item() for name, p in model.named_parameters())
+        metrics["max_weight_change"] = moved
+    run.log_metrics(metrics, step=steps)
+    trial.set_user_attr(f"{TEST}_spearman", test_value)
+    trial.set_user_attr("train_seconds", train_seconds)
+    return val
+
+
+class DivergenceError(RuntimeError):
+    """The training loss became NaN or infinite."""
