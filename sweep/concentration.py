@@ -1,0 +1,251 @@
+"""Similarity concentration of sentence embeddings: cosine distributions, alignment, uniformity.
+
+Every statistic is computed on L2-normalized embeddings (the functions normalize their inputs, given
+as torch tensors or numpy arrays of shape (n, d)), in float64.
+
+Metrics returned by :func:`concentration_statistics` (stable names, logged to MLflow):
+
+=================================  ==============================================================
+name                               meaning
+=================================  ==============================================================
+``sim_{D}_{stat}``                 statistic ``stat`` of cosine distribution ``D`` (below);
+                                   ``stat`` in ``mean, std, q05, q25, q50, q75, q95, iqr, min,
+                                   max`` (std with ddof=0, quantiles linear, iqr = q75 - q25)
+``D = high``                       STSB validation pairs with gold score >= ``high_threshold``
+``D = low``                        STSB validation pairs with gold score <= ``low_threshold``
+``D = rand``                       ``n_random_pairs`` seeded random pairs (i != j) of the distinct
+                                   eval sentence embeddings (both sides, exact duplicate rows
+                                   removed)
+``D = pos``                        positive pairs of the held-out training slice (train pairs only)
+``D = neg``                        in-batch negatives of that slice at ``batch_size`` (train only)
+``sim_gap``                        mean of the positive distribution (``pos``, else ``high``) minus
+                                   ``sim_rand_mean``
+``sim_p_rand_above_pos``           P(random-pair cosine > positive-pair cosine), ties half
+                                   (= 1 - AUC); positive distribution as for ``sim_gap``
+``sim_anisotropy``                 mean random-pair cosine (= ``sim_rand_mean``; 0 is isotropic)
+``sim_alignment``                  Wang & Isola 2020 alignment, mean ||f(x) - f(x+)||^2 over the
+                                   positive pairs (``pos``, else ``high``); 0 is perfect, max 4
+``sim_uniformity``                 Wang & Isola 2020 uniformity, log mean exp(-2 ||f(x) - f(y)||^2)
+                                   over pairs of the distinct eval sentences (at most 2048, seeded);
+                                   lower is more uniform, -4 for orthonormal vectors
+``sim_effective_rank``             Roy & Vetterli 2007 effective rank of the distinct eval
+                                   sentence embeddings, in [1, min(n, d)]
+``sim_softmax_pos_prob``           mean softmax probability of the positive over the in-batch
+                                   candidates at ``scale`` (what MNRL sees; 1/B at scale 0)
+``sim_softmax_entropy``            mean entropy (nats) of that softmax (ln B at scale 0)
+=================================  ==============================================================
+
+A distribution that is empty (e.g. no gold score above the threshold) is skipped with all its
+metrics, and so are the metrics that need it; ``pos``, ``neg`` and the ``sim_softmax_*`` metrics
+exist only when training pairs are given. Non-finite embeddings raise ``ValueError`` instead of
+yielding NaN metrics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from scipy.stats import rankdata
+
+Embeddings = torch.Tensor | np.ndarray
+
+SUMMARY_KEYS = ("mean", "std", "q05", "q25", "q50", "q75", "q95", "iqr", "min", "max")
+_QUANTILES = {"q05": 0.05, "q25": 0.25, "q50": 0.50, "q75": 0.75, "q95": 0.95}
+
+
+def _unit(x: Embeddings) -> torch.Tensor:
+    """Rows of ``x`` as a float64 CPU tensor scaled to unit L2 norm (zero rows stay zero)."""
+    t = x.detach().cpu() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    t = t.to(torch.float64)
+    if t.ndim != 2:
+        raise ValueError(f"embeddings must have shape (n, d), got {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ValueError("embeddings contain NaN or infinite values")
+    return torch.nn.functional.normalize(t, dim=1)
+
+
+def summarize(values: np.ndarray) -> dict[str, float]:
+    """Mean, std (ddof=0), quantiles 5/25/50/75/95 (linear), iqr = q75 - q25, min and max."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size == 0:
+        raise ValueError("cannot summarize an empty array")
+    q = dict(zip(_QUANTILES, np.quantile(v, list(_QUANTILES.values())), strict=True))
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std()),
+        **{k: float(val) for k, val in q.items()},
+        "iqr": float(q["q75"] - q["q25"]),
+        "min": float(v.min()),
+        "max": float(v.max()),
+    }
+
+
+def pair_cosines(a: Embeddings, b: Embeddings) -> np.ndarray:
+    """Row-wise cosine similarity cos(a[i], b[i])."""
+    ua, ub = _unit(a), _unit(b)
+    if ua.shape != ub.shape:
+        raise ValueError(f"shape mismatch: {tuple(ua.shape)} vs {tuple(ub.shape)}")
+    return (ua * ub).sum(dim=1).numpy()
+
+
+def random_pair_indices(n: int, n_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n_pairs`` ordered pairs (i, j), i != j, drawn uniformly with replacement from ``range(n)``."""
+    if n < 2:
+        raise ValueError(f"need at least 2 points for pairs, got {n}")
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, n, size=n_pairs)
+    j = rng.integers(0, n - 1, size=n_pairs)
+    return i, j + (j >= i)  # skip i: j is uniform over the other n - 1 indices
+
+
+def alignment(a: Embeddings, b: Embeddings, alpha: float = 2.0) -> float:
+    """Wang & Isola 2020: mean ||f(x) - f(x+)||^alpha over positive pairs (a[i], b[i])."""
+    ua, ub = _unit(a), _unit(b)
+    return float((ua - ub).norm(dim=1).pow(alpha).mean())
+
+
+def uniformity(x: Embeddings, t: float = 2.0, max_points: int | None = 2048, seed: int = 0) -> float:
+    """Wang & Isola 2020: log mean_{i<j} exp(-t ||f(x_i) - f(x_j)||^2), on at most ``max_points`` rows.
+
+    Rows beyond ``max_points`` are subsampled without replacement with ``seed``.
+    """
+    u = _unit(x)
+    if max_points is not None and len(u) > max_points:
+        u = u[np.random.default_rng(seed).choice(len(u), size=max_points, replace=False)]
+    if len(u) < 2:
+        raise ValueError(f"uniformity needs at least 2 points, got {len(u)}")
+    sq = torch.pdist(u).pow(2)
+    return float(torch.logsumexp(-t * sq, dim=0) - np.log(sq.numel()))
+
+
+def effective_rank(x: Embeddings) -> float:
+    """Roy & Vetterli 2007: exp(H(p)), p = singular values of the row-normalized matrix / their sum."""
+    s = torch.linalg.svdvals(_unit(x))
+    p = s / s.sum()
+    return float(torch.exp(torch.special.entr(p).sum()))
+
+
+def in_batch_statistics(
+    anchors: Embeddings, positives: Embeddings, batch_size: int, scale: float, seed: int = 0
+) -> dict[str, np.ndarray | float]:
+    """In-batch cosines and the MultipleNegativesRankingLoss softmax over ``scale * cos``.
+
+    The pairs are shuffled with ``seed`` (as the training sampler does), then split into consecutive
+    batches of ``batch_size``; a last incomplete batch is dropped unless it is the only one. Returns
+    ``positive`` (diagonal cosines), ``negative`` (off-diagonal cosines), ``softmax_positive_prob``
+    (mean softmax probability of the diagonal) and ``softmax_entropy`` (mean row entropy, nats).
+    """
+    ua, up = _unit(anchors), _unit(positives)
+    if ua.shape != up.shape:
+        raise ValueError(f"shape mismatch: {tuple(ua.shape)} vs {tuple(up.shape)}")
+    n, d = ua.shape
+    if n == 0 or batch_size < 1:
+        raise ValueError(f"need at least one pair and batch_size >= 1, got n={n}, batch_size={batch_size}")
+    b = min(batch_size, n)
+    keep = torch.as_tensor(np.random.default_rng(seed).permutation(n)[: (n // b) * b])
+    cos = ua[keep].view(-1, b, d) @ up[keep].view(-1, b, d).transpose(1, 2)  # (batches, b, b)
+    diag = torch.eye(b, dtype=torch.bool).expand_as(cos)
+    log_p = torch.log_softmax(scale * cos, dim=-1)
+    return {
+        "positive": cos[diag].numpy(),
+        "negative": cos[~diag].numpy(),
+        "softmax_positive_prob": float(log_p[diag].exp().mean()),
+        "softmax_entropy": float(-(log_p.exp() * log_p).sum(dim=-1).mean()),
+    }
+
+
+def prob_random_above_positive(positive: np.ndarray, random: np.ndarray) -> float:
+    """P(random > positive) with ties counted half, i.e. 1 - AUC = U_random / (n_random * n_positive).
+
+    The Mann-Whitney U statistic of ``random`` comes from average ranks (O(n log n)).
+    """
+    pos = np.asarray(positive, dtype=np.float64).ravel()
+    rnd = np.asarray(random, dtype=np.float64).ravel()
+    if pos.size == 0 or rnd.size == 0:
+        raise ValueError("both distributions must be non-empty")
+    ranks = rankdata(np.concatenate([rnd, pos]))
+    u_random = ranks[: rnd.size].sum() - rnd.size * (rnd.size + 1) / 2
+    return float(u_random / (rnd.size * pos.size))
+
+
+def concentration_statistics(
+    eval_embeddings1: Embeddings,
+    eval_embeddings2: Embeddings,
+    gold_scores: np.ndarray,
+    *,
+    train_anchors: Embeddings | None = None,
+    train_positives: Embeddings | None = None,
+    batch_size: int = 64,
+    scale: float = 20.0,
+    high_threshold: float = 0.8,
+    low_threshold: float = 0.2,
+    n_random_pairs: int = 10000,
+    seed: int = 0,
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Flat ``sim_*`` metrics (see the module docstring) and the cosine distributions they summarize.
+
+    ``eval_embeddings1[i]``, ``eval_embeddings2[i]`` embed STSB pair i with gold score
+    ``gold_scores[i]`` in [0, 1]. Training pairs, when given, add ``pos``, ``neg`` and the softmax
+    metrics at ``batch_size`` and ``scale``.
+    """
+    e1, e2 = _unit(eval_embeddings1), _unit(eval_embeddings2)
+    gold = np.asarray(gold_scores, dtype=np.float64).ravel()
+    if not len(e1) == len(e2) == len(gold):
+        raise ValueError(f"length mismatch: {len(e1)}, {len(e2)} embeddings, {len(gold)} gold scores")
+    if n_random_pairs < 1:
+        raise ValueError(f"n_random_pairs must be >= 1, got {n_random_pairs}")
+    high, low = gold >= high_threshold, gold <= low_threshold
+    cos_eval = pair_cosines(e1, e2)
+    sentences = torch.unique(torch.cat([e1, e2]), dim=0)
+    i, j = random_pair_indices(len(sentences), n_random_pairs, seed)
+    distributions = {
+        "high": cos_eval[high],
+        "low": cos_eval[low],
+        "rand": pair_cosines(sentences[i], sentences[j]),
+    }
+    metrics: dict[str, float] = {}
+    if train_anchors is not None and train_positives is not None:
+        in_batch = in_batch_statistics(train_anchors, train_positives, batch_size, scale, seed)
+        distributions["pos"] = pair_cosines(train_anchors, train_positives)
+        distributions["neg"] = in_batch["negative"]
+        metrics["sim_softmax_pos_prob"] = in_batch["softmax_positive_prob"]
+        metrics["sim_softmax_entropy"] = in_batch["softmax_entropy"]
+        positive_pairs = (train_anchors, train_positives)
+    else:
+        positive_pairs = (e1[torch.as_tensor(high)], e2[torch.as_tensor(high)])
+    distributions = {name: v for name, v in distributions.items() if v.size > 0}
+    for name, values in distributions.items():
+        metrics.update({f"sim_{name}_{k}": v for k, v in summarize(values).items()})
+
+    positive = distributions.get("pos", distributions.get("high"))
+    if positive is not None:
+        metrics["sim_gap"] = float(positive.mean() - distributions["rand"].mean())
+        metrics["sim_p_rand_above_pos"] = prob_random_above_positive(positive, distributions["rand"])
+        metrics["sim_alignment"] = alignment(*positive_pairs)
+    metrics["sim_anisotropy"] = metrics["sim_rand_mean"]
+    metrics["sim_uniformity"] = uniformity(sentences, seed=seed)
+    metrics["sim_effective_rank"] = effective_rank(sentences)
+    return metrics, distributions
+
+
+def histogram_figure(distributions: dict[str, np.ndarray], title: str = "") -> Figure:
+    """Overlaid density step histograms of cosine distributions on 80 shared bins over [-1, 1].
+
+    Built without pyplot (no global state, no GUI backend); empty distributions are left out.
+    """
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    bins = np.linspace(-1.0, 1.0, 81)
+    for name, values in distributions.items():
+        v = np.clip(np.asarray(values, dtype=np.float64).ravel(), -1.0, 1.0)  # rounding can exceed 1
+        if v.size:
+            ax.hist(v, bins=bins, density=True, histtype="step", linewidth=1.5, label=f"{name} (n={v.size})")
+    ax.set_xlim(-1.0, 1.0)
+    ax.set_xlabel("cosine similarity")
+    ax.set_ylabel("density")
+    if title:
+        ax.set_title(title)
+    if ax.patches:
+        ax.legend()
+    return fig
