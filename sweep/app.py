@@ -27,6 +27,7 @@ def _quiet_libraries() -> None:
     import transformers
 
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
     datasets.disable_progress_bars()
 
 

@@ -92,11 +92,23 @@ def load_split(data: DictConfig, split: str) -> Dataset:
     for column in columns:
         if None in dataset.unique(column):
             raise ConfigError(f"data.{split}.columns", column, f"{source.describe()} has empty values in column {column!r}; clean the file")
-    if spec.max_samples is not None and spec.max_samples < len(dataset):
-        dataset = dataset.shuffle(seed=data.seed).select(range(spec.max_samples))
     log.info("%s: %d rows from %s", split, len(dataset), source.describe())
     return dataset
 
 
-def load_all(data: DictConfig) -> dict[str, Dataset]:
-    return {split: load_split(data, split) for split in SPLITS}
+def _subset(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:
+    if max_samples is None or max_samples >= len(dataset):
+        return dataset
+    return dataset.shuffle(seed=seed).select(range(max_samples))
+
+
+def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
+    """All splits; with `heldout_pairs`, a seeded slice of the training data becomes the "heldout" split
+    (never trained on) before `max_samples` subsets the rest."""
+    splits = {split: load_split(data, split) for split in SPLITS}
+    if heldout_pairs:
+        if heldout_pairs >= len(splits["train"]):
+            raise ConfigError("stats.heldout_pairs", heldout_pairs, f"must be below the {len(splits['train'])} training rows")
+        parts = splits["train"].train_test_split(test_size=heldout_pairs, seed=data.seed)
+        splits["train"], splits["heldout"] = parts["train"], parts["test"]
+    return {name: _subset(dataset, data[name].max_samples if name in SPLITS else None, data.seed) for name, dataset in splits.items()}

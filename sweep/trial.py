@@ -8,6 +8,7 @@ import logging
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +17,13 @@ import torch
 from datasets import Dataset
 from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 from transformers import TrainerCallback, set_seed
+from transformers.trainer_callback import PrinterCallback
 
 from sweep import data as data_module
 from sweep.losses import build_loss
 from sweep.model import build_model
+from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator
 from sweep.tracking import TrialRun
 
 log = logging.getLogger(__name__)
@@ -35,15 +37,15 @@ def _cache_key(*parts: Any) -> str:
     return json.dumps([OmegaConf.to_container(p, resolve=True) if isinstance(p, DictConfig) else p for p in parts], sort_keys=True)
 
 
-def stsb_evaluator(dataset: Dataset, name: str, batch_size: int) -> EmbeddingSimilarityEvaluator:
+def stsb_evaluator(dataset: Dataset, name: str, batch_size: int) -> EmbeddingKeepingEvaluator:
     """sentence-transformers' STSB evaluator, cosine Spearman as its primary metric."""
     s1, s2, score = dataset.column_names
-    return EmbeddingSimilarityEvaluator(
+    return EmbeddingKeepingEvaluator(
         dataset[s1], dataset[s2], dataset[score], batch_size=batch_size, main_similarity="cosine", name=name, write_csv=False
     )
 
 
-def spearman(evaluator: EmbeddingSimilarityEvaluator, model: SentenceTransformer) -> float:
+def spearman(evaluator: EmbeddingKeepingEvaluator, model: SentenceTransformer) -> float:
     return float(evaluator(model)[f"{evaluator.name}_spearman_cosine"])
 
 
@@ -53,18 +55,18 @@ class StudyResources:
 
     _datasets: dict[str, dict[str, Dataset]] = field(default_factory=dict)
     _models: dict[str, SentenceTransformer] = field(default_factory=dict)
-    _evaluators: dict[str, tuple[EmbeddingSimilarityEvaluator, EmbeddingSimilarityEvaluator]] = field(default_factory=dict)
+    _evaluators: dict[str, tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]] = field(default_factory=dict)
 
-    def datasets(self, data: DictConfig) -> dict[str, Dataset]:
-        key = _cache_key(data)
+    def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
+        key = _cache_key(data, heldout_pairs)
         if key not in self._datasets:
-            self._datasets[key] = data_module.load_all(data)
+            self._datasets[key] = data_module.load_all(data, heldout_pairs)
         return self._datasets[key]
 
-    def evaluators(self, data: DictConfig, batch_size: int) -> tuple[EmbeddingSimilarityEvaluator, EmbeddingSimilarityEvaluator]:
+    def evaluators(self, data: DictConfig, batch_size: int) -> tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]:
         key = _cache_key(data, batch_size)
         if key not in self._evaluators:
-            splits = self.datasets(data)
+            splits = self.datasets(data, 0)
             self._evaluators[key] = (
                 stsb_evaluator(splits["validation"], VALIDATION, batch_size),
                 stsb_evaluator(splits["test"], TEST, batch_size),
@@ -82,8 +84,8 @@ class StudyResources:
 class TrialCallback(TrainerCallback):
     """Sends the training loss and validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
 
-    def __init__(self, trial: optuna.Trial, run: TrialRun) -> None:
-        self.trial, self.run = trial, run
+    def __init__(self, trial: optuna.Trial, run: TrialRun, on_evaluated: Callable[[int], None] | None = None) -> None:
+        self.trial, self.run, self.on_evaluated = trial, run, on_evaluated
         self.pruned_at: int | None = None
         self.diverged_at: int | None = None
         self.last_eval: tuple[int, float] | None = None
@@ -103,10 +105,20 @@ class TrialCallback(TrainerCallback):
         step = state.global_step
         self.last_eval = (step, value)
         self.run.log_metrics({f"{VALIDATION}_spearman": value}, step=step)
+        if self.on_evaluated is not None:
+            self.on_evaluated(step)
         self.trial.report(value, step)
         if self.trial.should_prune():
             self.pruned_at = step
             control.should_training_stop = True
+
+
+class TrialTrainer(SentenceTransformerTrainer):
+    """The trainer without model-card tracking: trial models are never published, and the model-card
+    callback samples training rows for widget examples on every trial."""
+
+    def add_model_card_callback(self, default_args_dict: dict[str, Any]) -> None:
+        return None
 
 
 def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> SentenceTransformerTrainingArguments:
@@ -135,6 +147,7 @@ def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> Sentenc
         fp16=t.precision == "fp16",
         use_cpu=device == "cpu",
         disable_tqdm=quiet,
+        dataloader_pin_memory=torch.cuda.is_available() and device != "cpu",
     )
 
 
@@ -146,7 +159,8 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
     """Train one trial and return its STSB validation Spearman. Raises optuna.TrialPruned when pruned."""
     if cfg.trial.torch_threads:
         torch.set_num_threads(cfg.trial.torch_threads)
-    splits = resources.datasets(cfg.data)
+    stats = cfg.stats
+    splits = resources.datasets(cfg.data, stats.heldout_pairs if stats.enabled else 0)
     validation, test = resources.evaluators(cfg.data, cfg.trial.eval_batch_size)
     model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
     set_seed(cfg.trial.seed)
@@ -157,10 +171,15 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
         initial = {name: p.detach().clone() for name, p in model.named_parameters()}
 
     run.log_metrics({f"{VALIDATION}_spearman": spearman(validation, model)}, step=0)
-    callback = TrialCallback(trial, run)
+    probe = None
+    if stats.enabled:
+        probe = ConcentrationProbe(stats, splits.get("heldout"), cfg.trial.batch_size, cfg.loss.get("scale", 1.0), cfg.trial.eval_batch_size)
+        probe.measure(model, validation, run, step=0, suffix="_init")
+    every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
+    callback = TrialCallback(trial, run, on_evaluated=every_eval)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
-        trainer = SentenceTransformerTrainer(
+        trainer = TrialTrainer(
             model=model,
             args=training_arguments(cfg, output_dir, quiet),
             train_dataset=splits["train"],
@@ -168,6 +187,8 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
             evaluator=validation,
             callbacks=[callback],
         )
+        if quiet:
+            trainer.remove_callback(PrinterCallback)
         output = trainer.train()
     train_seconds = time.perf_counter() - start
 
@@ -182,6 +203,8 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
     else:
         val = spearman(validation, model)
         run.log_metrics({f"{VALIDATION}_spearman": val}, step=steps)
+    if probe is not None and not (stats.every_eval and callback.last_eval and callback.last_eval[0] == steps):
+        probe.measure(model, validation, run, step=steps)
     test_value = spearman(test, model)
     metrics = {
         f"{TEST}_spearman": test_value,

@@ -1,0 +1,121 @@
+"""``python -m sweep.report {loss-vs-scale,study}``: write figures (PNG + SVG) and the CSV behind each."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from sweep.report import figures
+from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
+
+T = TypeVar("T")
+HISTORY_KEYS = ("train_loss", "learned_scale")
+
+
+def _arg_type(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """Turn a parser's ValueError into an argparse error that shows its message."""
+
+    def wrapped(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from error
+
+    return wrapped
+
+
+def _profile(text: str) -> tuple[str, list[float]]:
+    """A ``--similarities`` value: the text as given (the profile name) and its numbers."""
+    return text.strip(), parse_similarities(text)
+
+
+def loss_vs_scale_command(args: argparse.Namespace) -> list[Path]:
+    """The analytic MNRL loss (and gradient) vs scale for each similarity profile."""
+    if args.similarities:
+        profiles = dict(args.similarities)
+    else:
+        profiles = {profile_label(sims): sims for sims in DEFAULT_PROFILES.values()}
+    return figures.write_loss_vs_scale(loss_table(profiles, args.scales), args.out, gradient=args.gradient)
+
+
+def study_command(args: argparse.Namespace) -> list[Path]:
+    """The figures of one study's trials, read from MLflow."""
+    from mlflow.tracking import MlflowClient  # imported here: mlflow is slow to import and only needed here
+
+    from sweep.report.runs import load_metric_history, load_trials
+
+    client = MlflowClient(tracking_uri=args.tracking_uri)
+    trials = load_trials(client, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
+    logging.info("%d trials, %d COMPLETE", len(trials), (trials["state"] == "COMPLETE").sum())
+    histories = {key: load_metric_history(client, trials["run_id"], key) for key in HISTORY_KEYS}
+    return figures.write_study_figures(trials, histories, args.out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``sweep.report`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m sweep.report", description="Write report figures (PNG + SVG) and the CSV behind each."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    loss = commands.add_parser(
+        "loss-vs-scale",
+        help="analytic MultipleNegativesRankingLoss on one anchor vs scale",
+        description="Loss CE(scale * sims, 0) and its gradient vs scale, for similarity profiles "
+        "'positive,negative,...'. Writes loss_vs_scale.{png,svg,csv} (columns profile, scale, loss).",
+    )
+    loss.add_argument(
+        "--similarities", action="append", metavar="POS,NEG,...",
+        type=_arg_type(_profile),
+        help="cosine similarities, positive first (repeatable); default: "
+        + "; ".join(f"{name} {profile_label(s)}" for name, s in DEFAULT_PROFILES.items()),
+    )
+    loss.add_argument(
+        "--scales", type=_arg_type(parse_scales), default="0:50",
+        help="a:b (integers, inclusive), a:b:step or s1,s2,... (all >= 0; default 0:50)",
+    )
+    loss.add_argument("--out", type=Path, required=True, help="output directory")
+    loss.add_argument(
+        "--gradient", action="store_true",
+        help="also write d loss / d similarity: columns grad_0.. in the CSV (when all profiles have the same "
+        "length) and loss_vs_scale_gradient.{png,svg,csv} (long format, figure for the positive)",
+    )
+    loss.set_defaults(run=loss_vs_scale_command)
+
+    study = commands.add_parser(
+        "study",
+        help="figures of a study's trials from MLflow",
+        description="Spearman, similarity concentration, training loss, AnglE weights and learned scale vs scale "
+        "for the trials (child runs) of one study; only COMPLETE trials enter the quality figures.",
+    )
+    study.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI)")
+    which = study.add_mutually_exclusive_group(required=True)
+    which.add_argument("--experiment", help="experiment (= study) name; uses its newest study run")
+    which.add_argument("--parent-run-id", help="run id of the study's parent run")
+    study.add_argument("--out", type=Path, required=True, help="output directory")
+    study.set_defaults(run=study_command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a subcommand and print the paths it wrote."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        paths = args.run(args)
+    except ValueError as error:  # bad input, e.g. an unknown experiment: a message, not a traceback
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    if not paths:
+        logging.warning("nothing written: the runs lack the columns the figures need")
+    for path in paths:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

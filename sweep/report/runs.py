@@ -1,0 +1,111 @@
+"""Load a study's trials from MLflow into pandas.
+
+Contract (written by the study runner): one parent run per study tagged ``sweep.role = study``; one child
+run per trial with tags ``mlflow.parentRunId``, ``sweep.role = trial``, ``sweep.trial_number`` and
+``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL), the flattened config as params and the metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+import pandas as pd
+from mlflow.entities import Run
+from mlflow.tracking import MlflowClient
+
+log = logging.getLogger(__name__)
+
+PARAM_PREFIX = "param."
+BASE_COLUMNS = ["run_id", "trial_number", "state", "status"]
+
+
+def _search_all(client: MlflowClient, experiment_id: str, filter_string: str, order_by: list[str]) -> list[Run]:
+    """All runs matching the filter, following MLflow's pagination."""
+    runs: list[Run] = []
+    token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id], filter_string=filter_string, order_by=order_by, max_results=1000, page_token=token
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _resolve_parent(client: MlflowClient, experiment_name: str | None, parent_run_id: str | None) -> Run:
+    """The parent run given by id, or the newest study run of the experiment."""
+    if parent_run_id:
+        return client.get_run(parent_run_id)
+    if not experiment_name:
+        raise ValueError("give an experiment name or a parent run id")
+    experiment = client.get_experiment_by_name(experiment_name)
+    if experiment is None:
+        raise ValueError(f"no MLflow experiment named {experiment_name!r}")
+    parents = _search_all(
+        client, experiment.experiment_id, "tags.`sweep.role` = 'study'", ["attributes.start_time DESC"]
+    )
+    if not parents:
+        raise ValueError(f"experiment {experiment_name!r} has no parent run tagged sweep.role = study")
+    if len(parents) > 1:
+        log.warning(
+            "experiment %r has %d study runs; using the newest, %s (pass --parent-run-id to choose)",
+            experiment_name, len(parents), parents[0].info.run_id,
+        )
+    return parents[0]
+
+
+def _numeric_or_str(column: pd.Series) -> pd.Series:
+    """The column as floats when every value parses as a number ('inf' included), else unchanged."""
+    try:
+        return pd.to_numeric(column).astype(float)
+    except (TypeError, ValueError):
+        return column
+
+
+def _trial_row(run: Run) -> dict[str, object]:
+    """One row: identifiers, state, ``param.*`` and the final (last-step) value of each metric."""
+    tags = run.data.tags
+    number = tags.get("sweep.trial_number")
+    return {
+        "run_id": run.info.run_id,
+        "trial_number": int(number) if number is not None else None,
+        "state": tags.get("sweep.optuna_state"),
+        "status": run.info.status,
+        **{PARAM_PREFIX + key: value for key, value in run.data.params.items()},
+        **run.data.metrics,
+    }
+
+
+def load_trials(
+    client: MlflowClient, experiment_name: str | None = None, parent_run_id: str | None = None
+) -> pd.DataFrame:
+    """One row per child (trial) run of a study, sorted by trial number.
+
+    Columns: ``run_id, trial_number, state`` (Optuna), ``status`` (MLflow), ``param.<key>`` (floats where
+    numeric) and the final value of every metric. ``parent_run_id`` wins over ``experiment_name``, whose
+    newest study run is used otherwise.
+    """
+    parent = _resolve_parent(client, experiment_name, parent_run_id)
+    children = _search_all(
+        client,
+        parent.info.experiment_id,
+        f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+        ["attributes.start_time ASC"],
+    )
+    trials = pd.DataFrame([_trial_row(run) for run in children]) if children else pd.DataFrame(columns=BASE_COLUMNS)
+    for column in trials.columns[trials.columns.str.startswith(PARAM_PREFIX)]:
+        trials[column] = _numeric_or_str(trials[column])
+    return trials.sort_values("trial_number", kind="stable", ignore_index=True)
+
+
+def load_metric_history(client: MlflowClient, run_ids: Iterable[str], key: str) -> pd.DataFrame:
+    """Every logged value of one metric: columns ``run_id, step, value``, sorted by run and step."""
+    rows = [
+        (run_id, metric.step, metric.value)
+        for run_id in run_ids
+        for metric in client.get_metric_history(run_id, key)
+    ]
+    history = pd.DataFrame(rows, columns=["run_id", "step", "value"])
+    return history.sort_values(["run_id", "step"], kind="stable", ignore_index=True)

@@ -1,0 +1,42 @@
+"""Shared fixtures: compose the real Hydra config with tiny, fast overrides."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from sweep.app import CONFIG_DIR
+
+# A 2-layer, 32-dim BERT from a config, a few steps on a small slice of the real offline data.
+TINY = [
+    "model=tiny_bert",
+    "trial.max_steps=4",
+    "trial.eval_steps=2",
+    "trial.logging_steps=1",
+    "trial.batch_size=8",
+    "trial.learning_rate=1e-3",
+    "data.train.max_samples=64",
+    "data.validation.max_samples=200",
+    "data.test.max_samples=200",
+    "stats.heldout_pairs=32",
+    "stats.n_random_pairs=500",
+    "stats.histogram=false",
+    "quiet=true",
+]
+
+Compose = Callable[..., DictConfig]
+
+
+@pytest.fixture
+def compose_cfg(tmp_path: Path) -> Compose:
+    """compose_cfg(*overrides, tiny=True): the app's config with state under tmp_path."""
+
+    def _compose(*overrides: str, tiny: bool = True) -> DictConfig:
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            return compose("config", overrides=[*(TINY if tiny else []), f"paths.root={tmp_path / 'runs'}", *overrides])
+
+    return _compose

@@ -1,0 +1,95 @@
+"""Config composition, scale/temperature, the search space and validation before training."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from sweep import search_space
+from sweep.app import CONFIG_DIR
+from sweep.config import ConfigError, flatten, resolve_scale
+from sweep.study import validate
+
+EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_composes_and_validates(compose_cfg, experiment):
+    cfg = compose_cfg(f"+experiment={experiment}", tiny=False)
+    assert cfg.name == experiment
+    space = search_space.parse(cfg.study.search_space)
+    assert space, "an experiment declares a search space"
+    validate(cfg, space)
+
+
+def test_default_experiment_grid_covers_0_20_50(compose_cfg):
+    cfg = compose_cfg("+experiment=mnrl_scale", tiny=False)
+    scales = cfg.study.search_space.loss.scale
+    assert len(scales) >= 8 and {0, 20, 50} <= set(scales)
+    assert cfg.trial.weight_decay == 0, "scale 0 needs weight decay 0"
+
+
+def test_gpu_preset_composes_and_validates(compose_cfg):
+    cfg = compose_cfg("+experiment=mnrl_scale", "trial=gpu", tiny=False)
+    assert cfg.model.name_or_path == "microsoft/mpnet-base"
+    assert cfg.data.source == "hub" and cfg.trial.precision == "bf16" and cfg.trial.device == "cuda"
+    validate(cfg, search_space.parse(cfg.study.search_space))
+
+
+@pytest.mark.parametrize(("scale", "temperature", "expected_scale", "expected_temperature"), [
+    (20, None, 20.0, 0.05),
+    (0, None, 0.0, math.inf),
+    (20, 0.01, 100.0, 0.01),
+])
+def test_scale_and_temperature_are_interchangeable(compose_cfg, scale, temperature, expected_scale, expected_temperature):
+    cfg = compose_cfg(f"loss.scale={scale}", f"loss.temperature={temperature if temperature is not None else 'null'}")
+    resolve_scale(cfg)
+    assert cfg.loss.scale == pytest.approx(expected_scale)
+    assert cfg.loss.temperature == pytest.approx(expected_temperature)
+
+
+def test_search_space_grid_and_distributions():
+    space = search_space.parse(OmegaConf.create({
+        "loss": {"scale": [0, 10], "temperature": {"type": "float", "low": 0.01, "high": 1.0, "log": True}},
+        "trial": {"seed": {"type": "int", "low": 0, "high": 3}, "optimizer": {"type": "categorical", "choices": ["a", "b"]}},
+    }))
+    assert space["loss.scale"] == [0, 10]
+    assert space["loss.temperature"].log and space["trial.seed"].high == 3
+    assert not search_space.is_grid(space)
+    grid = search_space.parse(OmegaConf.create({"loss": {"scale": [0, 10, 20]}, "trial": {"seed": [0, 1]}}))
+    assert search_space.is_grid(grid) and search_space.grid_size(grid) == 6
+
+
+def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
+    cfg = search_space.apply(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3})
+    resolve_scale(cfg)
+    assert cfg.loss.scale == pytest.approx(20.0) and cfg.trial.seed == 3
+    flat = flatten(cfg)
+    assert flat["loss.scale"] == pytest.approx(20.0) and flat["loss.temperature"] == 0.05
+
+
+@pytest.mark.parametrize(("overrides", "key"), [
+    (["loss.scale=-1"], "loss.scale"),
+    (["loss.temperature=0"], "loss.temperature"),
+    (["loss.name=nope"], "loss.name"),
+    (["study.sampler.name=nope"], "study.sampler.name"),
+    (["study.pruner.name=nope"], "study.pruner.name"),
+    (["model.kind=nope"], "model.kind"),
+    (["trial.batch_size=1"], "trial.batch_size"),
+    (["+study.search_space.loss.scale=[0,-5]"], "loss.scale"),
+    (["+study.search_space.loss.scale=[0,20]", "trial.weight_decay=0.01"], "trial.weight_decay"),
+    (["+study.search_space.loss.nonexistent=[1]"], "study.search_space.loss.nonexistent"),
+    (["data.train.columns=[sentence1,sentence2,score]", "data.train.local_file=stsb/train.csv"], "data.train.columns"),
+    (["data.train.local_file=/nonexistent/file.csv", "data.source=local"], "data.train.local_file"),
+    (["model.config_overrides.hidden_size=16", "model.reinit=false"], "model.config_overrides"),
+])
+def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overrides, key):
+    cfg = compose_cfg(*overrides)
+    with pytest.raises(ConfigError) as error:
+        space = search_space.parse(cfg.study.search_space)
+        validate(cfg, space)
+    assert error.value.key == key
+    assert key in str(error.value)

@@ -1,0 +1,65 @@
+"""Data location lookup and local CSV loading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sweep import data
+from sweep.config import ConfigError
+
+SHARED = Path(data.REPO_ROOT).parent / "shared" / "data"
+
+
+def test_local_copy_is_found_without_a_path(compose_cfg, monkeypatch):
+    monkeypatch.delenv("SWEEP_DATA_DIR", raising=False)
+    cfg = compose_cfg()
+    assert data.find_local_dir(None) == SHARED.resolve()
+    source = data.resolve_source(cfg.data, "train")
+    assert source.local_file == SHARED.resolve() / "nli" / "triplet.csv"
+
+
+def test_env_variable_overrides_the_location(compose_cfg, monkeypatch, tmp_path):
+    (tmp_path / "stsb").mkdir()
+    (tmp_path / "stsb" / "validation.csv").write_text("sentence1,sentence2,score\na b,a c,0.5\nd e,f g,0.1\n")
+    monkeypatch.setenv("SWEEP_DATA_DIR", str(tmp_path))
+    cfg = compose_cfg()
+    assert cfg.data.local_dir == str(tmp_path)
+    assert data.resolve_source(cfg.data, "validation").local_file == tmp_path / "stsb" / "validation.csv"
+    loaded = data.load_split(cfg.data, "validation")
+    assert loaded.column_names == ["sentence1", "sentence2", "score"] and len(loaded) == 2
+
+
+def test_auto_falls_back_to_the_hub_and_hub_source_uses_hub_names(compose_cfg, tmp_path):
+    cfg = compose_cfg(f"data.local_dir={tmp_path}")
+    assert data.resolve_source(cfg.data, "train").hub == ("sentence-transformers/all-nli", "triplet", "train")
+    cfg = compose_cfg("data.source=hub")
+    assert data.resolve_source(cfg.data, "validation").describe() == "hub:sentence-transformers/stsb[validation]"
+
+
+def test_missing_dir_and_malformed_files_are_named(compose_cfg, tmp_path):
+    with pytest.raises(ConfigError, match="data.local_dir"):
+        data.resolve_source(compose_cfg(f"data.local_dir={tmp_path / 'nope'}").data, "train")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("anchor,other\nx,y\n")
+    with pytest.raises(ConfigError, match="missing \\['positive', 'negative'\\]"):
+        data.load_split(compose_cfg(f"data.train.local_file={bad}").data, "train")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ConfigError, match="is empty"):
+        data.load_split(compose_cfg(f"data.train.local_file={empty}").data, "train")
+    holes = tmp_path / "holes.csv"
+    holes.write_text("anchor,positive,negative\nx,,z\n")
+    with pytest.raises(ConfigError, match="empty values"):
+        data.load_split(compose_cfg(f"data.train.local_file={holes}").data, "train")
+
+
+def test_subset_and_heldout_are_seeded_and_disjoint(compose_cfg):
+    cfg = compose_cfg("data.train.max_samples=100")
+    first = data.load_all(cfg.data, heldout_pairs=50)
+    again = data.load_all(cfg.data, heldout_pairs=50)
+    assert len(first["train"]) == 100 and len(first["heldout"]) == 50
+    assert first["train"]["anchor"] == again["train"]["anchor"]
+    heldout = set(zip(first["heldout"]["anchor"], first["heldout"]["positive"]))
+    assert not heldout & set(zip(first["train"]["anchor"], first["train"]["positive"]))

@@ -1,0 +1,228 @@
+"""Tests of sweep.report: the analytic loss-vs-scale curves, MLflow loading and the CLI."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow.entities import Metric, Param
+from mlflow.tracking import MlflowClient
+
+from sweep.report.__main__ import main
+from sweep.report.figures import write_study_figures
+from sweep.report.loss_curves import loss_vs_scale, parse_scales
+from sweep.report.runs import load_metric_history, load_trials
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = "0.7811,0.0835,0.0644,0.0639"
+SIMS = [0.7811, 0.0835, 0.0644, 0.0639]
+LN4 = math.log(4)
+
+# (scale, seed) -> (final validation, test Spearman) of the COMPLETE trials of the fake study
+SPEARMAN = {
+    (0.0, 1): (0.60, 0.55), (0.0, 2): (0.62, 0.56),
+    (10.0, 1): (0.80, 0.75), (10.0, 2): (0.84, 0.79),
+    (50.0, 1): (0.70, 0.66), (50.0, 2): (0.76, 0.70),
+}
+
+
+def run_report(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m sweep.report ARGS`` from the repository root; fails the test on a non-zero exit."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run(
+        [sys.executable, "-m", "sweep.report", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+# ---------------------------------------------------------------- loss_vs_scale
+
+
+def test_loss_at_scale_zero_is_ln4_and_decreases() -> None:
+    table = loss_vs_scale(SIMS, parse_scales("0:50"))
+    assert table["loss"].iloc[0] == pytest.approx(LN4, abs=1e-4)
+    assert (np.diff(table["loss"]) < 0).all()
+
+
+def test_equal_similarities_give_ln4_at_every_scale() -> None:
+    table = loss_vs_scale([0.3] * 4, [0, 1, 20, 100])
+    np.testing.assert_allclose(table["loss"], LN4, atol=1e-12)
+
+
+def test_gradient_matches_softmax_formula() -> None:
+    scales = np.array([0.0, 1.0, 20.0, 50.0])
+    table = loss_vs_scale(SIMS, scales)
+    logits = scales[:, None] * np.array(SIMS)
+    softmax = np.exp(logits - logits.max(axis=1, keepdims=True))
+    softmax /= softmax.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(table["grad_0"], scales * (softmax[:, 0] - 1), atol=1e-12)
+    np.testing.assert_allclose(table["grad_2"], scales * softmax[:, 2], atol=1e-12)
+
+
+def test_parse_scales() -> None:
+    assert parse_scales("0:3") == [0, 1, 2, 3]
+    assert parse_scales("0:1:0.25") == [0, 0.25, 0.5, 0.75, 1]
+    assert parse_scales("0:1:0.3") == [0, 0.3, 0.6, 0.9]
+    assert parse_scales("0,2.5,20") == [0, 2.5, 20]
+    for bad in ("-1,2", "-2:3", "3:1", "0:5:0", ""):
+        with pytest.raises(ValueError):
+            parse_scales(bad)
+
+
+def test_loss_vs_scale_cli(tmp_path: Path) -> None:
+    result = run_report(
+        "loss-vs-scale", "--similarities", PROFILE, "--similarities", "0.5,0.5,0.5,0.5",
+        "--scales", "0:50", "--out", str(tmp_path), "--gradient",
+    )
+    table = pd.read_csv(tmp_path / "loss_vs_scale.csv", dtype={"profile": str})
+    assert list(table.columns) == ["profile", "scale", "loss", "grad_0", "grad_1", "grad_2", "grad_3"]
+    assert set(table["profile"]) == {PROFILE, "0.5,0.5,0.5,0.5"}
+    assert len(table) == 2 * 51
+    first = table[table["profile"] == PROFILE]
+    assert first["loss"].iloc[0] == pytest.approx(LN4, abs=1e-4)
+    for stem in ("loss_vs_scale", "loss_vs_scale_gradient"):
+        assert (tmp_path / f"{stem}.png").stat().st_size > 1000
+        assert str(tmp_path / f"{stem}.png") in result.stdout
+
+
+def test_loss_vs_scale_cli_default_profiles_without_gradient(tmp_path: Path) -> None:
+    assert main(["loss-vs-scale", "--scales", "0,1,2.5,20", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "loss_vs_scale.csv")
+    assert list(table.columns) == ["profile", "scale", "loss"]
+    assert table["profile"].nunique() == 4
+    assert not (tmp_path / "loss_vs_scale_gradient.png").exists()
+
+
+# ---------------------------------------------------------------- study
+
+
+def _log_trial(
+    client: MlflowClient, experiment_id: str, parent_id: str, number: int, params: dict[str, str],
+    state: str, status: str, metrics: dict[str, list[float]],
+) -> str:
+    """One child run following the sweep contract; each metric is logged at steps 0, 1, ..."""
+    tags = {
+        "mlflow.parentRunId": parent_id, "sweep.role": "trial",
+        "sweep.trial_number": str(number), "sweep.optuna_state": state,
+    }
+    run_id = client.create_run(experiment_id, tags=tags).info.run_id
+    client.log_batch(
+        run_id,
+        metrics=[
+            Metric(key, value, timestamp=step, step=step)
+            for key, values in metrics.items()
+            for step, value in enumerate(values)
+        ],
+        params=[Param(key, value) for key, value in params.items()],
+    )
+    client.set_terminated(run_id, status)
+    return run_id
+
+
+@pytest.fixture(scope="module")
+def study_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An MLflow database with an old, empty study run and a newer one: 3 scales x 2 seeds + 2 failures."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = client.create_experiment("toy_study")
+    study_tags = {"sweep.role": "study", "sweep.study_name": "toy_study"}
+    client.create_run(experiment_id, start_time=1_000, tags=study_tags)  # an older, abandoned study run
+    parent_id = client.create_run(experiment_id, start_time=2_000, tags=study_tags).info.run_id
+
+    def params(scale: float, seed: int) -> dict[str, str]:
+        temperature = "inf" if scale == 0 else str(1 / scale)
+        return {"loss.name": "mnrl", "loss.scale": str(scale), "loss.temperature": temperature, "trial.seed": str(seed)}
+
+    for number, ((scale, seed), (validation, test)) in enumerate(SPEARMAN.items()):
+        _log_trial(client, experiment_id, parent_id, number, params(scale, seed), "COMPLETE", "FINISHED", {
+            # the final (last-step) value is the one that counts
+            "stsb_validation_spearman": [0.1, validation / 2, validation],
+            "stsb_test_spearman": [test],
+            "train_loss": [2.0, 1.0 + scale / 100, 0.5 + scale / 100],
+            "sim_pos_mean": [0.5 + scale / 100], "sim_pos_q05": [0.3], "sim_pos_q95": [0.9],
+            "sim_rand_mean": [0.1], "sim_rand_mean_init": [0.2],
+        })
+    _log_trial(client, experiment_id, parent_id, 6, params(10.0, 3), "PRUNED", "KILLED",
+               {"stsb_validation_spearman": [0.0], "train_loss": [2.0]})
+    _log_trial(client, experiment_id, parent_id, 7, params(10.0, 4), "FAIL", "FAILED",
+               {"stsb_validation_spearman": [0.0], "stsb_test_spearman": [0.0]})
+    return uri
+
+
+def test_load_trials(study_db: str) -> None:
+    trials = load_trials(MlflowClient(tracking_uri=study_db), experiment_name="toy_study")
+    assert len(trials) == 8
+    assert list(trials["trial_number"]) == list(range(8))
+    complete = trials[trials["state"] == "COMPLETE"]
+    assert len(complete) == 6
+    assert complete["param.loss.scale"].tolist() == [scale for scale, _ in SPEARMAN]
+    assert complete["stsb_validation_spearman"].tolist() == [v for v, _ in SPEARMAN.values()]
+    assert trials["param.loss.temperature"].iloc[0] == math.inf
+    assert trials["param.loss.name"].eq("mnrl").all()
+    assert set(trials["status"]) == {"FINISHED", "KILLED", "FAILED"}
+
+
+def test_load_metric_history(study_db: str) -> None:
+    client = MlflowClient(tracking_uri=study_db)
+    run_id = load_trials(client, experiment_name="toy_study")["run_id"].iloc[0]
+    history = load_metric_history(client, [run_id], "train_loss")
+    assert list(history.columns) == ["run_id", "step", "value"]
+    assert history["step"].tolist() == [0, 1, 2]
+    assert history["value"].tolist() == [2.0, 1.0, 0.5]
+
+
+def test_study_cli(
+    study_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    assert main(["study", "--tracking-uri", study_db, "--experiment", "toy_study", "--out", str(tmp_path)]) == 0
+    assert "using the newest" in caplog.text
+    assert str(tmp_path / "spearman_vs_scale.png") in capsys.readouterr().out
+    summary = pd.read_csv(tmp_path / "spearman_vs_scale.csv")
+    assert list(summary.columns) == ["scale", "split", "n", "mean", "ci_low", "ci_high"]
+    for split, index in (("validation", 0), ("test", 1)):
+        rows = summary[summary["split"] == split].set_index("scale")
+        assert rows.index.tolist() == [0.0, 10.0, 50.0]
+        # the PRUNED and FAILED trials (Spearman 0.0, scale 10) must not enter the means
+        assert rows["n"].tolist() == [2, 2, 2]
+        expected = [np.mean([SPEARMAN[scale, seed][index] for seed in (1, 2)]) for scale in rows.index]
+        np.testing.assert_allclose(rows["mean"], expected, atol=1e-12)
+    ten = summary[(summary["split"] == "validation") & (summary["scale"] == 10.0)].iloc[0]
+    half_width = 12.706204736 * np.std([0.80, 0.84], ddof=1) / np.sqrt(2)  # t(0.975, 1 dof)
+    assert ten["ci_high"] - ten["mean"] == pytest.approx(half_width, rel=1e-6)
+
+    concentration = pd.read_csv(tmp_path / "concentration_vs_scale.csv")
+    stages = set(zip(concentration["kind"], concentration["stage"]))
+    assert stages == {("pos", "final"), ("rand", "final"), ("rand", "init")}
+    curves = pd.read_csv(tmp_path / "train_loss_curves.csv")
+    assert curves["run_id"].nunique() == 7  # every trial with a train_loss history, pruned included
+    for stem in ("spearman_vs_scale", "concentration_vs_scale", "train_loss_curves"):
+        assert (tmp_path / f"{stem}.png").stat().st_size > 1000
+        assert (tmp_path / f"{stem}.svg").exists()
+    assert not (tmp_path / "angle_weights_heatmap.png").exists()
+    assert not (tmp_path / "learned_scale_trajectory.png").exists()
+
+
+def test_angle_heatmap_and_learned_scale(tmp_path: Path) -> None:
+    weights = [(1.0, 1.0, 1.0), (0.0, 1.0, 0.02), (1.0, 0.0, 1.0), (1.0, 1.0, 1.0)]
+    trials = pd.DataFrame({
+        "run_id": ["a", "b", "c", "d"], "trial_number": range(4), "state": ["COMPLETE"] * 4,
+        "param.loss.scale": [20.0] * 4,
+        "param.loss.w1": [w[0] for w in weights], "param.loss.w2": [w[1] for w in weights],
+        "param.loss.w3": [w[2] for w in weights], "stsb_validation_spearman": [0.80, 0.70, 0.60, 0.84],
+    })
+    learned = pd.DataFrame({"run_id": ["a", "a", "b"], "step": [0, 1, 0], "value": [20.0, 25.0, 20.0]})
+    paths = write_study_figures(trials, {"learned_scale": learned}, tmp_path)
+    assert tmp_path / "angle_weights_heatmap.png" in paths
+    assert tmp_path / "learned_scale_trajectory.png" in paths
+    heatmap = pd.read_csv(tmp_path / "angle_weights_heatmap.csv").set_index(["w1", "w2", "w3"])
+    assert heatmap.loc[(1.0, 1.0, 1.0), "n"] == 2
+    assert heatmap.loc[(1.0, 1.0, 1.0), "mean"] == pytest.approx(0.82)
+    assert len(pd.read_csv(tmp_path / "learned_scale_trajectory.csv")) == 3
+    assert not (tmp_path / "train_loss_curves.png").exists()

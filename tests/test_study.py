@@ -1,0 +1,128 @@
+"""Trials and studies on a tiny model over the real offline data, checked through Optuna and MlflowClient."""
+
+from __future__ import annotations
+
+import math
+
+import optuna
+import pytest
+from mlflow.tracking import MlflowClient
+
+from sweep.study import finish, open_sweep
+
+GRID = "+study.search_space.loss.scale=[0,20]"
+
+
+def run_study(cfg):
+    sweep = open_sweep(cfg)
+    sweep.run()
+    return sweep, finish(sweep)
+
+
+def trial_runs(cfg):
+    client = MlflowClient(cfg.tracking.uri)
+    experiment = client.get_experiment_by_name(cfg.tracking.experiment_name)
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("sweep.role") == "study"]
+    children = [r for r in runs if r.data.tags.get("sweep.role") == "trial"]
+    return client, parents, children
+
+
+def test_grid_study_logs_parent_and_one_child_per_trial(compose_cfg):
+    cfg = compose_cfg(GRID, "name=grid_test")
+    sweep, table = run_study(cfg)
+
+    assert sorted(table.scale) == [0.0, 20.0]
+    assert (table.state == "COMPLETE").all()
+    assert all(math.isfinite(v) for v in table.stsb_val) and all(math.isfinite(v) for v in table.stsb_test)
+
+    client, parents, children = trial_runs(cfg)
+    assert len(parents) == 1 and len(children) == 2
+    parent = parents[0]
+    assert parent.info.status == "FINISHED" and parent.info.run_id == sweep.parent_run_id
+    for child in children:
+        tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
+        assert tags["mlflow.parentRunId"] == parent.info.run_id
+        assert tags["sweep.study_name"] == "grid_test" and tags["sweep.optuna_state"] == "COMPLETE"
+        assert child.info.status == "FINISHED"
+        assert float(params["loss.scale"]) in (0.0, 20.0)
+        assert params["loss.temperature"] in ("inf", "0.05")
+        assert params["version.sentence-transformers"] and params["trial.seed"] == "0"
+        for key in ("stsb_validation_spearman", "stsb_test_spearman", "trial_wall_time_s", "train_samples_per_second", "train_loss"):
+            assert math.isfinite(metrics[key]), key
+        history = client.get_metric_history(child.info.run_id, "stsb_validation_spearman")
+        assert sorted(m.step for m in history) == [0, 2, 4], "step 0 (untrained) and every eval_steps"
+        assert len(client.get_metric_history(child.info.run_id, "train_loss")) == 4
+        # similarity-concentration statistics before (_init) and after training
+        for key in ("sim_rand_mean", "sim_rand_mean_init", "sim_pos_mean", "sim_neg_q95", "sim_alignment", "sim_uniformity",
+                    "sim_effective_rank", "sim_softmax_pos_prob", "sim_softmax_entropy_init", "sim_gap"):
+            assert math.isfinite(metrics[key]), key
+        artifacts = {a.path for a in client.list_artifacts(child.info.run_id, "concentration")}
+        assert {"concentration/init.json", "concentration/step4.json"} <= artifacts
+
+
+def test_scale_zero_trains_with_zero_gradient(compose_cfg):
+    cfg = compose_cfg("+study.search_space.loss.scale=[0]", "name=zero")
+    _, table = run_study(cfg)
+    assert table.state.tolist() == ["COMPLETE"]
+    _, _, (child,) = trial_runs(cfg)
+    assert child.data.tags["sweep.scale_zero"] == "trained_with_zero_gradient"
+    assert child.data.metrics["max_weight_change"] == 0.0
+    # ln(candidates): batch 8 anchors against 8 positives + 8 negatives
+    assert child.data.metrics["train_loss"] == pytest.approx(math.log(16), abs=1e-5)
+    assert child.data.metrics["sim_softmax_entropy"] == pytest.approx(math.log(8), abs=1e-9)
+
+
+def test_rerun_continues_the_study_without_retraining(compose_cfg):
+    cfg = compose_cfg(GRID, "name=resume")
+    run_study(cfg)
+    sweep, table = run_study(compose_cfg(GRID, "name=resume"))
+    assert len(sweep.study.trials) == 2, "no new trial on rerun"
+    _, parents, children = trial_runs(cfg)
+    assert len(parents) == 1 and len(children) == 2
+
+    wider = compose_cfg("+study.search_space.loss.scale=[0,20,50]", "name=resume")
+    with pytest.raises(ValueError, match="study.search_space"):
+        open_sweep(wider)
+
+
+def test_a_failed_grid_point_is_retried_on_rerun(compose_cfg, monkeypatch):
+    import sweep.study as study_module
+
+    real = study_module.train_and_evaluate
+    calls = {"n": 0}
+
+    def fail_once(trial, cfg, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("boom")
+        return real(trial, cfg, *args, **kwargs)
+
+    monkeypatch.setattr(study_module, "train_and_evaluate", fail_once)
+    cfg = compose_cfg(GRID, "name=retry")
+    sweep, table = run_study(cfg)
+    assert sorted(table.state) == ["COMPLETE", "FAIL"]
+    _, _, children = trial_runs(cfg)
+    failed = [c for c in children if c.data.tags["sweep.optuna_state"] == "FAIL"]
+    assert failed[0].info.status == "FAILED" and "boom" in failed[0].data.tags["sweep.end_reason"]
+
+    sweep, table = run_study(compose_cfg(GRID, "name=retry"))
+    complete = [t for t in sweep.study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert sorted(t.params["loss.scale"] for t in complete) == [0, 20]
+    assert len(sweep.study.trials) == 3
+
+
+def test_temperature_search_space_logs_both(compose_cfg):
+    cfg = compose_cfg("+study.search_space.loss.temperature=[0.05,0.1]", "name=temps", "stats.enabled=false")
+    _, table = run_study(cfg)
+    assert sorted(table.scale) == pytest.approx([10.0, 20.0])
+    _, _, children = trial_runs(cfg)
+    assert sorted(float(c.data.params["loss.temperature"]) for c in children) == [0.05, 0.1]
+
+
+def test_random_sampler_runs_n_trials_over_a_distribution(compose_cfg):
+    cfg = compose_cfg("+study.search_space.loss.scale={type:float,low:1,high:50,log:true}", "study.n_trials=2",
+                      "study.sampler.name=random", "name=dist", "stats.enabled=false")
+    sweep, table = run_study(cfg)
+    assert len(table) == 2 and all(1 <= s <= 50 for s in table.scale)
+    assert isinstance(sweep.study.sampler, optuna.samplers.RandomSampler)
