@@ -63,10 +63,10 @@ class StudyResources:
             self._datasets[key] = data_module.load_all(data, heldout_pairs)
         return self._datasets[key]
 
-    def evaluators(self, data: DictConfig, batch_size: int) -> tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]:
-        key = _cache_key(data, batch_size)
+    def evaluators(self, data: DictConfig, heldout_pairs: int, batch_size: int) -> tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]:
+        key = _cache_key(data, heldout_pairs, batch_size)
         if key not in self._evaluators:
-            splits = self.datasets(data, 0)
+            splits = self.datasets(data, heldout_pairs)
             self._evaluators[key] = (
                 stsb_evaluator(splits["validation"], VALIDATION, batch_size),
                 stsb_evaluator(splits["test"], TEST, batch_size),
@@ -160,8 +160,9 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
     if cfg.trial.torch_threads:
         torch.set_num_threads(cfg.trial.torch_threads)
     stats = cfg.stats
-    splits = resources.datasets(cfg.data, stats.heldout_pairs if stats.enabled else 0)
-    validation, test = resources.evaluators(cfg.data, cfg.trial.eval_batch_size)
+    heldout_pairs = stats.heldout_pairs if stats.enabled else 0
+    splits = resources.datasets(cfg.data, heldout_pairs)
+    validation, test = resources.evaluators(cfg.data, heldout_pairs, cfg.trial.eval_batch_size)
     model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
     set_seed(cfg.trial.seed)
     loss = build_loss(model, cfg)
