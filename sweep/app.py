@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from sweep.config import ConfigError
-from sweep.study import Sweep, finish, open_sweep
+from sweep.study import Sweep, finish, open_sweep, worker_threads
 
 log = logging.getLogger("sweep")
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -51,6 +52,17 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+WORKER_KEYS = ("study.n_workers", "trial.torch_threads", "quiet")
+
+
+def spawn_workers(n_workers: int, threads: int) -> list[subprocess.Popen]:
+    """n_workers - 1 more processes running this same command on the same study (separate processes:
+    torch and the trainer are not thread-safe)."""
+    overrides = [arg for arg in sys.argv[1:] if arg.split("=")[0].lstrip("+~") not in WORKER_KEYS]
+    command = [sys.executable, "-m", "sweep", *overrides, "study.n_workers=1", f"trial.torch_threads={threads}", "quiet=true"]
+    return [subprocess.Popen(command) for _ in range(n_workers - 1)]
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> None:
     _quiet_libraries()
@@ -59,11 +71,29 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as error:
         print(f"sweep: invalid config: {error}", file=sys.stderr)
         sys.exit(2)
+    workers: list[subprocess.Popen] = []
+    if cfg.study.n_workers > 1:
+        threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
+        cfg.trial.torch_threads = threads
+        workers = spawn_workers(cfg.study.n_workers, threads)
+    interrupted = False
     try:
         sweep.run()
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
-        table = finish(sweep)
+        for worker in workers:
+            if interrupted:
+                worker.terminate()
+            worker.wait()
+        table = finish(sweep, interrupted=interrupted)
     print(summary(sweep, table))
+    if interrupted:
+        print("sweep: interrupted; the unfinished trial is queued again, rerun the same command to continue", file=sys.stderr)
+        sys.exit(130)
+    if sweep.stopped_reason:
+        print(f"sweep: stopped: {sweep.stopped_reason}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

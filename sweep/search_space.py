@@ -74,6 +74,12 @@ def grid_size(space: Space) -> int:
     return math.prod(len(values) for values in space.values()) if is_grid(space) else 0
 
 
+def grid_points(space: Space) -> list[dict[str, Any]]:
+    """Every point of a grid, as {dotted.key: value}."""
+    names = list(space)
+    return [dict(zip(names, combo)) for combo in itertools.product(*(space[name] for name in names))]
+
+
 def suggest(trial: optuna.Trial, space: Space) -> dict[str, Any]:
     """Ask the trial for one value per key (grids as categorical choices, as GridSampler expects)."""
     params: dict[str, Any] = {}

@@ -84,8 +84,8 @@ class StudyResources:
 class TrialCallback(TrainerCallback):
     """Sends the training loss and validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
 
-    def __init__(self, trial: optuna.Trial, run: TrialRun, on_evaluated: Callable[[int], None] | None = None) -> None:
-        self.trial, self.run, self.on_evaluated = trial, run, on_evaluated
+    def __init__(self, trial: optuna.Trial, run: TrialRun, loss: torch.nn.Module, on_evaluated: Callable[[int], None] | None = None) -> None:
+        self.trial, self.run, self.loss, self.on_evaluated = trial, run, loss, on_evaluated
         self.pruned_at: int | None = None
         self.diverged_at: int | None = None
         self.last_eval: tuple[int, float] | None = None
@@ -95,6 +95,8 @@ class TrialCallback(TrainerCallback):
         if "loss" in logs:
             loss = float(logs["loss"])
             metrics = {"train_loss": loss, "learning_rate": logs.get("learning_rate"), "grad_norm": logs.get("grad_norm")}
+            # A loss may expose values to follow during training (e.g. a learnable scale): logged_metrics() -> dict.
+            metrics.update(getattr(self.loss, "logged_metrics", dict)())
             self.run.log_metrics({k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step)
             if not math.isfinite(loss):
                 self.diverged_at = state.global_step
@@ -131,7 +133,7 @@ def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> Sentenc
         per_device_eval_batch_size=t.eval_batch_size,
         learning_rate=t.learning_rate,
         weight_decay=t.weight_decay,
-        warmup_ratio=t.warmup_ratio,
+        warmup_steps=t.warmup_ratio,  # transformers 5: a float below 1 is a ratio of max_steps
         lr_scheduler_type=t.lr_scheduler,
         optim=t.optimizer,
         batch_sampler=t.batch_sampler,
@@ -140,6 +142,7 @@ def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> Sentenc
         eval_strategy="steps",
         eval_steps=t.eval_steps,
         logging_steps=t.logging_steps,
+        logging_nan_inf_filter=False,  # a NaN/inf loss must reach the divergence check, not be averaged away
         save_strategy="no",
         report_to="none",
         dataloader_drop_last=True,
@@ -177,7 +180,7 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
         probe = ConcentrationProbe(stats, splits.get("heldout"), cfg.trial.batch_size, cfg.loss.get("scale", 1.0), cfg.trial.eval_batch_size)
         probe.measure(model, validation, run, step=0, suffix="_init")
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
-    callback = TrialCallback(trial, run, on_evaluated=every_eval)
+    callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = TrialTrainer(

@@ -73,6 +73,7 @@ def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
 
 @pytest.mark.parametrize(("overrides", "key"), [
     (["loss.scale=-1"], "loss.scale"),
+    (["name=nan"], "name"),
     (["loss.temperature=0"], "loss.temperature"),
     (["loss.name=nope"], "loss.name"),
     (["study.sampler.name=nope"], "study.sampler.name"),

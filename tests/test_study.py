@@ -86,7 +86,7 @@ def test_rerun_continues_the_study_without_retraining(compose_cfg):
         open_sweep(wider)
 
 
-def test_a_failed_grid_point_is_retried_on_rerun(compose_cfg, monkeypatch):
+def fail_first_trial(monkeypatch):
     import sweep.study as study_module
 
     real = study_module.train_and_evaluate
@@ -99,17 +99,27 @@ def test_a_failed_grid_point_is_retried_on_rerun(compose_cfg, monkeypatch):
         return real(trial, cfg, *args, **kwargs)
 
     monkeypatch.setattr(study_module, "train_and_evaluate", fail_once)
+
+
+def test_a_failed_grid_point_is_queued_again_once(compose_cfg, monkeypatch):
+    fail_first_trial(monkeypatch)
     cfg = compose_cfg(GRID, "name=retry")
     sweep, table = run_study(cfg)
-    assert sorted(table.state) == ["COMPLETE", "FAIL"]
+    assert sorted(table.state) == ["COMPLETE", "COMPLETE", "FAIL"]
+    complete = [t for t in sweep.study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert sorted(t.params["loss.scale"] for t in complete) == [0, 20], "every grid point done exactly once"
     _, _, children = trial_runs(cfg)
     failed = [c for c in children if c.data.tags["sweep.optuna_state"] == "FAIL"]
     assert failed[0].info.status == "FAILED" and "boom" in failed[0].data.tags["sweep.end_reason"]
 
-    sweep, table = run_study(compose_cfg(GRID, "name=retry"))
-    complete = [t for t in sweep.study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    assert sorted(t.params["loss.scale"] for t in complete) == [0, 20]
-    assert len(sweep.study.trials) == 3
+    sweep, _ = run_study(compose_cfg(GRID, "name=retry"))
+    assert len(sweep.study.trials) == 3, "a rerun trains nothing"
+
+
+def test_without_retries_a_failed_point_stays_failed(compose_cfg, monkeypatch):
+    fail_first_trial(monkeypatch)
+    sweep, table = run_study(compose_cfg(GRID, "name=noretry", "study.max_retries=0"))
+    assert sorted(table.state) == ["COMPLETE", "FAIL"]
 
 
 def test_temperature_search_space_logs_both(compose_cfg):
