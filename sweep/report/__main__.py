@@ -13,7 +13,6 @@ from sweep.report import figures
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 
 T = TypeVar("T")
-HISTORY_KEYS = ("train_loss", "learned_scale")
 
 
 def _arg_type(parse: Callable[[str], T]) -> Callable[[str], T]:
@@ -44,14 +43,9 @@ def loss_vs_scale_command(args: argparse.Namespace) -> list[Path]:
 
 def study_command(args: argparse.Namespace) -> list[Path]:
     """The figures of one study's trials, read from MLflow."""
-    from mlflow.tracking import MlflowClient  # imported here: mlflow is slow to import and only needed here
+    from sweep.report.runs import load_study  # imported here: mlflow is slow to import and only needed here
 
-    from sweep.report.runs import load_metric_history, load_trials
-
-    client = MlflowClient(tracking_uri=args.tracking_uri)
-    trials = load_trials(client, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
-    logging.info("%d trials, %d COMPLETE", len(trials), (trials["state"] == "COMPLETE").sum())
-    histories = {key: load_metric_history(client, trials["run_id"], key) for key in HISTORY_KEYS}
+    trials, histories = load_study(args.tracking_uri, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
     return figures.write_study_figures(trials, histories, args.out)
 
 
