@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import shlex
 import sys
+from datetime import datetime, timezone
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -106,9 +109,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(1, f"{parser.prog}: error: {error}\n")
     if not paths:
         logging.warning("nothing written: the runs lack the columns the figures need")
-    for path in paths:
+        return 0
+    for path in [*paths, write_provenance(args.out, argv)]:
         print(path)
     return 0
+
+
+def write_provenance(out_dir: Path, argv: Sequence[str] | None) -> Path:
+    """Record next to the figures the command that made them, the library versions and the git commit."""
+    from sweep.tracking import library_versions
+
+    command = ["python", "-m", "sweep.report", *(sys.argv[1:] if argv is None else argv)]
+    path = Path(out_dir) / "provenance.json"
+    record = {"command": shlex.join(command), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "versions": library_versions()}
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
 
 
 if __name__ == "__main__":
