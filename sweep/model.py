@@ -45,11 +45,6 @@ def resolve_path(model: DictConfig) -> str:
     return name
 
 
-def base_layer_count(model: DictConfig) -> int:
-    """Number of transformer layers of the base checkpoint (reads only its config)."""
-    return AutoConfig.from_pretrained(resolve_path(model)).num_hidden_layers
-
-
 def build_model(model: DictConfig, seed: int, device: str | None = None) -> SentenceTransformer:
     """Build the model; random initialisations are drawn from `seed`."""
     path = resolve_path(model)

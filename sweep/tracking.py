@@ -11,7 +11,6 @@ Names (the report module and the README rely on them):
 from __future__ import annotations
 
 import json
-import math
 import platform
 import subprocess
 import time
@@ -122,7 +121,3 @@ class TrialRun:
         self.set_tags(tags)
         status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state.name, "FAILED")
         self.client.set_terminated(self.run_id, status=status)
-
-
-def finite_or_none(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
