@@ -314,16 +314,26 @@ def _wait_until_ready(study: optuna.Study, timeout: float = 300.0) -> None:
         time.sleep(1.0)
 
 
+def declared_space(cfg: DictConfig) -> dict[str, Any]:
+    """`study.search_space` with `study.seeds` (replicates) added as a `trial.seed` axis."""
+    declared = OmegaConf.to_container(cfg.study.search_space, resolve=True)
+    if cfg.study.seeds:
+        if "seed" in declared.get("trial", {}):
+            raise ConfigError("study.seeds", list(cfg.study.seeds), "conflicts with study.search_space.trial.seed: give one of them")
+        declared.setdefault("trial", {})["seed"] = list(cfg.study.seeds)
+    return declared
+
+
 def open_sweep(cfg: DictConfig) -> Sweep:
     """Validate the config, then open (or create) the Optuna study, its grid queue and MLflow parent run."""
     absolute_paths(cfg)
-    space = search_space.parse(cfg.study.search_space)
+    declared = declared_space(cfg)
+    space = search_space.parse(declared)
     validate(cfg, space)
     client = open_tracking(cfg)
     holder: dict[str, Sweep] = {}
     storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
     study, created = _create_or_load(cfg, storage, space)
-    declared = OmegaConf.to_container(cfg.study.search_space, resolve=True)
     exp_id = tracking.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
     if created:
         study.set_user_attr("search_space", declared)

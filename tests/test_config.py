@@ -63,6 +63,16 @@ def test_search_space_grid_and_distributions():
     assert search_space.is_grid(grid) and search_space.grid_size(grid) == 6
 
 
+def test_seeds_become_a_trial_seed_axis(compose_cfg):
+    from sweep.study import declared_space
+
+    cfg = compose_cfg("+experiment=mnrl_scale", "study.seeds=[0,1,2]", tiny=False)
+    space = search_space.parse(declared_space(cfg))
+    assert space["trial.seed"] == [0, 1, 2] and search_space.grid_size(space) == 3 * len(space["loss.scale"])
+    with pytest.raises(ConfigError, match="study.seeds"):
+        declared_space(compose_cfg("study.seeds=[0]", "+study.search_space.trial.seed=[1]"))
+
+
 def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
     cfg = search_space.apply(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3})
     resolve_scale(cfg)

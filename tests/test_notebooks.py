@@ -20,7 +20,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 def tiny_study(tmp_path_factory) -> str:
     """A 2-scale x 2-seed study of the tiny model; returns its MLflow tracking URI."""
     root = tmp_path_factory.mktemp("runs")
-    overrides = [*TINY, f"paths.root={root}", "name=tiny_scales", "+study.search_space.loss.scale=[1,20]", "+study.search_space.trial.seed=[0,1]"]
+    overrides = [*TINY, f"paths.root={root}", "name=tiny_scales", "+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]"]
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     sweep = open_sweep(cfg)
