@@ -14,6 +14,7 @@ import fcntl
 import logging
 import math
 import os
+import random
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -69,17 +70,22 @@ def make_sampler(sampler: DictConfig, space: search_space.Space) -> optuna.sampl
     return optuna.samplers.RandomSampler(seed=sampler.seed)
 
 
-def make_pruner(pruner: DictConfig) -> optuna.pruners.BasePruner:
+def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePruner:
+    """Optuna's pruner by name. Resources are training steps (trials report at every `eval_steps`)."""
     name = pruner.name
     if name not in PRUNERS:
         raise ConfigError("study.pruner.name", name, f"must be one of {', '.join(PRUNERS)}")
+    min_resource = pruner.min_resource
+    if min_resource != "auto" and (isinstance(min_resource, bool) or not isinstance(min_resource, int) or min_resource < 1):
+        raise ConfigError("study.pruner.min_resource", min_resource, "must be auto or an integer >= 1 (training steps)")
     if name == "none":
         return optuna.pruners.NopPruner()
     if name == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=pruner.n_startup_trials, n_warmup_steps=pruner.n_warmup_steps)
     if name == "successive_halving":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=pruner.min_resource, reduction_factor=pruner.reduction_factor)
-    return optuna.pruners.HyperbandPruner(min_resource=pruner.min_resource, reduction_factor=pruner.reduction_factor)
+        return optuna.pruners.SuccessiveHalvingPruner(min_resource=min_resource, reduction_factor=pruner.reduction_factor)
+    # HyperbandPruner has no "auto" minimum: the first report (one evaluation) is the smallest budget.
+    return optuna.pruners.HyperbandPruner(min_resource=eval_steps if min_resource == "auto" else min_resource, reduction_factor=pruner.reduction_factor)
 
 
 def absolute_paths(cfg: DictConfig) -> None:
@@ -107,7 +113,7 @@ def validate(cfg: DictConfig, space: search_space.Space) -> None:
     if not (isinstance(study.heartbeat_interval, int) and study.heartbeat_interval >= 1):
         raise ConfigError("study.heartbeat_interval", study.heartbeat_interval, "must be an integer >= 1 (seconds)")
     make_sampler(study.sampler, space)
-    make_pruner(study.pruner)
+    make_pruner(study.pruner, cfg.trial.eval_steps)
     for point in search_space.candidate_points(space) or [{}]:
         trial_cfg = search_space.apply(cfg, point)
         try:
@@ -299,7 +305,7 @@ def fail_stale_trials(study: optuna.Study) -> None:
 
 
 def _create_or_load(cfg: DictConfig, storage: optuna.storages.RDBStorage, space: search_space.Space) -> tuple[optuna.Study, bool]:
-    kwargs = dict(study_name=cfg.study.name, storage=storage, sampler=make_sampler(cfg.study.sampler, space), pruner=make_pruner(cfg.study.pruner))
+    kwargs = dict(study_name=cfg.study.name, storage=storage, sampler=make_sampler(cfg.study.sampler, space), pruner=make_pruner(cfg.study.pruner, cfg.trial.eval_steps))
     try:
         return optuna.create_study(direction=cfg.study.direction, **kwargs), True
     except optuna.exceptions.DuplicatedStudyError:
@@ -339,7 +345,11 @@ def open_sweep(cfg: DictConfig) -> Sweep:
         study.set_user_attr("search_space", declared)
         parent = tracking.parent_run(client, study, exp_id, {**flatten(cfg), "study.search_space": declared})
         if space and search_space.is_grid(space):
-            for point in search_space.grid_points(space):
+            # A seeded shuffle: a pruner then compares trials from across the grid, and a partial study
+            # covers it evenly instead of only its first axis values.
+            points = search_space.grid_points(space)
+            random.Random(cfg.study.sampler.seed).shuffle(points)
+            for point in points:
                 study.enqueue_trial(point, user_attrs={GRID_POINT_ATTR: True, ATTEMPT_ATTR: 1})
         study.set_user_attr(READY_ATTR, True)
     else:
