@@ -1,0 +1,147 @@
+"""The benchmark's pure parts: the table writer, the ratios and verdicts, the overrides it passes to
+`python -m sweep`, and the baseline script's CLI. Nothing here is timed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sweep import bench
+from sweep.bench import (
+    FULL,
+    PLAIN_ST,
+    QUICK,
+    BaselineRun,
+    FrameworkSweep,
+    FrameworkTrial,
+    PruneResult,
+    PruneVariant,
+    Row,
+    Stat,
+    SweepMeasurements,
+    markdown_table,
+    prune_overrides,
+    pruning_rows,
+    render_report,
+    trial_overhead_rows,
+    whole_sweep_rows,
+)
+
+
+def test_stat_formats_median_and_range():
+    assert Stat.of([3.0, 1.0, 2.0]).fmt("s", 1) == "2.0 s [1.0, 3.0]"
+    assert Stat.of([1.25]).fmt(digits=3) == "1.250"
+    assert Stat.of([]).fmt() == "-"
+
+
+def test_row_verdicts():
+    assert Row("2", "m", "", "", Stat.of([1.01, 1.2, 0.9]), "<= 1.05").verdict == "met"
+    assert Row("3", "m", "", "", Stat.of([0.9]), "<= 0.75").verdict == "not met"
+    assert Row("6", "m", "", "", Stat.of([1.3]), ">= 1").verdict == "met"
+    assert Row("6", "m", "", "", Stat.of([1.3]), "").verdict == "info"
+    assert Row("7", "gpu", "-", "-", None, "", status="skipped").verdict == "skipped"
+
+
+def test_markdown_table_has_ratio_columns_and_escapes_pipes():
+    rows = [
+        Row("2", "per-trial wall time", "10.00 s", "9.50 s", Stat.of([1.05, 1.02, 1.10]), "<= 1.05", "a | b"),
+        Row("7", "GPU", "-", "-", None, "", "skipped: no GPU", status="skipped"),
+    ]
+    table = markdown_table(rows).splitlines()
+    assert table[0].startswith("| # | measurement | framework | baseline | ratio: median [min, max] | goal | verdict | n |")
+    assert set(table[1].replace("|", "")) == {"-"}
+    assert "1.050 [1.020, 1.100]" in table[2] and "| met | 3 |" in table[2] and "a \\| b" in table[2]
+    assert "| skipped | 0 |" in table[3]
+    assert all(line.count("|") - line.count("\\|") == len(bench.COLUMNS) + 1 for line in table)
+
+
+def test_report_names_machine_and_quick_mode():
+    machine = bench.machine_description()
+    assert {"cpu", "cores", "torch", "sentence-transformers", "date"} <= set(machine)
+    report = render_report([Row("1", "baseline", "-", "1 s", None, "", status="reference")], machine, QUICK, 60.0, ["- a detail"])
+    assert "Quick mode" in report and "| 1 | baseline |" in report and "## Details" in report and machine["cpu"] in report
+
+
+def _trial(number, scale, wall, train=None, value=0.7, state="COMPLETE", steps=20):
+    return FrameworkTrial(number, scale, state, value if state == "COMPLETE" else None, wall, train, steps, number == 0)
+
+
+def _baseline(scale, trial_s, load_s=1.0, process=20.0, spearman=0.7):
+    return BaselineRun(scale, process, {"trial_s": trial_s, "load_s": load_s, "train_s": trial_s - 1, "import_s": 5.0, "stsb_validation_spearman": spearman})
+
+
+def test_trial_overhead_pairs_by_scale_and_counts_loading_in_the_first_trial():
+    m = SweepMeasurements(
+        baseline=[[_baseline(5.0, 10.0), _baseline(20.0, 10.0)]],
+        framework_off=[FrameworkSweep(40.0, [_trial(0, 5.0, 11.0, 9.0), _trial(1, 20.0, 10.5, 9.0)], [])],
+        framework_on=[FrameworkSweep(45.0, [_trial(0, 5.0, 13.2, 9.0), _trial(1, 20.0, 12.0, 9.0)], [])],
+    )
+    off, on, train = trial_overhead_rows(m)
+    assert off.ratio.values == pytest.approx((1.0, 1.05))  # first trial: 11 / (10 + 1 load)
+    assert on.ratio.values == pytest.approx((1.2, 1.2))
+    assert train.ratio.values == pytest.approx((1.0, 1.0))
+    whole_off, _ = whole_sweep_rows(m)
+    assert whole_off.ratio.values == pytest.approx((1.0,))  # 40 s / (20 + 20) s
+    details = bench.agreement_details(m)
+    assert "0.00e+00" in details[0]
+
+
+def test_pruning_rows_compare_steps_and_best_scale():
+    grid = FrameworkSweep(100.0, [_trial(i, s, 10.0, value=v, steps=12) for i, (s, v) in enumerate([(1.0, 0.60), (5.0, 0.64), (20.0, 0.65), (50.0, 0.63)])], [])
+    pruned = FrameworkSweep(60.0, [
+        _trial(0, 20.0, 10.0, value=0.65, steps=12),
+        _trial(1, 1.0, 3.0, state="PRUNED", steps=4),
+        _trial(2, 5.0, 10.0, value=0.648, steps=12),
+        _trial(3, 50.0, 3.0, state="PRUNED", steps=4),
+    ], [])
+    wrong = FrameworkSweep(60.0, [_trial(0, 1.0, 10.0, value=0.60, steps=12)], [])
+    variant = PruneVariant("median, shuffled", "median", "shuffled")
+    rows = pruning_rows(QUICK, [PruneResult(None, grid), PruneResult(variant, pruned), PruneResult(variant, wrong)])
+    assert rows[0].verdict == "reference" and "48 steps" in rows[0].baseline
+    assert rows[1].ratio.values == pytest.approx((32 / 48,)) and rows[1].verdict == "not met"  # 0.67 > 0.5
+    assert "best scale 20" in rows[1].note and "2/4 trials pruned" in rows[1].note
+    assert rows[2].verdict == "not met" and "2 grid point(s)" in rows[2].note  # cheap, but the wrong scale
+
+
+def test_prune_overrides():
+    grid = prune_overrides(FULL, None)
+    assert "study.pruner.name=none" in grid and bench.grid_override(FULL.prune_scales) in grid
+    shuffled = prune_overrides(FULL, PruneVariant("x", "successive_halving", "shuffled"))
+    scale_arg = next(a for a in shuffled if a.startswith("study.search_space.loss.scale="))
+    assert sorted(float(x) for x in scale_arg.split("=")[1].strip("[]").split(",")) == sorted(FULL.prune_scales)
+    assert f"study.pruner.min_resource={FULL.prune_eval_steps}" in shuffled
+    tpe = prune_overrides(FULL, PruneVariant("x", "median", "tpe", sampler="tpe"))
+    assert "~study.search_space.loss.scale" in tpe and "study.sampler.name=tpe" in tpe
+    assert f"study.n_trials={len(FULL.prune_scales)}" in tpe
+
+
+def test_settings_fit_the_budget():
+    assert bench.expected_seconds(FULL) <= 15 * 60
+    assert bench.expected_seconds(QUICK) < bench.expected_seconds(FULL)
+    assert QUICK.steps < FULL.steps and QUICK.repeats <= FULL.repeats
+
+
+def test_plain_st_help_and_bench_help():
+    done = subprocess.run([sys.executable, str(PLAIN_ST), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "--scale" in done.stdout and "--data-dir" in done.stdout and "--eval-steps" in done.stdout
+    with pytest.raises(SystemExit) as exit_info:
+        bench.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    args = bench.parse_args(["--quick", "--out", "/tmp/x"])
+    assert args.quick and str(args.out) == "/tmp/x"
+
+
+def test_gpu_row_says_why():
+    (row,) = bench.gpu_rows()
+    assert row.item == "7" and row.verdict == "skipped"
+
+
+def test_a_failing_measurement_becomes_a_failed_row():
+    def boom():
+        raise RuntimeError("framework failed (1): python -m sweep ...\nTraceback\nValueError: bad")
+
+    (row,) = bench.guarded("4", "item 4: pruning", boom)
+    assert row.verdict == "failed" and "RuntimeError" in row.note and "ValueError: bad" in row.note
+    assert bench.guarded("7", "gpu", bench.gpu_rows)[0].item == "7"
