@@ -112,13 +112,16 @@ def validate_data(data: DictConfig) -> None:
 
 def validate_trial_config(cfg: DictConfig) -> None:
     """Check one trial's config (after search-space values are applied). Raises ConfigError."""
-    from sweep.losses import validate_loss
+    from sweep.layer_grid import validate_layer_grid
+    from sweep.losses import resolve_loss, validate_loss
 
     resolve_scale(cfg)
+    resolve_loss(cfg)
     validate_model(cfg.model)
     validate_trial(cfg.trial)
     validate_data(cfg.data)
     validate_loss(cfg)
+    validate_layer_grid(cfg)
 
 
 def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:

@@ -21,7 +21,8 @@ from transformers import TrainerCallback, set_seed
 from transformers.trainer_callback import PrinterCallback
 
 from sweep import data as data_module
-from sweep.losses import build_loss
+from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
+from sweep.losses import build_loss, learning_rate_mapping
 from sweep.model import build_model
 from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator
 from sweep.tracking import TrialRun
@@ -132,6 +133,7 @@ def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> Sentenc
         per_device_train_batch_size=t.batch_size,
         per_device_eval_batch_size=t.eval_batch_size,
         learning_rate=t.learning_rate,
+        learning_rate_mapping=learning_rate_mapping(cfg),
         weight_decay=t.weight_decay,
         warmup_steps=t.warmup_ratio,  # transformers 5: a float below 1 is a ratio of max_steps
         lr_scheduler_type=t.lr_scheduler,
@@ -175,9 +177,14 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
         initial = {name: p.detach().clone() for name, p in model.named_parameters()}
 
     run.log_metrics({f"{VALIDATION}_spearman": spearman(validation, model)}, step=0)
+    layer_grid = cfg.eval.layer_grid.enabled
+    if layer_grid:
+        log_layer_grid(run, stsb_layer_grid(model, splits["validation"], cfg), "validation", step=0)
     probe = None
     if stats.enabled:
-        probe = ConcentrationProbe(stats, splits.get("heldout"), cfg.trial.batch_size, cfg.loss.get("scale", 1.0), cfg.trial.eval_batch_size)
+        # The softmax statistics use the in-batch scale: `scale`, or AnglE's in-batch-negatives scale.
+        softmax_scale = cfg.loss.scale if "scale" in cfg.loss else cfg.loss.get("ibn_scale", 1.0)
+        probe = ConcentrationProbe(stats, splits.get("heldout"), cfg.trial.batch_size, softmax_scale, cfg.trial.eval_batch_size)
         probe.measure(model, validation, run, step=0, suffix="_init")
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
@@ -219,10 +226,17 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
     if scale_zero:
         moved = max((p.detach() - initial[name]).abs().max().item() for name, p in model.named_parameters())
         metrics["max_weight_change"] = moved
+    grid = None
+    if layer_grid:
+        grid = stsb_layer_grid(model, splits["validation"], cfg)
+        log_layer_grid(run, grid, "validation", step=steps)
+        log_layer_grid(run, stsb_layer_grid(model, splits["test"], cfg), "test", step=steps)
+    objective = objective_value(cfg.eval, val, grid)
+    metrics["objective"] = objective
     run.log_metrics(metrics, step=steps)
     trial.set_user_attr(f"{TEST}_spearman", test_value)
     trial.set_user_attr("train_seconds", train_seconds)
-    return val
+    return objective
 
 
 class DivergenceError(RuntimeError):

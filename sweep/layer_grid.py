@@ -1,0 +1,208 @@
+"""STSB Spearman for every (layer, dim) cell of a transformer SentenceTransformer, from one forward pass.
+
+For a model ``Transformer -> Pooling [-> Normalize]``, one forward pass per batch returns the hidden states of
+every layer (``hidden_states[0]`` is the embedding output, ``hidden_states[k]`` the output of layer k). Each
+requested layer is pooled by the model's own modules after the transformer, then for each dim d:
+
+.. math::
+    \\mathrm{cos}_{k,d}(x, y) = \\frac{f_k(x)_{:d} \\cdot f_k(y)_{:d}}{\\lVert f_k(x)_{:d} \\rVert \\lVert f_k(y)_{:d} \\rVert},
+    \\qquad \\rho_{k,d} = \\mathrm{Spearman}(\\mathrm{cos}_{k,d}, \\mathrm{gold})
+
+which is what the model truncated to k layers and to ``truncate_dim=d`` gives through ``model.encode``, the
+quantities ``AdaptiveLayerLoss``/``MatryoshkaLoss``/``Matryoshka2dLoss`` train (Li et al. 2024, "2D Matryoshka
+Sentence Embeddings"; Kusupati et al. 2022, "Matryoshka Representation Learning").
+
+Config (``conf/eval/default.yaml``): ``eval.layer_grid.{enabled, layers, dims}`` and the trial objective
+``eval.objective`` (``full`` | ``grid_mean`` | ``cell``) with ``eval.cell`` (``"L{layer}_D{dim}"``). Layer and dim
+sets are lists or comma strings (``"1,2,3"``), so that they can be Optuna grid values. Metrics are named
+``stsb_{split}_spearman_L{layer}_D{dim}``; the table is logged as ``layer_grid/stsb_{split}_step{N}.csv``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from datasets import Dataset
+from omegaconf import DictConfig, ListConfig
+from scipy.stats import spearmanr
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.modules import Transformer
+from sentence_transformers.sentence_transformer.losses.adaptive_layer import TransformerDecorator
+from sentence_transformers.util import batch_to_device
+from transformers import AutoConfig, PretrainedConfig
+
+from sweep.config import ConfigError
+from sweep.model import resolve_path
+
+if TYPE_CHECKING:
+    from sweep.tracking import TrialRun
+
+OBJECTIVES = ("full", "grid_mean", "cell")
+CELL = re.compile(r"^L(\d+)_D(\d+)$")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a model config implies, read from the base checkpoint's config only: embedding size and layers."""
+
+    dim: int
+    layers: int | None  # transformer layers; None for a static model
+
+
+@functools.lru_cache(maxsize=8)
+def _hf_config(path: str) -> PretrainedConfig:
+    return AutoConfig.from_pretrained(path)
+
+
+def model_shape(model: DictConfig) -> ModelShape:
+    """Embedding dimension and transformer layer count of the model `build_model(model)` would build."""
+    try:
+        config = _hf_config(resolve_path(model))
+    except OSError as error:
+        raise ConfigError("model.name_or_path", model.name_or_path, f"cannot read its config to check dimensions and layers ({error})") from None
+    overrides = dict(model.config_overrides or {})
+    if model.kind == "static":
+        random_dim = model.static_init == "random" and model.embedding_dim
+        return ModelShape(model.embedding_dim if random_dim else config.hidden_size, None)
+    layers = model.num_layers or overrides.get("num_hidden_layers", config.num_hidden_layers)
+    return ModelShape(overrides.get("hidden_size", config.hidden_size), layers)
+
+
+def parse_numbers(key: str, value: Any, kind: type = int) -> tuple:
+    """A set-valued config entry: a list (``[384, 256]``) or a comma string (``"384,256"``, a scalar that Optuna
+    can sweep). Returns a tuple of `kind` (int or float)."""
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, (int, float)) and not isinstance(items, bool):
+        items = [items]
+    if not isinstance(items, (list, tuple, ListConfig)) or len(items) == 0:
+        raise ConfigError(key, value, 'must be a non-empty list of numbers or a comma string like "384,256,128"')
+    numbers = []
+    for item in items:
+        try:
+            number = kind(item.strip()) if isinstance(item, str) else item
+        except ValueError:
+            number = None
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or (kind is int and not isinstance(number, int)):
+            raise ConfigError(key, value, f"must contain {kind.__name__} values only")
+        numbers.append(kind(number))
+    return tuple(numbers)
+
+
+def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The (layers, dims) of `eval.layer_grid`, defaults filled in: every layer 1..L, the full dimension."""
+    grid = cfg.eval.layer_grid
+    shape = model_shape(cfg.model)
+    layers = parse_numbers("eval.layer_grid.layers", grid.layers) if grid.layers is not None else tuple(range(1, (shape.layers or 0) + 1))
+    dims = parse_numbers("eval.layer_grid.dims", grid.dims) if grid.dims is not None else (shape.dim,)
+    return layers, dims
+
+
+def validate_layer_grid(cfg: DictConfig) -> None:
+    """Check `eval.*`: layers within the model, dims within its dimension, the objective and its cell."""
+    ev = cfg.eval
+    if ev.objective not in OBJECTIVES:
+        raise ConfigError("eval.objective", ev.objective, f"must be one of {', '.join(OBJECTIVES)}")
+    if ev.objective != "full" and cfg.study.pruner.name != "none":
+        raise ConfigError("study.pruner.name", cfg.study.pruner.name, f"must be none with eval.objective={ev.objective}: the pruner sees the full model's Spearman")
+    if not ev.layer_grid.enabled:
+        if ev.objective != "full":
+            raise ConfigError("eval.objective", ev.objective, "needs eval.layer_grid.enabled=true (else use full)")
+        return
+    if cfg.model.kind != "transformer":
+        raise ConfigError("eval.layer_grid.enabled", True, "needs model.kind=transformer (a static model has no layers)")
+    shape = model_shape(cfg.model)
+    layers, dims = grid_sets(cfg)
+    if any(not 0 <= layer <= shape.layers for layer in layers) or len(set(layers)) != len(layers):
+        raise ConfigError("eval.layer_grid.layers", ev.layer_grid.layers, f"must be distinct layers in 0..{shape.layers} (the model has {shape.layers} layers; 0 = embedding output)")
+    if any(not 1 <= dim <= shape.dim for dim in dims) or len(set(dims)) != len(dims):
+        raise ConfigError("eval.layer_grid.dims", ev.layer_grid.dims, f"must be distinct dims in 1..{shape.dim} (the model dimension)")
+    if ev.objective == "cell":
+        match = CELL.match(str(ev.cell or ""))
+        if not match or int(match[1]) not in layers or int(match[2]) not in dims:
+            raise ConfigError("eval.cell", ev.cell, f"must name a grid cell L{{layer}}_D{{dim}} with layer in {list(layers)} and dim in {list(dims)}")
+
+
+def _layer_embeddings(model: SentenceTransformer, sentences: Sequence[str], layers: Sequence[int], batch_size: int) -> dict[int, torch.Tensor]:
+    """Sentence embeddings of each layer: one transformer pass per batch with all hidden states (the same
+    per-layer features AdaptiveLayerLoss trains), each pooled by the model's modules after the transformer.
+    Batches are formed by length, as `model.encode` does, to limit padding."""
+    transformer, heads = model[0], list(model)[1:]
+    if not isinstance(transformer, Transformer):
+        raise TypeError(f"a layer grid needs a Transformer first module, got {type(transformer).__name__}")
+    sentences = list(sentences)
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]), reverse=True)
+    chunks: dict[int, list[torch.Tensor]] = {layer: [] for layer in layers}
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                batch = [sentences[i] for i in order[start:start + batch_size]]
+                features = batch_to_device(model.preprocess(batch), model.device)
+                output = TransformerDecorator(transformer, transformer.forward).call_grow_cache(features)
+                for layer in layers:
+                    layer_features = {**output, "token_embeddings": output["all_layer_embeddings"][layer]}
+                    for module in heads:
+                        layer_features = module(layer_features)
+                    chunks[layer].append(layer_features["sentence_embedding"].float().cpu())
+    finally:
+        model.train(was_training)
+    restore = torch.argsort(torch.tensor(order))
+    return {layer: torch.cat(parts)[restore] for layer, parts in chunks.items()}
+
+
+def layer_dim_spearman(
+    model: SentenceTransformer,
+    sentences1: Sequence[str],
+    sentences2: Sequence[str],
+    scores: Sequence[float],
+    layers: Sequence[int],
+    dims: Sequence[int],
+    batch_size: int = 64,
+) -> pd.DataFrame:
+    """Spearman of cosine(first `dim` dims after `layer` layers) vs gold `scores`: DataFrame(layer, dim, spearman)."""
+    first = _layer_embeddings(model, sentences1, layers, batch_size)
+    second = _layer_embeddings(model, sentences2, layers, batch_size)
+    rows = []
+    for layer in layers:
+        for dim in dims:
+            cosine = (F.normalize(first[layer][:, :dim], dim=-1) * F.normalize(second[layer][:, :dim], dim=-1)).sum(-1)
+            rows.append({"layer": layer, "dim": dim, "spearman": float(spearmanr(list(scores), cosine.numpy()).statistic)})
+    return pd.DataFrame(rows, columns=["layer", "dim", "spearman"])
+
+
+def grid_metrics(table: pd.DataFrame, split: str) -> dict[str, float]:
+    """MLflow metrics of a grid: ``stsb_{split}_spearman_L{layer}_D{dim}`` and ``stsb_{split}_spearman_grid_mean``."""
+    metrics = {f"stsb_{split}_spearman_L{r.layer}_D{r.dim}": r.spearman for r in table.itertuples()}
+    metrics[f"stsb_{split}_spearman_grid_mean"] = float(table.spearman.mean())
+    return metrics
+
+
+def objective_value(ev: DictConfig, full: float, table: pd.DataFrame | None) -> float:
+    """The trial objective: the full model's Spearman, the grid mean, or one named cell ``L{layer}_D{dim}``."""
+    if ev.objective == "full":
+        return full
+    if ev.objective == "grid_mean":
+        return float(table.spearman.mean())
+    layer, dim = (int(x) for x in CELL.match(ev.cell).groups())
+    return float(table.loc[(table.layer == layer) & (table.dim == dim), "spearman"].item())
+
+
+def stsb_layer_grid(model: SentenceTransformer, dataset: Dataset, cfg: DictConfig) -> pd.DataFrame:
+    """The grid of `eval.layer_grid` on an STSB split (columns sentence1, sentence2, score)."""
+    first, second, score = dataset.column_names
+    layers, dims = grid_sets(cfg)
+    return layer_dim_spearman(model, dataset[first], dataset[second], dataset[score], layers, dims, cfg.trial.eval_batch_size)
+
+
+def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:
+    """Log a grid as metrics at `step` and as the artifact ``layer_grid/stsb_{split}_step{step}.csv``."""
+    run.log_metrics(grid_metrics(table, split), step=step)
+    run.client.log_text(run.run_id, table.to_csv(index=False), f"layer_grid/stsb_{split}_step{step}.csv")

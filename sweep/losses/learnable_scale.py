@@ -1,0 +1,58 @@
+"""MultipleNegativesRankingLoss with a trainable scale (CLIP's learnable temperature)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+from torch import Tensor, nn
+
+from sweep.losses.mnrl import SIMILARITIES
+
+
+class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
+    r"""MNRL whose scale is learned with the model, stored as a log (Radford et al. 2021, CLIP).
+
+    .. math::
+        s = \min(e^{\lambda}, s_{max}), \quad \lambda_0 = \log s_0, \qquad
+        L = -\frac{1}{B} \sum_i \log \frac{\exp(s \cdot \mathrm{sim}(a_i, p_i))}{\sum_j \exp(s \cdot \mathrm{sim}(a_i, c_j))}
+
+    ``logit_scale`` (:math:`\lambda`) is an ``nn.Parameter`` of the loss; SentenceTransformerTrainer builds its
+    optimizer from the loss module's parameters (which include the model's), so it is trained. The optional clamp
+    at ``max_scale`` (CLIP: 100) stops the gradient above it. Weight decay would pull :math:`\lambda` towards 0
+    (scale 1), so ``trial.weight_decay`` must be 0 with this loss (CLIP exempts it too). ``logged_metrics()``
+    reports the current ``learned_scale`` and ``learned_temperature``.
+
+    Reference: Radford et al. 2021, "Learning Transferable Visual Models From Natural Language Supervision";
+    Henderson et al. 2017 and van den Oord et al. 2018 for MNRL/InfoNCE.
+
+    Data: (anchor, positive[, negative...]) text columns, no label.
+    """
+
+    def __init__(self, model: SentenceTransformer, scale: float = 20.0, similarity: str = "cosine", max_scale: float | None = None) -> None:
+        if not scale > 0:
+            raise ValueError(f"the initial scale must be > 0 (it is stored as its log), got {scale}")
+        if max_scale is not None and not max_scale >= scale:
+            raise ValueError(f"max_scale must be >= the initial scale {scale}, got {max_scale}")
+        super().__init__(model, scale=scale, similarity_fct=SIMILARITIES[similarity])
+        self.max_scale = max_scale
+
+    @property
+    def scale(self) -> Tensor:
+        scale = self.logit_scale.exp()
+        return scale if self.max_scale is None else scale.clamp(max=self.max_scale)
+
+    @scale.setter
+    def scale(self, value: float) -> None:
+        """Set the scale (MultipleNegativesRankingLoss.__init__ sets the initial one): logit_scale = log(value)."""
+        if "logit_scale" in self._parameters:
+            with torch.no_grad():
+                self.logit_scale.fill_(math.log(value))
+        else:
+            self.logit_scale = nn.Parameter(torch.tensor(math.log(value)))
+
+    def logged_metrics(self) -> dict[str, float]:
+        scale = float(self.scale.detach())
+        return {"learned_scale": scale, "learned_temperature": 1.0 / scale}

@@ -1,0 +1,66 @@
+"""Every experiment runs end to end with its own model and loss: two steps on a slice of the data, at the last
+value of each grid axis (the one furthest from the defaults: a wrapper on, the largest scale, ...)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from sweep.app import CONFIG_DIR
+from sweep.data import load_split
+from sweep.layer_grid import stsb_layer_grid, validate_layer_grid
+from sweep.model import build_model
+from sweep.study import finish, open_sweep
+
+EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
+SHORT = [
+    "trial.max_steps=2",
+    "trial.eval_steps=2",
+    "trial.logging_steps=1",
+    "trial.batch_size=8",
+    "data.train.max_samples=32",
+    "data.validation.max_samples=100",
+    "data.test.max_samples=100",
+    "stats.heldout_pairs=32",
+    "stats.n_random_pairs=200",
+    "stats.histogram=false",
+    "quiet=true",
+]
+
+
+def last_grid_point(space: dict) -> dict:
+    """The search space with every grid list cut to its last value."""
+    return {key: last_grid_point(value) if isinstance(value, dict) else [value[-1]] for key, value in space.items()}
+
+
+@pytest.fixture(scope="module")
+def shared_root(tmp_path_factory) -> str:
+    return f"paths.root={tmp_path_factory.mktemp('runs')}"
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_experiment_runs_one_grid_point(compose_cfg, shared_root, experiment):
+    cfg = compose_cfg(f"+experiment={experiment}", *SHORT, shared_root, tiny=False)
+    space = OmegaConf.to_container(cfg.study.search_space)
+    cfg.study.search_space = last_grid_point(space)
+    sweep = open_sweep(cfg)
+    sweep.run()
+    table = finish(sweep)
+    assert table.state.tolist() == ["COMPLETE"], table
+    assert math.isfinite(table.stsb_val[0]) and math.isfinite(table.stsb_test[0])
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_experiment_eval_config_is_valid(compose_cfg, experiment):
+    validate_layer_grid(compose_cfg(f"+experiment={experiment}", tiny=False))
+
+
+def test_matryoshka2d_experiment_grid_evaluates_every_cell(compose_cfg):
+    cfg = compose_cfg("+experiment=matryoshka2d", tiny=False)
+    dataset = load_split(cfg.data, "validation").select(range(40))
+    table = stsb_layer_grid(build_model(cfg.model, seed=0), dataset, cfg)
+    assert sorted(set(table.layer)) == [1, 2, 3] and sorted(set(table.dim)) == [64, 128, 256, 384]
+    assert table.spearman.between(-1, 1).all()
