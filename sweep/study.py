@@ -339,13 +339,14 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     space = search_space.parse(declared)
     validate(cfg, space)
     client = open_tracking(cfg)
+    versions = {f"version.{k}": v for k, v in tracking.library_versions().items()}  # pinned at start
     holder: dict[str, Sweep] = {}
     storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
     study, created = _create_or_load(cfg, storage, space)
     exp_id = tracking.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
     if created:
         study.set_user_attr("search_space", declared)
-        parent = tracking.parent_run(client, study, exp_id, {**flatten(cfg), "study.search_space": declared})
+        parent = tracking.parent_run(client, study, exp_id, {**flatten(cfg), "study.search_space": declared, **versions})
         if space and search_space.is_grid(space):
             # A seeded shuffle: a pruner then compares trials from across the grid, and a partial study
             # covers it evenly instead of only its first axis values.

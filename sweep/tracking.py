@@ -10,6 +10,7 @@ Names (the report module and the README rely on them):
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import subprocess
@@ -29,8 +30,11 @@ PACKAGES = ("torch", "transformers", "sentence-transformers", "optuna", "mlflow"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@functools.cache
 def library_versions() -> dict[str, str]:
-    """Versions of the libraries whose behaviour changes results, the Python version and the git commit."""
+    """Versions of the libraries whose behaviour changes results, the Python version and the git commit.
+
+    Read once per process, so a long sweep records the code it started with, not later commits."""
     versions = {"python": platform.python_version()}
     for package in PACKAGES:
         try:
