@@ -122,17 +122,19 @@ def _check_learnable_scale(cfg: DictConfig) -> None:
         raise ConfigError("trial.weight_decay", cfg.trial.weight_decay, "must be 0 with loss.name=learnable_scale: decay would pull logit_scale towards 0 (scale 1)")
 
 
+TEXT_TUPLES = "(anchor, positive[, negative...]) text columns, no score/label"
+
 LOSSES: dict[str, LossSpec] = {
     "mnrl": LossSpec(
         build=lambda model, cfg: ScaledMultipleNegativesRankingLoss(model, scale=cfg.loss.scale, similarity=cfg.loss.similarity),
-        columns="(anchor, positive[, negative...]) text columns, no score/label",
+        columns=TEXT_TUPLES,
         accepts=_text_tuples,
     ),
     "cached_mnrl": LossSpec(
         build=lambda model, cfg: ScaledCachedMultipleNegativesRankingLoss(
             model, scale=cfg.loss.scale, similarity=cfg.loss.similarity, mini_batch_size=cfg.loss.mini_batch_size
         ),
-        columns="(anchor, positive[, negative...]) text columns, no score/label",
+        columns=TEXT_TUPLES,
         accepts=_text_tuples,
         check=_check_cached_mnrl,
         transformer_only=True,
@@ -142,7 +144,7 @@ LOSSES: dict[str, LossSpec] = {
         build=lambda model, cfg: LearnableScaleMultipleNegativesRankingLoss(
             model, scale=cfg.loss.scale, similarity=cfg.loss.similarity, max_scale=cfg.loss.max_scale
         ),
-        columns="(anchor, positive[, negative...]) text columns, no score/label",
+        columns=TEXT_TUPLES,
         accepts=_text_tuples,
         check=_check_learnable_scale,
     ),
