@@ -45,6 +45,18 @@ def resolve_path(model: DictConfig) -> str:
     return name
 
 
+def check_available(model: DictConfig) -> None:
+    """Fail before training when the base model cannot be found: read only its config (local, or the hub)."""
+    path = resolve_path(model)
+    try:
+        AutoConfig.from_pretrained(path)
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            "model.name_or_path", model.name_or_path,
+            f"cannot load the model's config from {path!r} (a local folder, or a hub name reachable from here): {str(error).splitlines()[0]}",
+        ) from None
+
+
 def build_model(model: DictConfig, seed: int, device: str | None = None) -> SentenceTransformer:
     """Build the model; random initialisations are drawn from `seed`."""
     path = resolve_path(model)

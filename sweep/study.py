@@ -11,6 +11,7 @@ the same point.
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import math
 import os
@@ -34,6 +35,7 @@ from sweep import search_space, tracking
 from sweep.config import ConfigError, flatten, resolve_scale, validate_trial_config
 from sweep.data import resolve_source
 from sweep.losses import resolve_loss
+from sweep.model import check_available
 from sweep.trial import DivergenceError, StudyResources, train_and_evaluate
 
 log = logging.getLogger(__name__)
@@ -338,6 +340,8 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     declared = declared_space(cfg)
     space = search_space.parse(declared)
     validate(cfg, space)
+    for model in {json.dumps(OmegaConf.to_container(search_space.apply(cfg, point).model), sort_keys=True) for point in search_space.candidate_points(space) or [{}]}:
+        check_available(OmegaConf.create(json.loads(model)))
     client = open_tracking(cfg)
     versions = {f"version.{k}": v for k, v in tracking.library_versions().items()}  # pinned at start
     holder: dict[str, Sweep] = {}

@@ -104,3 +104,28 @@ def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overr
         validate(cfg, space)
     assert error.value.key == key
     assert key in str(error.value)
+
+
+def test_unknown_model_is_refused_before_training(compose_cfg, monkeypatch):
+    from sweep.study import open_sweep
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cfg = compose_cfg("model.name_or_path=no-such-org/no-such-model", "name=unknown_model")
+    with pytest.raises(ConfigError) as error:
+        open_sweep(cfg)
+    assert error.value.key == "model.name_or_path" and "no-such-org/no-such-model" in str(error.value)
+    assert not (Path(cfg.paths.root) / "optuna.db").exists(), "refused before the study was created"
+
+
+@pytest.mark.parametrize(("override", "key"), [
+    ("study.storage=postgresql://nobody:secret@127.0.0.1:1/nothing", "study.storage"),
+    ("tracking.uri=http://127.0.0.1:1", "tracking.uri"),
+])
+def test_unreachable_storage_or_tracking_is_named(compose_cfg, monkeypatch, override, key):
+    from sweep.study import open_sweep
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    with pytest.raises(ConfigError) as error:
+        open_sweep(compose_cfg(override, "name=unreachable"))
+    assert error.value.key == key
