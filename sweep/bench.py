@@ -84,9 +84,9 @@ class Settings:
 
 
 PRUNE_VARIANTS = (
-    PruneVariant("median, grid in written (ascending) order", "median", "ascending"),
-    PruneVariant("median, grid in shuffled order", "median", "shuffled"),
-    PruneVariant("successive halving, grid in shuffled order", "successive_halving", "shuffled"),
+    PruneVariant("median, grid listed ascending (the study queues it in a seeded shuffle)", "median", "ascending"),
+    PruneVariant("median, grid listed shuffled (queued in another seeded shuffle)", "median", "shuffled"),
+    PruneVariant("successive halving, grid listed shuffled (queued in another seeded shuffle)", "successive_halving", "shuffled"),
     PruneVariant("median, TPE over the scales as a categorical", "median", "tpe", sampler="tpe"),
 )
 
@@ -293,8 +293,9 @@ ROW_DESCRIPTIONS = (
     "3. **Whole sweep**: one `python -m sweep` process over all scales / the sum of the baseline processes, per repeat.",
     "4. **Pruning**: training steps actually trained (sum over trials of the last `stsb_validation_spearman` step in MLflow) "
     "by a pruned study / by the full grid without pruner, with the condition that the pruned study's best complete trial "
-    "is within one grid point of the grid's best scale and within 0.005 Spearman. A grid runs its points in queue order "
-    "(the order written), so variants with the grid shuffled and with a TPE/random sampler over the same values are measured too.",
+    "is within one grid point of the grid's best scale and within 0.005 Spearman. A grid runs its points in queue order, "
+    "a seeded shuffle of the listed grid (the notes give the order actually run), so two orders and a TPE sampler over the "
+    "same values are measured.",
     "5. **Layer x dim grid**: `sweep.layer_grid.layer_dim_spearman` on MiniLM cut to a few layers / one full-model STSB "
     "evaluation with the project's evaluator; also the naive way (re-encode once per layer with `model.encode`). "
     "The grid's Spearman values are checked against the naive ones.",
