@@ -98,8 +98,10 @@ def absolute_paths(cfg: DictConfig) -> None:
     cfg.paths.root = str(root)
 
 
-def validate(cfg: DictConfig, space: search_space.Space) -> None:
-    """Check the base config, every grid point (or distribution bound) and the data files, before training."""
+def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
+    """Check the base config, every grid point (or distribution bound) and the data files, before training.
+
+    Returns the distinct model configs of those points (for the availability check before training)."""
     study = cfg.study
     if not isinstance(study.name, str) or not study.name:
         raise ConfigError("name", study.name, "must be a non-empty string (quote numbers: name='\"2024\"')")
@@ -117,6 +119,7 @@ def validate(cfg: DictConfig, space: search_space.Space) -> None:
         raise ConfigError("study.heartbeat_interval", study.heartbeat_interval, "must be an integer >= 1 (seconds)")
     make_sampler(study.sampler, space)
     make_pruner(study.pruner, cfg.trial.eval_steps)
+    models: dict[str, DictConfig] = {}
     for point in search_space.candidate_points(space) or [{}]:
         trial_cfg = search_space.apply(cfg, point)
         try:
@@ -124,8 +127,10 @@ def validate(cfg: DictConfig, space: search_space.Space) -> None:
         except ConfigError as error:
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise ConfigError(error.key, error.value, error.allowed + (f" (grid point {where})" if where else "")) from None
+        models.setdefault(json.dumps(OmegaConf.to_container(trial_cfg.model), sort_keys=True), trial_cfg.model)
     for split in ("train", "validation", "test"):
         resolve_source(cfg.data, split)
+    return list(models.values())
 
 
 @contextmanager
@@ -339,9 +344,8 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     absolute_paths(cfg)
     declared = declared_space(cfg)
     space = search_space.parse(declared)
-    validate(cfg, space)
-    for model in {json.dumps(OmegaConf.to_container(search_space.apply(cfg, point).model), sort_keys=True) for point in search_space.candidate_points(space) or [{}]}:
-        check_available(OmegaConf.create(json.loads(model)))
+    for model in validate(cfg, space):
+        check_available(model)
     client = open_tracking(cfg)
     versions = {f"version.{k}": v for k, v in tracking.library_versions().items()}  # pinned at start
     holder: dict[str, Sweep] = {}
