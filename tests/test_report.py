@@ -226,3 +226,70 @@ def test_angle_heatmap_and_learned_scale(tmp_path: Path) -> None:
     assert heatmap.loc[(1.0, 1.0, 1.0), "mean"] == pytest.approx(0.82)
     assert len(pd.read_csv(tmp_path / "learned_scale_trajectory.csv")) == 3
     assert not (tmp_path / "train_loss_curves.png").exists()
+
+
+def _grid_trials() -> pd.DataFrame:
+    """A fake 2-condition (wrapper) x 2-scale x 2-seed study with a 2-layer x 2-dim grid per trial.
+
+    Spearman of cell (layer l, dim d) = 0.5 + 0.1 * l + d / 1000, + 0.05 with the matryoshka2d wrapper, + 0.01 at scale 20.
+    """
+    rows = []
+    for wrapper in ("None", "matryoshka2d"):
+        for scale in (10.0, 20.0):
+            for seed in (1, 2):
+                bonus = (0.05 if wrapper == "matryoshka2d" else 0.0) + (0.01 if scale == 20.0 else 0.0)
+                row = {
+                    "run_id": f"{wrapper}-{scale}-{seed}", "trial_number": len(rows), "state": "COMPLETE",
+                    "param.study.search_space.loss.wrapper.name": "[None, 'matryoshka2d']",
+                    "param.study.search_space.loss.scale": "[10, 20]",
+                    "param.loss.wrapper.name": wrapper, "param.loss.scale": scale, "param.trial.seed": seed,
+                    "stsb_validation_spearman": 0.6 + bonus, "stsb_test_spearman": 0.5 + bonus,
+                }
+                for layer in (1, 2):
+                    for dim in (64, 128):
+                        value = 0.5 + 0.1 * layer + dim / 1000 + bonus
+                        row[f"stsb_test_spearman_L{layer}_D{dim}"] = value
+                        row[f"stsb_validation_spearman_L{layer}_D{dim}"] = value + 0.02
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_conditions_are_series_not_seeds(tmp_path: Path) -> None:
+    """Trials that differ in a swept parameter other than scale (the wrapper) are never pooled as seeds."""
+    trials = _grid_trials()
+    history = pd.DataFrame({"run_id": trials["run_id"], "step": 1, "value": 1.0})
+    paths = write_study_figures(trials, {"train_loss": history}, tmp_path)
+    summary = pd.read_csv(tmp_path / "spearman_vs_scale.csv", keep_default_na=False)
+    assert list(summary.columns[:3]) == ["wrapper.name", "scale", "split"]
+    assert summary["n"].eq(2).all() and len(summary) == 2 * 2 * 2
+    validation = summary[summary["split"] == "validation"].set_index(["wrapper.name", "scale"])["mean"]
+    assert validation.loc[("matryoshka2d", 20.0)] == pytest.approx(0.66)
+    assert validation.loc[("None", 10.0)] == pytest.approx(0.60)
+    assert pd.read_csv(tmp_path / "train_loss_curves.csv", keep_default_na=False)["wrapper.name"].nunique() == 2
+    assert tmp_path / "layer_grid_heatmap.png" in paths and tmp_path / "layer_grid_tradeoff.png" in paths
+
+
+def test_layer_grid_summary_per_condition(tmp_path: Path) -> None:
+    write_study_figures(_grid_trials(), {}, tmp_path)
+    grid = pd.read_csv(tmp_path / "layer_grid_heatmap.csv", keep_default_na=False)
+    assert len(grid) == 2 * 2 * 2 * 2 * 2  # wrapper x scale x split x layer x dim
+    cell = grid.set_index(["wrapper.name", "scale", "split", "layer", "dim"]).loc[("matryoshka2d", 10.0, "test", 2, 128)]
+    assert cell["n"] == 2 and cell["mean"] == pytest.approx(0.5 + 0.2 + 0.128 + 0.05)
+    tradeoff = pd.read_csv(tmp_path / "layer_grid_tradeoff.csv", keep_default_na=False)
+    assert set(tradeoff["split"]) == {"test"}
+    assert set(tradeoff["panel"]) == {f"wrapper.name={w}, scale={s}" for w in ("None", "matryoshka2d") for s in (10.0, 20.0)}
+
+
+def test_angle_scales_heatmap_without_scale_curve(tmp_path: Path) -> None:
+    """AnglE scale grids get a heatmap; with no loss.scale swept there is no curve vs scale."""
+    scales = [(c, i, a) for c in (10.0, 20.0) for i in (10.0, 50.0) for a in (1.0, 20.0)]
+    trials = pd.DataFrame({
+        "run_id": [str(n) for n in range(len(scales))], "trial_number": range(len(scales)), "state": "COMPLETE",
+        "param.loss.cos_scale": [s[0] for s in scales], "param.loss.ibn_scale": [s[1] for s in scales],
+        "param.loss.angle_scale": [s[2] for s in scales],
+        "stsb_validation_spearman": [0.5 + s[0] / 100 - s[2] / 1000 for s in scales],
+    })
+    paths = write_study_figures(trials, {}, tmp_path)
+    assert [p.name for p in paths if p.suffix == ".png"] == ["angle_scales_heatmap.png"]
+    heatmap = pd.read_csv(tmp_path / "angle_scales_heatmap.csv").set_index(["cos_scale", "ibn_scale", "angle_scale"])
+    assert heatmap.loc[(20.0, 50.0, 20.0), "mean"] == pytest.approx(0.68)

@@ -3,7 +3,8 @@ figure into ``out_dir`` and returns the paths it wrote, or ``[]`` when the trial
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib as mpl
@@ -35,8 +36,12 @@ DPI = 200
 MAX_LABELLED_SCALES = 8  # colour bars get a tick at each swept scale up to this many
 
 SCALE = "param.loss.scale"
-LOSS_NAME = "param.loss.name"
+SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>
+NOT_CONDITIONS = {"loss.scale", "loss.temperature", "trial.seed"}  # the x axis (temperature = 1/scale), the replicate
 ANGLE_WEIGHTS = {"param.loss.w1": "w1", "param.loss.w2": "w2", "param.loss.w3": "w3"}
+ANGLE_SCALES = {"param.loss.cos_scale": "cos_scale", "param.loss.ibn_scale": "ibn_scale", "param.loss.angle_scale": "angle_scale"}
+LAYER_GRID = re.compile(r"^stsb_(validation|test)_spearman_L(\d+)_D(\d+)$")  # sweep.layer_grid's metric names
+LINESTYLES = ("-", "--", ":", "-.")
 SPLITS = {"validation": "stsb_validation_spearman", "test": "stsb_test_spearman"}
 # cosine distributions logged as sim_{kind}_{mean,q05,q95}[_init] (see sweep.concentration), legend labels
 SIM_KINDS = {
@@ -128,8 +133,9 @@ def format_scale_axis(ax: Axes, symlog: bool = True) -> None:
 def legend_below(ax: Axes, title: str) -> None:
     """The axes' legend under the figure, so that it hides no data (needs constrained layout)."""
     handles, labels = ax.get_legend_handles_labels()
+    columns = 1 if max(map(len, labels), default=0) > 30 else min(len(labels), 2)
     ax.get_figure().legend(
-        handles, labels, title=title, loc="outside lower center", ncols=min(len(labels), 2), title_fontsize=6
+        handles, labels, title=title, loc="outside lower center", ncols=columns, title_fontsize=6
     )
 
 
@@ -147,20 +153,42 @@ def t_interval(values: pd.Series, level: float = 0.95) -> dict[str, float]:
     return {"n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half}
 
 
-def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """COMPLETE trials with the scale as ``scale`` and the loss name as ``loss`` (when logged)."""
+def condition_columns(trials: pd.DataFrame) -> dict[str, str]:
+    """Swept parameters other than scale and seed that take several values: ``param.<key>`` -> short name.
+
+    Each combination of their values is its own series in the figures: trials that differ in them are never
+    pooled as if they were seeds. The swept keys are read from the logged ``study.search_space.*`` params.
+    """
+    swept = [column.removeprefix(SEARCH_SPACE) for column in trials.columns if column.startswith(SEARCH_SPACE)]
+    columns = [f"param.{key}" for key in swept if key not in NOT_CONDITIONS and f"param.{key}" in trials]
     complete = trials[trials["state"] == "COMPLETE"]
-    return complete.rename(columns={SCALE: "scale", LOSS_NAME: "loss"})
+    return {column: column.split(".", 2)[-1] for column in columns if complete[column].nunique(dropna=False) > 1}
 
 
-def _group_keys(complete: pd.DataFrame) -> list[str]:
-    """Group by scale, and by loss too when the study mixes losses (they are not seeds of each other)."""
-    return ["scale", "loss"] if "loss" in complete and complete["loss"].nunique() > 1 else ["scale"]
+def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """COMPLETE trials with the scale as ``scale`` and each condition column under its short name."""
+    complete = trials[trials["state"] == "COMPLETE"]
+    return complete.rename(columns={SCALE: "scale", **condition_columns(trials)})
 
 
-def _series_label(name: str, keys: dict[str, object]) -> str:
-    """Legend label: the series name, plus the loss when there are several."""
-    return f"{name}, {keys['loss']}" if "loss" in keys else name
+def _condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
+    """``name=value, ...`` for a combination of conditions ('' when there are none)."""
+    return ", ".join(f"{name}={value}" for name, value in zip(conditions, values))
+
+
+def _by_condition(table: pd.DataFrame, conditions: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """(label, rows) per combination of the condition columns; one unlabelled group when there are none."""
+    if not conditions:
+        return [("", table)]
+    return [
+        (_condition_label(conditions, keys), group)
+        for keys, group in table.groupby(conditions, sort=True, dropna=False)
+    ]
+
+
+def _swept_scales(trials: pd.DataFrame) -> bool:
+    """Whether the COMPLETE trials span at least two scales (else a curve vs scale says nothing)."""
+    return SCALE in trials and trials.loc[trials["state"] == "COMPLETE", SCALE].nunique() > 1
 
 
 # ---------------------------------------------------------------- analytic loss vs scale
@@ -203,15 +231,19 @@ def write_loss_vs_scale(table: pd.DataFrame, out_dir: Path, gradient: bool = Fal
 # ---------------------------------------------------------------- study figures
 
 
+def _condition_names(trials: pd.DataFrame) -> list[str]:
+    return list(condition_columns(trials).values())
+
+
 def spearman_summary(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per scale and split: n seeds, mean STSB Spearman and its 95% t-interval (COMPLETE trials)."""
-    complete = complete_trials(trials)
-    keys = _group_keys(complete)
+    """Per condition, scale and split: n seeds, mean STSB Spearman and its 95% t-interval (COMPLETE trials)."""
+    complete, conditions = complete_trials(trials), _condition_names(trials)
+    keys = [*conditions, "scale"]
     rows = [
         {**dict(zip(keys, group_keys)), "split": split, **t_interval(group[column])}
         for split, column in SPLITS.items()
         if column in complete
-        for group_keys, group in complete.groupby(keys)
+        for group_keys, group in complete.groupby(keys, dropna=False)
     ]
     summary = pd.DataFrame(rows, columns=[*keys, "split", "n", "mean", "ci_low", "ci_high"])
     return summary[summary["n"] > 0].reset_index(drop=True)
@@ -219,23 +251,23 @@ def spearman_summary(trials: pd.DataFrame) -> pd.DataFrame:
 
 @mpl.rc_context(PAPER_RC)
 def write_spearman_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Validation and test Spearman vs scale with 95% t-interval error bars over seeds."""
-    if SCALE not in trials or not any(column in trials for column in SPLITS.values()):
+    """Validation (solid) and test (dashed) Spearman vs scale with 95% t-interval error bars over seeds;
+    one colour per condition."""
+    if not _swept_scales(trials) or not any(column in trials for column in SPLITS.values()):
         return []
     summary = spearman_summary(trials)
     if summary.empty:
         return []
-    fig = new_figure()
+    fig = new_figure(height=COLUMN_SIZE[1] + (0.3 if condition_columns(trials) else 0))
     ax = fig.add_subplot()
-    series = [k for k in summary.columns if k in ("loss", "split")]
-    for keys, group in summary.groupby(series, sort=False):
-        labels = dict(zip(series, keys))
-        errors = [group["mean"] - group["ci_low"], group["ci_high"] - group["mean"]]
-        ax.errorbar(
-            group["scale"], group["mean"], yerr=np.nan_to_num(errors), marker="o", capsize=2,
-            linestyle="-" if labels["split"] == "validation" else "--",
-            label=_series_label(labels["split"], labels),
-        )
+    for colour, (condition, rows) in enumerate(_by_condition(summary, _condition_names(trials))):
+        for split, group in rows.groupby("split", sort=False):
+            errors = [group["mean"] - group["ci_low"], group["ci_high"] - group["mean"]]
+            ax.errorbar(
+                group["scale"], group["mean"], yerr=np.nan_to_num(errors), marker="o", capsize=2,
+                color=f"C{colour}", linestyle="-" if split == "validation" else "--",
+                label=f"{split}, {condition}" if condition else split,
+            )
     ax.set_ylabel("STSB Spearman (cosine)")
     legend_below(ax, "STSB split: mean and 95% t-interval over seeds")
     format_scale_axis(ax)
@@ -243,9 +275,9 @@ def write_spearman_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 
 def concentration_summary(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per scale, pair kind and stage (final / init): mean over seeds of the similarity mean, q05, q95."""
+    """Per condition, scale, pair kind and stage (final / init): mean over seeds of the similarity mean, q05, q95."""
     complete = complete_trials(trials)
-    keys = _group_keys(complete)
+    keys = [*_condition_names(trials), "scale"]
     tables = []
     for kind in SIM_KINDS:
         for stage, suffix in SIM_STAGES.items():
@@ -253,7 +285,7 @@ def concentration_summary(trials: pd.DataFrame) -> pd.DataFrame:
                 continue
             stats_ = {s: complete.get(f"sim_{kind}_{s}{suffix}", np.nan) for s in ("mean", "q05", "q95")}
             frame = complete[keys].assign(**stats_)
-            table = frame.groupby(keys).agg(
+            table = frame.groupby(keys, dropna=False).agg(
                 n=("mean", "count"), mean=("mean", "mean"), q05=("q05", "mean"), q95=("q95", "mean")
             )
             tables.append(table.reset_index().assign(kind=kind, stage=stage))
@@ -261,28 +293,42 @@ def concentration_summary(trials: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)[columns] if tables else pd.DataFrame(columns=columns)
 
 
+def _facets(n: int, height: float = 2.0, max_columns: int = 3) -> tuple[Figure, list[Axes]]:
+    """A figure with ``n`` panels sharing both axes: one column wide for one panel, two otherwise."""
+    columns = min(n, max_columns)
+    rows = -(-n // columns)
+    width = COLUMN_SIZE[0] if n == 1 else DOUBLE_COLUMN_WIDTH
+    fig = new_figure(width, COLUMN_SIZE[1] if n == 1 else height * rows + 0.5)
+    axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, list(axes[:n])
+
+
 @mpl.rc_context(PAPER_RC)
 def write_concentration_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Cosine similarity of each logged pair kind vs scale: mean, q05-q95 band, before training dashed."""
-    if SCALE not in trials:
+    """Cosine similarity of each logged pair kind vs scale: mean, q05-q95 band, before training dashed;
+    one panel per condition."""
+    if not _swept_scales(trials):
         return []
     summary = concentration_summary(trials)
     summary = summary[summary["n"] > 0]
     if summary.empty:
         return []
-    fig = new_figure()
-    ax = fig.add_subplot()
-    series = [k for k in summary.columns if k in ("loss", "kind")]
-    for keys, group in summary.groupby(series, sort=False):
-        labels = dict(zip(series, keys))
-        final, init = (group[group["stage"] == stage] for stage in SIM_STAGES)
-        label = _series_label(SIM_KINDS[labels["kind"]], labels)
-        (line,) = ax.plot(final["scale"], final["mean"], marker="o", label=label)
-        ax.fill_between(final["scale"], final["q05"], final["q95"], color=line.get_color(), alpha=0.2, linewidth=0)
-        ax.plot(init["scale"], init["mean"], color=line.get_color(), linestyle="--")
-    ax.set_ylabel("cosine similarity")
-    legend_below(ax, "mean over seeds, q05-q95 band; dashed: before training")
-    format_scale_axis(ax)
+    panels = _by_condition(summary, _condition_names(trials))
+    fig, axes = _facets(len(panels))
+    for ax, (condition, rows) in zip(axes, panels):
+        for kind, group in rows.groupby("kind", sort=False):
+            final, init = (group[group["stage"] == stage] for stage in SIM_STAGES)
+            (line,) = ax.plot(final["scale"], final["mean"], marker="o", label=SIM_KINDS[kind])
+            ax.fill_between(final["scale"], final["q05"], final["q95"], color=line.get_color(), alpha=0.2, linewidth=0)
+            ax.plot(init["scale"], init["mean"], color=line.get_color(), linestyle="--")
+        if condition:
+            ax.set_title(condition.replace(", ", "\n"))
+        format_scale_axis(ax)
+        ax.label_outer()
+    axes[0].set_ylabel("cosine similarity")
+    legend_below(axes[0], "mean over seeds, q05-q95 band; dashed: before training")
     return save_figure(fig, summary, out_dir, "concentration_vs_scale")
 
 
@@ -290,19 +336,26 @@ def write_concentration_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Pa
 def write_metric_histories(
     trials: pd.DataFrame, history: pd.DataFrame, out_dir: Path, stem: str, ylabel: str, scale_label: str = SCALE_LABEL
 ) -> list[Path]:
-    """One line per trial of a metric vs step, coloured by scale (symlog colour bar, ticks at the swept scales)."""
+    """One line per trial of a metric vs step, coloured by scale (symlog colour bar, ticks at the swept scales);
+    one line style per condition."""
     if SCALE not in trials or history.empty:
         return []
-    columns = ["run_id", "trial_number", "state", SCALE]
-    data = history.merge(trials[columns], on="run_id").rename(columns={SCALE: "scale"}).dropna(subset=["scale"])
+    conditions = condition_columns(trials)
+    columns = ["run_id", "trial_number", "state", SCALE, *conditions]
+    data = history.merge(trials[columns], on="run_id").rename(columns={SCALE: "scale", **conditions})
+    data = data.dropna(subset=["scale"])
     if data.empty:
         return []
-    data = data[["run_id", "trial_number", "state", "scale", "step", "value"]]
+    data = data[["run_id", "trial_number", "state", *conditions.values(), "scale", "step", "value"]]
     norm, cmap = scale_norm(data["scale"]), mpl.colormaps["viridis"]
-    fig = new_figure()
+    fig = new_figure(height=COLUMN_SIZE[1] + (0.3 if conditions else 0))
     ax = fig.add_subplot()
-    for (_, scale), run in data.groupby(["run_id", "scale"], sort=False):
-        ax.plot(run["step"], run["value"], color=cmap(norm(scale)), alpha=0.8)
+    for index, (condition, rows) in enumerate(_by_condition(data, list(conditions.values()))):
+        style = LINESTYLES[index % len(LINESTYLES)]
+        for (_, scale), run in rows.groupby(["run_id", "scale"], sort=False):
+            ax.plot(run["step"], run["value"], color=cmap(norm(scale)), alpha=0.8, linestyle=style)
+        if condition:
+            ax.plot([], [], color="0.3", linestyle=style, label=condition)
     colorbar = fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=scale_label)
     swept = np.sort(data["scale"].unique())
     if len(swept) <= MAX_LABELLED_SCALES:
@@ -311,39 +364,130 @@ def write_metric_histories(
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
+    if conditions:
+        legend_below(ax, "line style: condition")
     return save_figure(fig, data, out_dir, stem)
+
+
+def _panel_heatmaps(
+    table: pd.DataFrame, x: str, y: str, panel: str, labels: Mapping[str, str], colorbar_label: str
+) -> Figure:
+    """One annotated heatmap of ``table['mean']`` over (x, y) per value of ``panel``, sharing one colour scale.
+    ``labels`` names the axes: keys x, y and panel (the panel title prefix)."""
+    xs, ys, panels = (sorted(table[key].unique()) for key in (x, y, panel))
+    columns, rows = min(len(panels), 3), -(-len(panels) // 3)
+    fig = new_figure(min(DOUBLE_COLUMN_WIDTH, max(COLUMN_SIZE[0], 1.0 + 1.9 * columns)), 0.3 + 2.0 * rows)
+    grid_axes = fig.subplots(rows, columns, sharey=True, squeeze=False).ravel()
+    for ax in grid_axes[len(panels):]:
+        ax.set_visible(False)
+    axes = grid_axes[: len(panels)]
+    norm = Normalize(table["mean"].min(), table["mean"].max())
+    for ax, value in zip(axes, panels):
+        grid = table[table[panel] == value].pivot(index=y, columns=x, values="mean").reindex(index=ys, columns=xs)
+        image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", cmap="viridis", norm=norm, aspect="auto")
+        for (row, col), cell in np.ndenumerate(grid.to_numpy(dtype=float)):
+            if np.isfinite(cell):
+                colour = "w" if norm(cell) < 0.5 else "k"
+                ax.text(col, row, f"{cell:.3f}", ha="center", va="center", fontsize=5, color=colour)
+        ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else str(v) for v in ys])
+        title = f"{value:g}" if isinstance(value, float) else str(value)
+        ax.set_title(labels[panel] + title.replace(", ", "\n"))
+        ax.set_xlabel(labels[x])
+        ax.set_ylabel(labels[y])
+        ax.label_outer()
+    fig.colorbar(image, ax=grid_axes, label=colorbar_label)
+    return fig
+
+
+def _mean_by(trials: pd.DataFrame, columns: Mapping[str, str], metric: str) -> pd.DataFrame:
+    """n and mean of ``metric`` over COMPLETE trials per combination of ``columns`` (renamed to their values)."""
+    complete = trials[trials["state"] == "COMPLETE"].rename(columns=dict(columns))
+    if not {*columns.values(), metric} <= set(complete.columns):
+        return pd.DataFrame()
+    keys = list(columns.values())
+    table = complete.groupby(keys)[metric].agg(n="count", mean="mean").reset_index()
+    return table[table["n"] > 0]
 
 
 @mpl.rc_context(PAPER_RC)
 def write_angle_weights_heatmap(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Mean validation Spearman over the AnglE weights: a (w1, w2) heatmap per w3 value."""
-    metric = SPLITS["validation"]
-    complete = complete_trials(trials).rename(columns=ANGLE_WEIGHTS)
-    if not {*ANGLE_WEIGHTS.values(), metric} <= set(complete.columns):
+    table = _mean_by(trials, ANGLE_WEIGHTS, SPLITS["validation"])
+    if len(table) < 2:  # one weight triple: nothing to compare
         return []
-    weights = list(ANGLE_WEIGHTS.values())
-    table = complete.groupby(weights)[metric].agg(n="count", mean="mean").reset_index()
-    table = table[table["n"] > 0]
-    if table.empty:
-        return []
-    w1s, w2s, w3s = (sorted(table[w].unique()) for w in weights)
-    fig = new_figure(min(DOUBLE_COLUMN_WIDTH, max(COLUMN_SIZE[0], 1.0 + 1.6 * len(w3s))), 2.2)
-    axes = fig.subplots(1, len(w3s), sharey=True, squeeze=False)[0]
-    norm = Normalize(table["mean"].min(), table["mean"].max())
-    for ax, w3 in zip(axes, w3s):
-        grid = table[table["w3"] == w3].pivot(index="w2", columns="w1", values="mean").reindex(index=w2s, columns=w1s)
-        image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", cmap="viridis", norm=norm, aspect="auto")
-        for (row, col), value in np.ndenumerate(grid.to_numpy(dtype=float)):
-            if np.isfinite(value):
-                colour = "w" if norm(value) < 0.5 else "k"
-                ax.text(col, row, f"{value:.3f}", ha="center", va="center", fontsize=5, color=colour)
-        ax.set_xticks(range(len(w1s)), [f"{w:g}" for w in w1s])
-        ax.set_yticks(range(len(w2s)), [f"{w:g}" for w in w2s])
-        ax.set_title(f"w3 (angle) = {w3:g}")
-        ax.set_xlabel("w1 (cosine)")
-    axes[0].set_ylabel("w2 (in-batch)")
-    fig.colorbar(image, ax=axes, label="validation Spearman (mean)")
+    labels = {"w1": "w1 (cosine)", "w2": "w2 (in-batch)", "w3": "w3 (angle) = "}
+    fig = _panel_heatmaps(table, "w1", "w2", "w3", labels, "validation Spearman (mean)")
     return save_figure(fig, table, out_dir, "angle_weights_heatmap")
+
+
+@mpl.rc_context(PAPER_RC)
+def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Mean validation Spearman over the AnglE objectives' scales: (cos_scale, ibn_scale) per angle_scale."""
+    table = _mean_by(trials, ANGLE_SCALES, SPLITS["validation"])
+    if table.empty or not all(table[key].nunique() > 1 for key in ("cos_scale", "ibn_scale")):
+        return []
+    labels = {"cos_scale": "cosine objective scale", "ibn_scale": "in-batch objective scale", "angle_scale": "angle scale = "}
+    fig = _panel_heatmaps(table, "cos_scale", "ibn_scale", "angle_scale", labels, "validation Spearman (mean)")
+    return save_figure(fig, table, out_dir, "angle_scales_heatmap")
+
+
+def layer_grid_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """STSB Spearman per condition, scale, split, layer and dim (``stsb_{split}_spearman_L{l}_D{d}`` metrics):
+    n seeds, mean and 95% t-interval over COMPLETE trials. Scale is a condition here unless it is absent."""
+    complete = complete_trials(trials)
+    keys = [*_condition_names(trials), *(["scale"] if "scale" in complete and complete["scale"].nunique() > 1 else [])]
+    rows = []
+    for column in complete.columns:
+        match = LAYER_GRID.match(str(column))
+        if not match:
+            continue
+        split, layer, dim = match.group(1), int(match.group(2)), int(match.group(3))
+        for group_keys, group in (complete.groupby(keys, dropna=False) if keys else [((), complete)]):
+            values = group_keys if isinstance(group_keys, tuple) else (group_keys,)
+            rows.append({**dict(zip(keys, values)), "split": split, "layer": layer, "dim": dim, **t_interval(group[column])})
+    summary = pd.DataFrame(rows, columns=[*keys, "split", "layer", "dim", "n", "mean", "ci_low", "ci_high"])
+    summary = summary[summary["n"] > 0]
+    return summary.sort_values([*keys, "split", "layer", "dim"], kind="stable", ignore_index=True)
+
+
+def _layer_grid_panels(summary: pd.DataFrame) -> pd.DataFrame:
+    """The test split of a layer-grid summary with a ``panel`` label per condition (and scale)."""
+    keys = [k for k in summary.columns if k not in ("split", "layer", "dim", "n", "mean", "ci_low", "ci_high")]
+    test = summary[summary["split"] == "test"].copy()
+    test["panel"] = [_condition_label(keys, values) for values in test[keys].itertuples(index=False)] if keys else ""
+    return test
+
+
+@mpl.rc_context(PAPER_RC)
+def write_layer_grid_figures(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """For layer x dim studies: a test-Spearman heatmap per (layer, dim) and condition, and the speed/quality
+    trade-off (Spearman vs encoder layers kept, one line per dim; encoding cost grows linearly with layers,
+    index size and search cost with dim)."""
+    summary = layer_grid_summary(trials)
+    if summary.empty or summary["layer"].nunique() * summary["dim"].nunique() < 2:
+        return []
+    test = _layer_grid_panels(summary)
+    labels = {"dim": "embedding dims kept", "layer": "encoder layers kept", "panel": ""}
+    heatmap = _panel_heatmaps(test, "dim", "layer", "panel", labels, "test Spearman (mean over seeds)")
+    paths = save_figure(heatmap, summary, out_dir, "layer_grid_heatmap")
+
+    panels = list(test.groupby("panel", sort=True))
+    fig, axes = _facets(len(panels))
+    dims = sorted(test["dim"].unique(), reverse=True)
+    for ax, (panel, rows) in zip(axes, panels):
+        for index, dim in enumerate(dims):
+            line = rows[rows["dim"] == dim]
+            errors = np.nan_to_num([line["mean"] - line["ci_low"], line["ci_high"] - line["mean"]])
+            ax.errorbar(line["layer"], line["mean"], yerr=errors, marker="o", capsize=2, color=f"C{index}", label=f"{dim} dims")
+        if panel:
+            ax.set_title(panel.replace(", ", "\n"))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("encoder layers kept (encoding cost)")
+        ax.label_outer()
+    axes[0].set_ylabel("STSB test Spearman")
+    legend_below(axes[0], "embedding dims kept (index size)")
+    return paths + save_figure(fig, test, out_dir, "layer_grid_tradeoff")
 
 
 def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFrame], out_dir: Path) -> list[Path]:
@@ -360,4 +504,6 @@ def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFra
             scale_label="initial scale",
         ),
         *write_angle_weights_heatmap(trials, out_dir),
+        *write_angle_scales_heatmap(trials, out_dir),
+        *write_layer_grid_figures(trials, out_dir),
     ]
