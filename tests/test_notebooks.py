@@ -18,9 +18,12 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory) -> str:
-    """A 2-scale x 2-seed study of the tiny model; returns its MLflow tracking URI."""
+    """A 2-scale x 2-seed study of the tiny model with a 2-layer x 2-dim grid; returns its MLflow tracking URI."""
     root = tmp_path_factory.mktemp("runs")
-    overrides = [*TINY, f"paths.root={root}", "name=tiny_scales", "+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]"]
+    overrides = [
+        *TINY, f"paths.root={root}", "name=tiny_scales", "+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]",
+        "eval.layer_grid.enabled=true", "eval.layer_grid.dims=[32,16]",
+    ]
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     sweep = open_sweep(cfg)
@@ -38,5 +41,7 @@ def test_notebook_executes(path, tiny_study, tmp_path, monkeypatch):
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     written = {p.name for p in out.glob("*.png")}
-    expected = {"loss_vs_scale": "loss_vs_scale.png"}.get(path.stem, "spearman_vs_scale.png")
+    expected = {"loss_vs_scale": "loss_vs_scale.png", "layer_grid": "layer_grid_heatmap.png"}.get(
+        path.stem, "spearman_vs_scale.png"
+    )
     assert expected in written, written
