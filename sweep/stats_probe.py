@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,17 @@ class EmbeddingKeepingEvaluator(EmbeddingSimilarityEvaluator):
         return embeddings
 
 
+@dataclass(frozen=True)
+class Encodings:
+    """Embeddings of one model state: the STSB evaluation pairs with their gold scores, and held-out training
+    pairs (``train_anchors``, ``train_positives``; empty without a held-out slice)."""
+
+    sentences1: np.ndarray
+    sentences2: np.ndarray
+    scores: np.ndarray
+    train: dict[str, np.ndarray]
+
+
 def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> tuple[list[str], list[str]] | None:
     """(anchor, positive) texts of the held-out slice: the first two columns; with a score column, only
     the rows whose score marks them positive."""
@@ -48,9 +60,9 @@ class ConcentrationProbe:
         self.stats, self.batch_size, self.scale, self.eval_batch_size = stats, batch_size, scale, eval_batch_size
         self.pairs = heldout_pairs(heldout, stats.high_threshold)
 
-    def measure(self, model: SentenceTransformer, evaluator: EmbeddingKeepingEvaluator, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
-        """Statistics of `model` from the embeddings of `evaluator`'s last call (which must be on `model`)."""
-        embeddings1, embeddings2 = evaluator.last_embeddings
+    def encode(self, model: SentenceTransformer, evaluator: EmbeddingKeepingEvaluator) -> Encodings:
+        """The embeddings the statistics need: ``evaluator``'s last call (which must be on ``model``) and the
+        held-out training pairs, encoded now."""
         train = {}
         if self.pairs is not None:
             anchors, positives = self.pairs
@@ -58,10 +70,20 @@ class ConcentrationProbe:
                 "train_anchors": model.encode(anchors, batch_size=self.eval_batch_size, convert_to_numpy=True),
                 "train_positives": model.encode(positives, batch_size=self.eval_batch_size, convert_to_numpy=True),
             }
+        embeddings1, embeddings2 = evaluator.last_embeddings
+        return Encodings(embeddings1, embeddings2, np.asarray(evaluator.scores, dtype=np.float64), train)
+
+    def measure(self, model: SentenceTransformer, evaluator: EmbeddingKeepingEvaluator, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
+        """Statistics of ``model`` from the embeddings of ``evaluator``'s last call (which must be on ``model``)."""
+        return self.log(self.encode(model, evaluator), run, step, suffix)
+
+    def log(self, encodings: Encodings, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
+        """Compute the statistics of ``encodings`` and log metrics, JSON and histogram at ``step``."""
         metrics, distributions = concentration_statistics(
-            embeddings1, embeddings2, np.asarray(evaluator.scores, dtype=np.float64),
+            encodings.sentences1, encodings.sentences2, encodings.scores,
             batch_size=self.batch_size, scale=self.scale, high_threshold=self.stats.high_threshold,
-            low_threshold=self.stats.low_threshold, n_random_pairs=self.stats.n_random_pairs, seed=self.stats.seed, **train,
+            low_threshold=self.stats.low_threshold, n_random_pairs=self.stats.n_random_pairs, seed=self.stats.seed,
+            **encodings.train,
         )
         named = {f"{key}{suffix}": value for key, value in metrics.items()}
         run.log_metrics(named, step=step)

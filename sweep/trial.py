@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
+import pandas as pd
 import torch
 from datasets import Dataset
 from omegaconf import DictConfig, OmegaConf
@@ -24,7 +25,8 @@ from sweep import data as data_module
 from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
 from sweep.losses import build_loss, learning_rate_mapping
 from sweep.model import build_model
-from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator
+from sweep.preprocess_cache import PreprocessCache
+from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
 from sweep.tracking import TrialRun
 
 log = logging.getLogger(__name__)
@@ -50,13 +52,25 @@ def spearman(evaluator: EmbeddingKeepingEvaluator, model: SentenceTransformer) -
     return float(evaluator(model)[f"{evaluator.name}_spearman_cosine"])
 
 
+@dataclass(frozen=True)
+class InitialEvaluation:
+    """What the untrained base model gives at step 0: the same for every trial that copies it."""
+
+    validation_spearman: float
+    encodings: Encodings | None  # for the ``_init`` statistics
+    layer_grid: pd.DataFrame | None
+
+
 @dataclass
 class StudyResources:
-    """What a study loads once and shares across its trials: datasets, evaluators and base models."""
+    """What a study loads, tokenizes and evaluates once and shares across its trials: datasets, evaluators, base
+    models, the tokenized batches of each base model and each base model's step-0 evaluation."""
 
     _datasets: dict[str, dict[str, Dataset]] = field(default_factory=dict)
     _models: dict[str, SentenceTransformer] = field(default_factory=dict)
     _evaluators: dict[str, tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]] = field(default_factory=dict)
+    _preprocess: dict[str, PreprocessCache] = field(default_factory=dict)
+    _initial: dict[str, InitialEvaluation] = field(default_factory=dict)
 
     def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
         key = _cache_key(data, heldout_pairs)
@@ -75,11 +89,33 @@ class StudyResources:
         return self._evaluators[key]
 
     def model(self, model: DictConfig, seed: int, device: str | None) -> SentenceTransformer:
-        """A fresh copy of the base model; random initialisations depend on the trial seed."""
+        """A fresh copy of the base model (random initialisations depend on the trial seed) whose ``preprocess``
+        reuses the batches earlier copies tokenized."""
         key = _cache_key(model, seed, device)
         if key not in self._models:
             self._models[key] = build_model(model, seed=seed, device=device)
-        return copy.deepcopy(self._models[key])
+            self._preprocess[key] = PreprocessCache()
+        return self._preprocess[key].install(copy.deepcopy(self._models[key]))
+
+    def initial_evaluation(
+        self,
+        cfg: DictConfig,
+        model: SentenceTransformer,
+        validation: EmbeddingKeepingEvaluator,
+        validation_pairs: Dataset,
+        probe: ConcentrationProbe | None,
+    ) -> InitialEvaluation:
+        """Step-0 validation Spearman, ``_init`` encodings and layer grid of ``model``, an untouched copy of the
+        base model of (``cfg.model``, ``cfg.trial.seed``): computed by the first trial, reused by the others."""
+        key = _cache_key(cfg.model, cfg.trial.seed, device_of(cfg), cfg.data, cfg.stats, cfg.eval.layer_grid, cfg.trial.eval_batch_size)
+        if key not in self._initial:
+            value = spearman(validation, model)
+            self._initial[key] = InitialEvaluation(
+                validation_spearman=value,
+                encodings=probe.encode(model, validation) if probe is not None else None,
+                layer_grid=stsb_layer_grid(model, validation_pairs, cfg) if cfg.eval.layer_grid.enabled else None,
+            )
+        return self._initial[key]
 
 
 class TrialCallback(TrainerCallback):
@@ -169,23 +205,25 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
     splits = resources.datasets(cfg.data, heldout_pairs)
     validation, test = resources.evaluators(cfg.data, heldout_pairs, cfg.trial.eval_batch_size)
     model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
-    set_seed(cfg.trial.seed)
-    loss = build_loss(model, cfg)
-    scale_zero = cfg.loss.get("scale") == 0
-    if scale_zero:
-        run.set_tags({"sweep.scale_zero": SCALE_ZERO_MODE})
-        initial = {name: p.detach().clone() for name, p in model.named_parameters()}
-
-    run.log_metrics({f"{VALIDATION}_spearman": spearman(validation, model)}, step=0)
-    layer_grid = cfg.eval.layer_grid.enabled
-    if layer_grid:
-        log_layer_grid(run, stsb_layer_grid(model, splits["validation"], cfg), "validation", step=0)
     probe = None
     if stats.enabled:
         # The softmax statistics use the in-batch scale: `scale`, or AnglE's in-batch-negatives scale.
         softmax_scale = cfg.loss.scale if "scale" in cfg.loss else cfg.loss.get("ibn_scale", 1.0)
         probe = ConcentrationProbe(stats, splits.get("heldout"), cfg.trial.batch_size, softmax_scale, cfg.trial.eval_batch_size)
-        probe.measure(model, validation, run, step=0, suffix="_init")
+    initial = resources.initial_evaluation(cfg, model, validation, splits["validation"], probe)  # before the loss can touch the model
+    run.log_metrics({f"{VALIDATION}_spearman": initial.validation_spearman}, step=0)
+    layer_grid = cfg.eval.layer_grid.enabled
+    if initial.layer_grid is not None:
+        log_layer_grid(run, initial.layer_grid, "validation", step=0)
+    if probe is not None and initial.encodings is not None:
+        probe.log(initial.encodings, run, step=0, suffix="_init")
+
+    set_seed(cfg.trial.seed)
+    loss = build_loss(model, cfg)
+    scale_zero = cfg.loss.get("scale") == 0
+    if scale_zero:
+        run.set_tags({"sweep.scale_zero": SCALE_ZERO_MODE})
+        initial_weights = {name: p.detach().clone() for name, p in model.named_parameters()}
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
     start = time.perf_counter()
@@ -224,7 +262,7 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
         "train_loss_mean": output.metrics.get("train_loss"),
     }
     if scale_zero:
-        moved = max((p.detach() - initial[name]).abs().max().item() for name, p in model.named_parameters())
+        moved = max((p.detach() - initial_weights[name]).abs().max().item() for name, p in model.named_parameters())
         metrics["max_weight_change"] = moved
     grid = None
     if layer_grid:
