@@ -84,11 +84,12 @@ class Settings:
 
 
 PRUNE_VARIANTS = (
-    PruneVariant("median, grid listed ascending (the study queues it in a seeded shuffle)", "median", "ascending"),
-    PruneVariant("median, grid listed shuffled (queued in another seeded shuffle)", "median", "shuffled"),
+    PruneVariant("median, grid listed as in the experiment (the study queues it in a seeded shuffle)", "median", "ascending"),
+    PruneVariant("successive halving, grid listed as in the experiment (same queue order)", "successive_halving", "ascending"),
     PruneVariant("successive halving, grid listed shuffled (queued in another seeded shuffle)", "successive_halving", "shuffled"),
     PruneVariant("median, TPE over the scales as a categorical", "median", "tpe", sampler="tpe"),
 )
+DEFAULT_GRID = (0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 50.0)  # conf/experiment/mnrl_scale.yaml
 
 QUICK = Settings(
     name="quick",
@@ -108,15 +109,17 @@ QUICK = Settings(
     encode_repeats=1,
 )
 
+# Items 1-3 run the default sweep's grid (mnrl_scale, 9 scales) once, at half its steps; item 4 prunes the same
+# grid at the same settings, so item 3's full framework sweep (statistics off) is its reference.
 FULL = Settings(
     name="full",
-    scales=(5.0, 10.0, 20.0),
-    steps=200,
-    eval_steps=100,
-    repeats=2,
-    prune_scales=(1.0, 2.0, 5.0, 10.0, 20.0, 50.0),
+    scales=DEFAULT_GRID,
+    steps=150,
+    eval_steps=25,
+    repeats=1,
+    prune_scales=DEFAULT_GRID,
     prune_steps=150,
-    prune_eval_steps=50,
+    prune_eval_steps=25,
     prune_variants=PRUNE_VARIANTS,
     layer_pairs=750,
     layers=(1, 2, 3),
@@ -139,7 +142,8 @@ def expected_seconds(s: Settings) -> float:
 
     baseline = len(s.scales) * (COST["baseline_process"] + trial(s.steps, s.eval_steps))
     framework = 2 * COST["framework_process"] + len(s.scales) * (2 * trial(s.steps, s.eval_steps) + COST["stats"])
-    pruning = (1 + 0.6 * len(s.prune_variants)) * (COST["framework_process"] + len(s.prune_scales) * trial(s.prune_steps, s.prune_eval_steps))
+    reference = 0 if reuses_sweep(s) else 1
+    pruning = (reference + 0.5 * len(s.prune_variants)) * (COST["framework_process"] + len(s.prune_scales) * trial(s.prune_steps, s.prune_eval_steps))
     layer_sentences = 2 * (s.layer_pairs or 1500)
     layer = (s.layer_repeats + 1) * layer_sentences * COST["minilm_sentence"] * (1 + 1.2 + sum(s.layers) / max(s.layers)) + 10
     encode_sentences = 2 * (s.encode_pairs or 1500)
@@ -292,10 +296,12 @@ ROW_DESCRIPTIONS = (
     "disabled and enabled (`stats.enabled`), and for the trainer alone (`train_seconds`).",
     "3. **Whole sweep**: one `python -m sweep` process over all scales / the sum of the baseline processes, per repeat.",
     "4. **Pruning**: training steps actually trained (sum over trials of the last `stsb_validation_spearman` step in MLflow) "
-    "by a pruned study / by the full grid without pruner, with the condition that the pruned study's best complete trial "
+    "by a pruned study / by the full grid without pruner (item 3's framework sweep with statistics off when the grid and "
+    "schedule are the same), with the condition that the pruned study's best complete trial "
     "is within one grid point of the grid's best scale and within 0.005 Spearman. A grid runs its points in queue order, "
-    "a seeded shuffle of the listed grid (the notes give the order actually run), so two orders and a TPE sampler over the "
-    "same values are measured.",
+    "a seeded shuffle of the listed grid (the notes give the order actually run), so two orders, two pruners and a TPE "
+    "sampler over the same values are measured. Pruners compare the validation Spearman reported at every evaluation "
+    "(Optuna steps = training steps); successive halving's first rung is the first evaluation.",
     "5. **Layer x dim grid**: `sweep.layer_grid.layer_dim_spearman` on MiniLM cut to a few layers / one full-model STSB "
     "evaluation with the project's evaluator; also the naive way (re-encode once per layer with `model.encode`). "
     "The grid's Spearman values are checked against the naive ones.",
@@ -542,9 +548,20 @@ def prune_overrides(s: Settings, variant: PruneVariant | None) -> list[str]:
     return [*categorical_overrides(s.prune_scales), f"study.sampler.name={variant.sampler}", *common, *pruner]
 
 
-def measure_pruning(s: Settings, data_dir: str, work: Path, log: Callable[[str], None]) -> list[PruneResult]:
-    results = [PruneResult(None, run_framework(work / "prune_grid", prune_overrides(s, None), data_dir, s.timeout_s))]
-    log(f"  full grid: {results[0].steps} steps, {results[0].sweep.wall_s:.1f} s")
+def reuses_sweep(s: Settings) -> bool:
+    """Whether item 3's framework sweep (statistics off) is item 4's full-grid reference: same grid and schedule."""
+    return (s.scales, s.steps, s.eval_steps) == (s.prune_scales, s.prune_steps, s.prune_eval_steps)
+
+
+def measure_pruning(
+    s: Settings, data_dir: str, work: Path, log: Callable[[str], None], reference: FrameworkSweep | None = None
+) -> list[PruneResult]:
+    """The full grid without pruner (``reference``, or run here), then each pruned variant."""
+    if reference is None:
+        reference = run_framework(work / "prune_grid", prune_overrides(s, None), data_dir, s.timeout_s)
+        log(f"  full grid: {reference.wall_s:.1f} s")
+    results = [PruneResult(None, reference)]
+    log(f"  full grid: {results[0].steps} steps")
     for i, variant in enumerate(s.prune_variants):
         results.append(PruneResult(variant, run_framework(work / f"prune_{i}", prune_overrides(s, variant), data_dir, s.timeout_s)))
         log(f"  {variant.label}: {results[-1].steps} steps, {results[-1].sweep.wall_s:.1f} s")
@@ -778,14 +795,18 @@ def main(argv: Sequence[str] | None = None) -> str:
     details: list[str] = []
     raw: dict[str, Any] = {"settings": asdict(settings), "machine": machine}
 
+    sweeps: list[SweepMeasurements] = []
+
     def items_1_3() -> list[Row]:
-        m = measure_sweeps(settings, args.data_dir, work, log)
+        sweeps.append(measure_sweeps(settings, args.data_dir, work, log))
+        m = sweeps[0]
         raw["sweeps"] = asdict(m)
         details.extend(agreement_details(m))
         return baseline_rows(m) + trial_overhead_rows(m) + whole_sweep_rows(m)
 
     def item_4() -> list[Row]:
-        results = measure_pruning(settings, args.data_dir, work, log)
+        reference = sweeps[0].framework_off[0] if sweeps and reuses_sweep(settings) else None
+        results = measure_pruning(settings, args.data_dir, work, log, reference)
         raw["pruning"] = [asdict(r) for r in results]
         return pruning_rows(settings, results)
 
