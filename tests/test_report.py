@@ -207,6 +207,10 @@ def test_study_cli(
         assert (tmp_path / f"{stem}.svg").exists()
     assert not (tmp_path / "angle_weights_heatmap.png").exists()
     assert not (tmp_path / "learned_scale_trajectory.png").exists()
+    table = pd.read_csv(tmp_path / "trials.csv")
+    assert list(table.columns[:4]) == ["trial_number", "state", "loss.scale", "trial.seed"]
+    assert table["state"].tolist() == ["COMPLETE"] * 6 + ["PRUNED", "FAIL"]
+    assert table["stsb_validation_spearman"].iloc[:6].tolist() == [v for v, _ in SPEARMAN.values()]
 
 
 def test_angle_heatmap_and_learned_scale(tmp_path: Path) -> None:

@@ -490,10 +490,31 @@ def write_layer_grid_figures(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
     return paths + save_figure(fig, test, out_dir, "layer_grid_tradeoff")
 
 
+TABLE_METRICS = (
+    "stsb_validation_spearman", "stsb_test_spearman", "sim_pos_mean", "sim_neg_mean", "sim_rand_mean", "sim_rand_mean_init",
+    "sim_uniformity", "sim_effective_rank", "learned_scale", "max_weight_change", "trial_wall_time_s",
+)
+
+
+def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """``trials.csv``: one row per trial (every state) with the swept parameters, the seed and the headline metrics."""
+    if trials.empty:
+        return []
+    swept = [f"param.{c.removeprefix(SEARCH_SPACE)}" for c in trials.columns if c.startswith(SEARCH_SPACE)]
+    columns = ["trial_number", "state", *dict.fromkeys(c for c in [*swept, SCALE, "param.trial.seed"] if c in trials), *(m for m in TABLE_METRICS if m in trials)]
+    table = trials[columns].rename(columns=lambda c: c.removeprefix("param."))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "trials.csv"
+    table.to_csv(path, index=False)
+    return [path]
+
+
 def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    """Every study figure whose columns exist; ``histories`` maps metric key to ``load_metric_history``."""
+    """Every study figure whose columns exist, and the trials table; ``histories`` maps metric key to
+    ``load_metric_history``."""
     empty = pd.DataFrame(columns=["run_id", "step", "value"])
     return [
+        *write_trials_table(trials, out_dir),
         *write_spearman_vs_scale(trials, out_dir),
         *write_concentration_vs_scale(trials, out_dir),
         *write_metric_histories(
