@@ -145,3 +145,9 @@ def test_a_failing_measurement_becomes_a_failed_row():
     (row,) = bench.guarded("4", "item 4: pruning", boom)
     assert row.verdict == "failed" and "RuntimeError" in row.note and "ValueError: bad" in row.note
     assert bench.guarded("7", "gpu", bench.gpu_rows)[0].item == "7"
+
+
+def test_full_mode_prunes_the_sweep_it_already_ran():
+    """Item 4's reference is item 3's framework sweep in full mode (same grid and schedule: the default grid)."""
+    assert bench.reuses_sweep(FULL) and FULL.scales == bench.DEFAULT_GRID
+    assert not bench.reuses_sweep(QUICK)
