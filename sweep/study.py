@@ -32,9 +32,8 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep import search_space, tracking
-from sweep.config import ConfigError, flatten, resolve_scale, validate_trial_config
+from sweep.config import ConfigError, flatten, resolve_trial_config, validate_trial_config
 from sweep.data import resolve_source
-from sweep.losses import resolve_loss
 from sweep.model import check_available
 from sweep.trial import DivergenceError, StudyResources, train_and_evaluate
 
@@ -204,8 +203,7 @@ class Sweep:
             raise optuna.TrialPruned("grid queue empty")
         params = search_space.suggest(trial, self.space)
         cfg = search_space.apply(self.cfg, params)
-        resolve_scale(cfg)
-        resolve_loss(cfg)
+        resolve_trial_config(cfg)
         run_name = f"trial-{trial.number:03d} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items())
         run = tracking.TrialRun(self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name.strip())
         trial.set_user_attr("mlflow_run_id", run.run_id)

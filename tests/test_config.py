@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from sweep import search_space
 from sweep.app import CONFIG_DIR
-from sweep.config import ConfigError, flatten, resolve_scale
+from sweep.config import AUTO_EVAL_BATCH_SIZE, ConfigError, flatten, resolve_scale, validate_trial_config
 from sweep.study import validate
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
@@ -129,3 +129,17 @@ def test_unreachable_storage_or_tracking_is_named(compose_cfg, monkeypatch, over
     with pytest.raises(ConfigError) as error:
         open_sweep(compose_cfg(override, "name=unreachable"))
     assert error.value.key == key
+
+
+def test_auto_eval_batch_size_follows_the_model_kind(compose_cfg):
+    static = compose_cfg(tiny=False)
+    validate_trial_config(static)
+    assert static.trial.eval_batch_size == AUTO_EVAL_BATCH_SIZE["static"]
+    transformer = compose_cfg("trial.device=cpu")  # tiny_bert
+    validate_trial_config(transformer)
+    assert transformer.trial.eval_batch_size == AUTO_EVAL_BATCH_SIZE["transformer_cpu"]
+    fixed = compose_cfg("trial.eval_batch_size=100")
+    validate_trial_config(fixed)
+    assert fixed.trial.eval_batch_size == 100
+    with pytest.raises(ConfigError, match="trial.eval_batch_size.*auto or an integer"):
+        validate_trial_config(compose_cfg("trial.eval_batch_size=big"))

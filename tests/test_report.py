@@ -18,6 +18,7 @@ from sweep.report.__main__ import main
 from sweep.report.figures import write_study_figures
 from sweep.report.loss_curves import loss_vs_scale, parse_scales
 from sweep.report.runs import load_metric_history, load_trials
+from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = "0.7811,0.0835,0.0644,0.0639"
@@ -297,3 +298,22 @@ def test_angle_scales_heatmap_without_scale_curve(tmp_path: Path) -> None:
     assert [p.name for p in paths if p.suffix == ".png"] == ["angle_scales_heatmap.png"]
     heatmap = pd.read_csv(tmp_path / "angle_scales_heatmap.csv").set_index(["cos_scale", "ibn_scale", "angle_scale"])
     assert heatmap.loc[(20.0, 50.0, 20.0), "mean"] == pytest.approx(0.68)
+
+
+def test_loss_vs_scale_on_measured_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real (anchor, positive, negative) batches: 8 anchors x 16 candidates, so ln 16 at scale 0."""
+    overrides = [arg for item in TINY if item.startswith(("model=", "data.")) for arg in ("--override", item)]
+    assert main(["loss-vs-scale", "--scales", "0,5,20", "--measure-batches", "2", "--batch-size", "8", *overrides, "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "loss_vs_scale.csv")
+    measured = table[table["profile"].str.startswith("measured: base model")]
+    assert measured["scale"].tolist() == [0.0, 5.0, 20.0]
+    assert measured["loss"].iloc[0] == pytest.approx(math.log(16))
+    assert set(table["profile"]) - set(measured["profile"])  # the analytic default profiles are still drawn
+    assert "anchor/positive/negative, 2 x batch 8" in measured["profile"].iloc[0]
+
+
+def test_measured_batches_need_text_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["loss-vs-scale", "--measure-batches", "1", "--override", "data=stsb_pairs", "--out", str(tmp_path)])
+    assert exit_info.value.code == 1
+    assert "data.train.columns" in capsys.readouterr().err

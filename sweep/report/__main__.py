@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import pandas as pd
+
 from sweep.report import figures
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 
@@ -41,7 +43,14 @@ def loss_vs_scale_command(args: argparse.Namespace) -> list[Path]:
         profiles = dict(args.similarities)
     else:
         profiles = {profile_label(sims): sims for sims in DEFAULT_PROFILES.values()}
-    return figures.write_loss_vs_scale(loss_table(profiles, args.scales), args.out, gradient=args.gradient)
+    table = loss_table(profiles, args.scales)
+    if args.measure_batches:
+        from sweep.report.measured import measure_batches, measured_loss_table  # loads a model: only when asked
+
+        measured = measure_batches(args.override, args.model, args.measure_batches, args.batch_size)
+        logging.info("%s: mean cosine %s", measured.label, {k: round(v, 4) for k, v in measured.summary().items()})
+        table = pd.concat([table, measured_loss_table(measured, args.scales)], ignore_index=True)
+    return figures.write_loss_vs_scale(table, args.out, gradient=args.gradient)
 
 
 def study_command(args: argparse.Namespace) -> list[Path]:
@@ -74,6 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     loss.add_argument(
         "--scales", type=_arg_type(parse_scales), default="0:50",
         help="a:b (integers, inclusive), a:b:step or s1,s2,... (all >= 0; default 0:50)",
+    )
+    loss.add_argument(
+        "--measure-batches", type=int, default=0, metavar="K",
+        help="also draw the mean MNRL loss of K real training batches (seeded, from the project config's data) "
+        "encoded by the base model or --model: the profiles this dataset actually produces",
+    )
+    loss.add_argument("--batch-size", type=int, default=64, help="rows per measured batch (default 64, the CPU trial's)")
+    loss.add_argument("--model", help="a saved SentenceTransformer to measure with (default: the config's base model)")
+    loss.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE",
+        help="Hydra override of the project config for the measured batches, e.g. data=nli_stsb or model=minilm (repeatable)",
     )
     loss.add_argument("--out", type=Path, required=True, help="output directory")
     loss.add_argument(
