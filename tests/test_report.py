@@ -305,11 +305,11 @@ def test_loss_vs_scale_on_measured_batches(tmp_path: Path, capsys: pytest.Captur
     overrides = [arg for item in TINY if item.startswith(("model=", "data.")) for arg in ("--override", item)]
     assert main(["loss-vs-scale", "--scales", "0,5,20", "--measure-batches", "2", "--batch-size", "8", *overrides, "--out", str(tmp_path)]) == 0
     table = pd.read_csv(tmp_path / "loss_vs_scale.csv")
-    measured = table[table["profile"].str.startswith("measured: base model")]
+    measured = table[table["profile"].str.startswith("measured: base ")]
     assert measured["scale"].tolist() == [0.0, 5.0, 20.0]
     assert measured["loss"].iloc[0] == pytest.approx(math.log(16))
     assert set(table["profile"]) - set(measured["profile"])  # the analytic default profiles are still drawn
-    assert "anchor/positive/negative, 2 x batch 8" in measured["profile"].iloc[0]
+    assert measured["profile"].iloc[0].endswith(", 2 x 8 anchor/positive/negative")
 
 
 def test_measured_batches_need_text_pairs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

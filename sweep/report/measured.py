@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -62,7 +63,7 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     train = train.shuffle(seed=cfg.data.seed).select(range(rows))
     model = SentenceTransformer(model_path, device="cpu") if model_path else build_model(cfg.model, seed=cfg.trial.seed, device="cpu")
     encoded = {
-        column: F.normalize(model.encode(train[column], batch_size=cfg.trial.eval_batch_size, convert_to_tensor=True).float(), dim=-1)
+        column: F.normalize(model.encode(train[column], batch_size=cfg.trial.eval_batch_size, convert_to_tensor=True, show_progress_bar=False).float(), dim=-1)
         for column in columns
     }
     anchors, candidates = encoded[columns[0]], [encoded[c] for c in columns[1:]]
@@ -70,8 +71,8 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
         anchors[k * batch_size : (k + 1) * batch_size] @ torch.cat([c[k * batch_size : (k + 1) * batch_size] for c in candidates]).T
         for k in range(batches)
     ]
-    source = model_path or f"base model {cfg.model.name_or_path} ({cfg.model.kind})"
-    label = f"measured: {source}, {'/'.join(columns)}, {batches} x batch {batch_size}"
+    source = Path(model_path).name if model_path else f"base {Path(cfg.model.name_or_path).name} {cfg.model.kind}"
+    label = f"measured: {source}, {batches} x {batch_size} {'/'.join(columns)}"  # short enough for a legend
     return MeasuredBatches(label, similarities)
 
 
