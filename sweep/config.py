@@ -117,18 +117,22 @@ def validate_data(data: DictConfig) -> None:
 AUTO_EVAL_BATCH_SIZE = {"static": 256, "transformer_cpu": 32, "transformer_gpu": 256}
 
 
-def resolve_eval_batch_size(cfg: DictConfig) -> None:
-    """Replace ``trial.eval_batch_size: auto`` in place by the batch size that encodes fastest for the model kind
-    and device, so that logged params show the value used."""
+def eval_batch_size(cfg: DictConfig) -> int:
+    """``trial.eval_batch_size``, with ``auto`` read as the batch size that encodes fastest for the model kind
+    and device."""
     if cfg.trial.eval_batch_size != "auto":
-        return
+        return cfg.trial.eval_batch_size
     if cfg.model.kind == "static":
-        cfg.trial.eval_batch_size = AUTO_EVAL_BATCH_SIZE["static"]
-        return
+        return AUTO_EVAL_BATCH_SIZE["static"]
     import torch
 
     on_gpu = cfg.trial.device != "cpu" and (cfg.trial.device != "auto" or torch.cuda.is_available())
-    cfg.trial.eval_batch_size = AUTO_EVAL_BATCH_SIZE["transformer_gpu" if on_gpu else "transformer_cpu"]
+    return AUTO_EVAL_BATCH_SIZE["transformer_gpu" if on_gpu else "transformer_cpu"]
+
+
+def resolve_eval_batch_size(cfg: DictConfig) -> None:
+    """Replace ``trial.eval_batch_size: auto`` in place, so that logged params show the value used."""
+    cfg.trial.eval_batch_size = eval_batch_size(cfg)
 
 
 def resolve_trial_config(cfg: DictConfig) -> None:

@@ -38,7 +38,7 @@ from sentence_transformers.sentence_transformer.losses.adaptive_layer import Tra
 from sentence_transformers.util import batch_to_device
 from transformers import AutoConfig, PretrainedConfig
 
-from sweep.config import ConfigError
+from sweep.config import ConfigError, eval_batch_size
 from sweep.model import resolve_path
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def stsb_layer_grid(model: SentenceTransformer, dataset: Dataset, cfg: DictConfi
     """The grid of `eval.layer_grid` on an STSB split (columns sentence1, sentence2, score)."""
     first, second, score = dataset.column_names
     layers, dims = grid_sets(cfg)
-    return layer_dim_spearman(model, dataset[first], dataset[second], dataset[score], layers, dims, cfg.trial.eval_batch_size)
+    return layer_dim_spearman(model, dataset[first], dataset[second], dataset[score], layers, dims, eval_batch_size(cfg))
 
 
 def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:
