@@ -96,6 +96,26 @@ def load_split(data: DictConfig, split: str) -> Dataset:
     return dataset
 
 
+def check_available(data: DictConfig) -> None:
+    """Read every split that comes from the hub once (into the datasets cache the trials then read), so that an
+    unreachable hub fails before training with the split and the fix, instead of failing every trial."""
+    for split in SPLITS:
+        source = resolve_source(data, split)
+        if source.hub is None:
+            continue
+        try:
+            load_split(data, split)
+        except ConfigError:
+            raise
+        except Exception as error:  # noqa: BLE001 - ConnectionError, FileNotFoundError, DatasetNotFoundError, ...
+            reason = f"{type(error).__name__}: {error}".splitlines()[0]
+            raise ConfigError(
+                f"data.{split}", source.describe(),
+                f"cannot be read ({reason}). Offline, point data.local_dir or SWEEP_DATA_DIR at the folder holding "
+                "the local copies (nli/, stsb/; see the README's Data section)",
+            ) from None
+
+
 def _subset(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:
     if max_samples is None or max_samples >= len(dataset):
         return dataset

@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
+from sweep import data as data_module
 from sweep import search_space, tracking
 from sweep.config import ConfigError, flatten, resolve_trial_config, validate_trial_config
 from sweep.data import resolve_source
@@ -344,6 +345,7 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     space = search_space.parse(declared)
     for model in validate(cfg, space):
         check_available(model)
+    data_module.check_available(cfg.data)
     client = open_tracking(cfg)
     versions = {f"version.{k}": v for k, v in tracking.library_versions().items()}  # pinned at start
     holder: dict[str, Sweep] = {}
