@@ -232,6 +232,7 @@ def write_loss_vs_scale(table: pd.DataFrame, out_dir: Path, gradient: bool = Fal
 
 
 def _condition_names(trials: pd.DataFrame) -> list[str]:
+    """The short names of the condition columns (see ``condition_columns``)."""
     return list(condition_columns(trials).values())
 
 
