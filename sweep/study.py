@@ -18,7 +18,7 @@ import os
 import random
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 
 import optuna
 import pandas as pd
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
@@ -400,6 +401,22 @@ def results_table(study: optuna.Study) -> pd.DataFrame:
     return table.sort_values([c for c in ("scale", "trial") if c in table.columns]).reset_index(drop=True)
 
 
+def write_shared(write: Callable[[], object], attempts: int = 3) -> None:
+    """A write to the study's parent run, which every worker that finishes at the same moment also writes.
+
+    MLflow's SQL store inserts a tag (or latest metric) after checking that it is absent, so two workers can
+    collide on the unique key (IntegrityError); a retry then updates the row the other worker inserted.
+    """
+    for attempt in range(attempts):
+        try:
+            write()
+            return
+        except MlflowException as error:
+            if "IntegrityError" not in str(error) or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
 def finish(sweep: Sweep, interrupted: bool = False) -> pd.DataFrame:
     """Close the parent run with the study's best value and the results table as an artifact."""
     table = results_table(sweep.study)
@@ -407,9 +424,9 @@ def finish(sweep: Sweep, interrupted: bool = False) -> pd.DataFrame:
     complete = sweep.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if complete:
         best = sweep.study.best_trial
-        client.log_metric(run_id, f"best_{sweep.cfg.study.metric}", best.value)
-        client.set_tag(run_id, "sweep.best_params", str(best.params))
-    client.log_metric(run_id, "n_complete_trials", len(complete))
+        write_shared(lambda: client.log_metric(run_id, f"best_{sweep.cfg.study.metric}", best.value))
+        write_shared(lambda: client.set_tag(run_id, "sweep.best_params", str(best.params)))
+    write_shared(lambda: client.log_metric(run_id, "n_complete_trials", len(complete)))
     client.log_text(run_id, table.to_csv(index=False), "results.csv")
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     client.set_terminated(run_id, status=status)

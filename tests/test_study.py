@@ -136,3 +136,23 @@ def test_random_sampler_runs_n_trials_over_a_distribution(compose_cfg):
     sweep, table = run_study(cfg)
     assert len(table) == 2 and all(1 <= s <= 50 for s in table.scale)
     assert isinstance(sweep.study.sampler, optuna.samplers.RandomSampler)
+
+
+def test_parent_run_writes_retry_a_concurrent_insert_collision():
+    """Two workers finishing at once both write the parent run's summary; MLflow's SQL store can then raise an
+    IntegrityError on the tag's unique key, which a retry (now an update) resolves. Other errors are raised."""
+    from mlflow.exceptions import MlflowException
+
+    from sweep.study import write_shared
+
+    calls = []
+
+    def collides_once() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: tags.key, tags.run_uuid")
+
+    write_shared(collides_once)
+    assert len(calls) == 2
+    with pytest.raises(MlflowException, match="no such run"):
+        write_shared(lambda: (_ for _ in ()).throw(MlflowException("no such run")))
