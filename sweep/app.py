@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import hydra
@@ -17,6 +18,12 @@ from sweep.study import Sweep, finish, open_sweep, worker_threads
 
 log = logging.getLogger("sweep")
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+
+def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
+    """The project config with Hydra ``overrides``, outside ``python -m sweep`` (reports, the benchmark)."""
+    with hydra.initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return hydra.compose("config", overrides=list(overrides))
 
 
 def _quiet_libraries() -> None:

@@ -604,15 +604,11 @@ def pruning_rows(s: Settings, results: Sequence[PruneResult]) -> list[Row]:
 
 def _layer_setup(s: Settings, data_dir: str, pairs: int | None) -> tuple[Any, Any]:
     """MiniLM cut to max(s.layers) layers and the STSB validation split (first `pairs` rows)."""
-    from hydra import compose, initialize_config_dir
-
-    from sweep.app import CONFIG_DIR
+    from sweep.app import compose_config
     from sweep.data import load_split
     from sweep.model import build_model
 
-    overrides = ["model=minilm_l1", f"model.num_layers={max(s.layers)}", f"data.local_dir={data_dir}"]
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
+    cfg = compose_config(["model=minilm_l1", f"model.num_layers={max(s.layers)}", f"data.local_dir={data_dir}"])
     model = build_model(cfg.model, seed=0, device="cpu")
     dataset = load_split(cfg.data, "validation")
     if pairs is not None:
@@ -694,9 +690,7 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
     vs `model.encode` with default settings, on the default static model and on MiniLM cut to a few layers.
     The evaluator runs cold (a model without the study's tokenization cache, as in a study's first evaluation)
     and warm (a model from `StudyResources`, whose cache an earlier evaluation filled: every later evaluation)."""
-    from hydra import compose, initialize_config_dir
-
-    from sweep.app import CONFIG_DIR
+    from sweep.app import compose_config
     from sweep.config import resolve_eval_batch_size
     from sweep.data import load_split
     from sweep.model import build_model
@@ -707,8 +701,7 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
         "static_minilm (default)": [],
         f"MiniLM, {max(s.layers)} layers": ["model=minilm_l1", f"model.num_layers={max(s.layers)}"],
     }
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        configs = {label: compose("config", overrides=[*extra, f"data.local_dir={data_dir}", "trial.device=cpu"]) for label, extra in overrides.items()}
+    configs = {label: compose_config([*extra, f"data.local_dir={data_dir}", "trial.device=cpu"]) for label, extra in overrides.items()}
     for cfg in configs.values():
         resolve_eval_batch_size(cfg)
     dataset = load_split(configs["static_minilm (default)"].data, "validation")

@@ -43,15 +43,13 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     """Encode ``batches`` seeded random batches of the configured training data (Hydra ``overrides`` of the
     project config, e.g. ``data=nli_stsb``) with the configured base model, or the SentenceTransformer saved at
     ``model_path``."""
-    from hydra import compose, initialize_config_dir
     from sentence_transformers import SentenceTransformer
 
-    from sweep.app import CONFIG_DIR
+    from sweep.app import compose_config
     from sweep.data import load_split
     from sweep.model import build_model
 
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=list(overrides))
+    cfg = compose_config(overrides)
     resolve_eval_batch_size(cfg)
     columns = list(cfg.data.train.columns)
     if len(columns) < 2 or "score" in columns:
