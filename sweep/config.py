@@ -58,6 +58,12 @@ def _check_positive_int(key: str, value: Any, minimum: int = 1) -> None:
         raise ConfigError(key, value, f"must be an integer >= {minimum}")
 
 
+def check_auto_or_positive_int(key: str, value: Any, unit: str = "") -> None:
+    """A key that takes ``auto`` or an integer >= 1 (``unit`` is appended to the message)."""
+    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(key, value, "must be auto or an integer >= 1" + (f" ({unit})" if unit else ""))
+
+
 def _check_range(key: str, value: Any, low: float, high: float | None = None) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
     if not ok:
@@ -87,9 +93,7 @@ def validate_trial(trial: DictConfig) -> None:
     _check_positive_int("trial.batch_size", trial.batch_size, minimum=2)
     _check_positive_int("trial.eval_steps", trial.eval_steps)
     _check_positive_int("trial.logging_steps", trial.logging_steps)
-    if trial.eval_batch_size != "auto":
-        if isinstance(trial.eval_batch_size, bool) or not isinstance(trial.eval_batch_size, int) or trial.eval_batch_size < 1:
-            raise ConfigError("trial.eval_batch_size", trial.eval_batch_size, "must be auto or an integer >= 1")
+    check_auto_or_positive_int("trial.eval_batch_size", trial.eval_batch_size)
     _check_positive_int("trial.seed", trial.seed, minimum=0)
     _check_range("trial.learning_rate", trial.learning_rate, 0.0)
     _check_range("trial.weight_decay", trial.weight_decay, 0.0)

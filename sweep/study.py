@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from sweep import data as data_module
 from sweep import search_space, tracking
-from sweep.config import ConfigError, flatten, resolve_trial_config, validate_trial_config
+from sweep.config import ConfigError, check_auto_or_positive_int, flatten, resolve_trial_config, validate_trial_config
 from sweep.data import resolve_source
 from sweep.model import check_available
 from sweep.trial import DivergenceError, StudyResources, train_and_evaluate
@@ -80,8 +80,7 @@ def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePrune
     if name not in PRUNERS:
         raise ConfigError("study.pruner.name", name, f"must be one of {', '.join(PRUNERS)}")
     min_resource = pruner.min_resource
-    if min_resource != "auto" and (isinstance(min_resource, bool) or not isinstance(min_resource, int) or min_resource < 1):
-        raise ConfigError("study.pruner.min_resource", min_resource, "must be auto or an integer >= 1 (training steps)")
+    check_auto_or_positive_int("study.pruner.min_resource", min_resource, unit="training steps")
     if name == "none":
         return optuna.pruners.NopPruner()
     if name == "median":
