@@ -294,16 +294,29 @@ def concentration_summary(trials: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)[columns] if tables else pd.DataFrame(columns=columns)
 
 
-def _facets(n: int, height: float = 2.0, max_columns: int = 3) -> tuple[Figure, list[Axes]]:
-    """A figure with ``n`` panels sharing both axes: one column wide for one panel, two otherwise."""
-    columns = min(n, max_columns)
-    rows = -(-n // columns)
-    width = COLUMN_SIZE[0] if n == 1 else DOUBLE_COLUMN_WIDTH
-    fig = new_figure(width, COLUMN_SIZE[1] if n == 1 else height * rows + 0.5)
-    axes = fig.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).ravel()
+MAX_PANEL_COLUMNS = 3
+
+
+def _panel_shape(n: int) -> tuple[int, int]:
+    """(rows, columns) of a grid of ``n`` panels, at most ``MAX_PANEL_COLUMNS`` wide."""
+    columns = min(n, MAX_PANEL_COLUMNS)
+    return -(-n // columns), columns
+
+
+def _panel_axes(fig: Figure, n: int, sharex: bool) -> tuple[list[Axes], list[Axes]]:
+    """The grid's axes (all, for a shared colour bar) and its first ``n`` (the panels; the rest are hidden)."""
+    rows, columns = _panel_shape(n)
+    axes = list(fig.subplots(rows, columns, sharex=sharex, sharey=True, squeeze=False).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
-    return fig, list(axes[:n])
+    return axes, axes[:n]
+
+
+def _facets(n: int, height: float = 2.0) -> tuple[Figure, list[Axes]]:
+    """A figure with ``n`` panels sharing both axes: one column wide for one panel, two otherwise."""
+    rows, _ = _panel_shape(n)
+    fig = new_figure(COLUMN_SIZE[0] if n == 1 else DOUBLE_COLUMN_WIDTH, COLUMN_SIZE[1] if n == 1 else height * rows + 0.5)
+    return fig, _panel_axes(fig, n, sharex=True)[1]
 
 
 @mpl.rc_context(PAPER_RC)
@@ -376,12 +389,9 @@ def _panel_heatmaps(
     """One annotated heatmap of ``table['mean']`` over (x, y) per value of ``panel``, sharing one colour scale.
     ``labels`` names the axes: keys x, y and panel (the panel title prefix)."""
     xs, ys, panels = (sorted(table[key].unique()) for key in (x, y, panel))
-    columns, rows = min(len(panels), 3), -(-len(panels) // 3)
+    rows, columns = _panel_shape(len(panels))
     fig = new_figure(min(DOUBLE_COLUMN_WIDTH, max(COLUMN_SIZE[0], 1.0 + 1.9 * columns)), 0.3 + 2.0 * rows)
-    grid_axes = fig.subplots(rows, columns, sharey=True, squeeze=False).ravel()
-    for ax in grid_axes[len(panels):]:
-        ax.set_visible(False)
-    axes = grid_axes[: len(panels)]
+    grid_axes, axes = _panel_axes(fig, len(panels), sharex=False)
     norm = Normalize(table["mean"].min(), table["mean"].max())
     for ax, value in zip(axes, panels):
         grid = table[table[panel] == value].pivot(index=y, columns=x, values="mean").reindex(index=ys, columns=xs)
@@ -438,14 +448,14 @@ def layer_grid_summary(trials: pd.DataFrame) -> pd.DataFrame:
     n seeds, mean and 95% t-interval over COMPLETE trials. Scale is a condition here unless it is absent."""
     complete = complete_trials(trials)
     keys = [*_condition_names(trials), *(["scale"] if "scale" in complete and complete["scale"].nunique() > 1 else [])]
+    groups = list(complete.groupby(keys, dropna=False)) if keys else [((), complete)]  # keys: a list, so tuples
     rows = []
     for column in complete.columns:
         match = LAYER_GRID.match(str(column))
         if not match:
             continue
         split, layer, dim = match.group(1), int(match.group(2)), int(match.group(3))
-        for group_keys, group in (complete.groupby(keys, dropna=False) if keys else [((), complete)]):
-            values = group_keys if isinstance(group_keys, tuple) else (group_keys,)
+        for values, group in groups:
             rows.append({**dict(zip(keys, values)), "split": split, "layer": layer, "dim": dim, **t_interval(group[column])})
     summary = pd.DataFrame(rows, columns=[*keys, "split", "layer", "dim", "n", "mean", "ci_low", "ci_high"])
     summary = summary[summary["n"] > 0]
