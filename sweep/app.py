@@ -5,25 +5,16 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-from collections.abc import Sequence
-from pathlib import Path
 
 import hydra
 import optuna
 import pandas as pd
 from omegaconf import DictConfig
 
-from sweep.config import ConfigError
+from sweep.config import CONFIG_DIR, ConfigError
 from sweep.study import Sweep, finish, open_sweep, worker_threads
 
 log = logging.getLogger("sweep")
-CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
-
-def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
-    """The project config with Hydra ``overrides``, outside ``python -m sweep`` (reports, the benchmark)."""
-    with hydra.initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return hydra.compose("config", overrides=list(overrides))
 
 
 def _quiet_libraries() -> None:
@@ -49,12 +40,17 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
     complete = table[table.state == "COMPLETE"] if not table.empty else table
     if not complete.empty:
         best = complete.loc[complete.stsb_val.idxmax()]
-        lines.append(f"best by STSB validation: trial {best.trial} (scale {best.scale}), validation {best.stsb_val:.4f}, test {best.stsb_test:.4f}")
+        lines.append(
+            f"best by STSB validation: trial {best.trial} (scale {best.scale}), "
+            f"validation {best.stsb_val:.4f}, test {best.stsb_test:.4f}"
+        )
     uri = sweep.cfg.tracking.uri
     lines += [
         f"Optuna storage: {sweep.cfg.study.storage} (study {sweep.study.study_name})",
         f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
-        f"Open the runs: mlflow ui --backend-store-uri {uri}" if uri.startswith(("sqlite:", "file:", "/")) else f"Open the runs: {uri}",
+        f"Open the runs: mlflow ui --backend-store-uri {uri}"
+        if uri.startswith(("sqlite:", "file:", "/"))
+        else f"Open the runs: {uri}",
     ]
     return "\n".join(lines)
 
@@ -66,7 +62,15 @@ def spawn_workers(n_workers: int, threads: int) -> list[subprocess.Popen]:
     """n_workers - 1 more processes running this same command on the same study (separate processes:
     torch and the trainer are not thread-safe)."""
     overrides = [arg for arg in sys.argv[1:] if arg.split("=")[0].lstrip("+~") not in WORKER_KEYS]
-    command = [sys.executable, "-m", "sweep", *overrides, "study.n_workers=1", f"trial.torch_threads={threads}", "quiet=true"]
+    command = [
+        sys.executable,
+        "-m",
+        "sweep",
+        *overrides,
+        "study.n_workers=1",
+        f"trial.torch_threads={threads}",
+        "quiet=true",
+    ]
     return [subprocess.Popen(command) for _ in range(n_workers - 1)]
 
 
@@ -96,7 +100,10 @@ def main(cfg: DictConfig) -> None:
         table = finish(sweep, interrupted=interrupted)
     print(summary(sweep, table))
     if interrupted:
-        print("sweep: interrupted; the unfinished trial is queued again, rerun the same command to continue", file=sys.stderr)
+        print(
+            "sweep: interrupted; the unfinished trial is queued again, rerun the same command to continue",
+            file=sys.stderr,
+        )
         sys.exit(130)
     if sweep.stopped_reason:
         print(f"sweep: stopped: {sweep.stopped_reason}", file=sys.stderr)

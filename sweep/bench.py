@@ -85,12 +85,18 @@ class Settings:
 
 
 PRUNE_VARIANTS = (
-    PruneVariant("median, grid listed as in the experiment (the study queues it in a seeded shuffle)", "median", "ascending"),
-    PruneVariant("successive halving, grid listed as in the experiment (same queue order)", "successive_halving", "ascending"),
-    PruneVariant("successive halving, grid listed shuffled (queued in another seeded shuffle)", "successive_halving", "shuffled"),
+    PruneVariant(
+        "median, grid listed as in the experiment (the study queues it in a seeded shuffle)", "median", "ascending"
+    ),
+    PruneVariant(
+        "successive halving, grid listed as in the experiment (same queue order)", "successive_halving", "ascending"
+    ),
+    PruneVariant(
+        "successive halving, grid listed shuffled (queued in another seeded shuffle)", "successive_halving", "shuffled"
+    ),
     PruneVariant("median, TPE over the scales as a categorical", "median", "tpe", sampler="tpe"),
 )
-# conf/experiment/mnrl_scale.yaml's grid without its scale-0 control, which sentence-transformers' MNRL refuses
+# sweep/conf/experiment/mnrl_scale.yaml's grid without its scale-0 control, which sentence-transformers' MNRL refuses
 # ("Scale must be a positive value"), so the plain baseline cannot run it
 DEFAULT_GRID = (1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 50.0)
 
@@ -135,20 +141,32 @@ FULL = Settings(
 # Rough costs on a quiet 2-core machine (seconds), for the printed estimate only: a process's fixed cost
 # (interpreter, imports, loading; the framework also creates its Optuna and MLflow databases), a training step,
 # an STSB validation evaluation of the static model, the statistics of one trial, and MiniLM-3-layer encoding.
-COST = {"baseline_process": 7.0, "framework_process": 15.0, "step": 0.07, "eval": 0.4, "stats": 3.0, "minilm_sentence": 1 / 600}
+COST = {
+    "baseline_process": 7.0,
+    "framework_process": 15.0,
+    "step": 0.07,
+    "eval": 0.4,
+    "stats": 3.0,
+    "minilm_sentence": 1 / 600,
+}
 
 
 def expected_seconds(s: Settings) -> float:
     """A rough duration of a run with settings `s` on a quiet 2-core machine."""
+
     def trial(steps: int, eval_steps: int) -> float:
         return COST["step"] * steps + COST["eval"] * (steps // eval_steps + 3)
 
     baseline = len(s.scales) * (COST["baseline_process"] + trial(s.steps, s.eval_steps))
     framework = 2 * COST["framework_process"] + len(s.scales) * (2 * trial(s.steps, s.eval_steps) + COST["stats"])
     reference = 0 if reuses_sweep(s) else 1
-    pruning = (reference + 0.5 * len(s.prune_variants)) * (COST["framework_process"] + len(s.prune_scales) * trial(s.prune_steps, s.prune_eval_steps))
+    pruning = (reference + 0.5 * len(s.prune_variants)) * (
+        COST["framework_process"] + len(s.prune_scales) * trial(s.prune_steps, s.prune_eval_steps)
+    )
     layer_sentences = 2 * (s.layer_pairs or 1500)
-    layer = (s.layer_repeats + 1) * layer_sentences * COST["minilm_sentence"] * (1 + 1.2 + sum(s.layers) / max(s.layers)) + 10
+    layer = (s.layer_repeats + 1) * layer_sentences * COST["minilm_sentence"] * (
+        1 + 1.2 + sum(s.layers) / max(s.layers)
+    ) + 10
     encode_sentences = 2 * (s.encode_pairs or 1500)
     encode = (s.encode_repeats + 1) * encode_sentences * COST["minilm_sentence"] * 3 + 10
     return s.repeats * (baseline + framework) + pruning + layer + encode
@@ -235,7 +253,11 @@ def machine_description() -> dict[str, Any]:
         pass
     memory = "unknown"
     try:
-        kib = int(next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")).split()[1])
+        kib = int(
+            next(
+                line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+            ).split()[1]
+        )
         memory = f"{kib / 2**20:.1f} GiB"
     except (OSError, StopIteration, ValueError):
         pass
@@ -257,7 +279,9 @@ def machine_description() -> dict[str, Any]:
     }
 
 
-def render_report(rows: Sequence[Row], machine: dict[str, Any], settings: Settings, elapsed_s: float, details: Sequence[str] = ()) -> str:
+def render_report(
+    rows: Sequence[Row], machine: dict[str, Any], settings: Settings, elapsed_s: float, details: Sequence[str] = ()
+) -> str:
     """The README: what was run, on what, the table and the details."""
     described = ", ".join(f"{k} {v}" for k, v in machine.items())
     lines = [
@@ -273,7 +297,11 @@ def render_report(rows: Sequence[Row], machine: dict[str, Any], settings: Settin
         "",
     ]
     if settings.name == "quick":
-        lines += ["**Quick mode**: tiny step counts and one repeat, to check that the benchmark runs. The ratios are dominated by", "fixed costs and by other load on the machine; use the full mode for numbers.", ""]
+        lines += [
+            "**Quick mode**: tiny step counts and one repeat, to check that the benchmark runs. The ratios are dominated by",
+            "fixed costs and by other load on the machine; use the full mode for numbers.",
+            "",
+        ]
     lines += [
         f"A full run is expected to take about {expected_seconds(FULL) / 60:.0f} min on a quiet 2-core machine.",
         "",
@@ -336,9 +364,22 @@ class BaselineRun:
 
 
 def run_baseline(scale: float, steps: int, eval_steps: int, data_dir: str, timeout_s: int) -> BaselineRun:
-    command = [sys.executable, str(PLAIN_ST), "--scale", f"{scale:g}", "--steps", str(steps), "--eval-steps", str(eval_steps), "--data-dir", data_dir]
+    command = [
+        sys.executable,
+        str(PLAIN_ST),
+        "--scale",
+        f"{scale:g}",
+        "--steps",
+        str(steps),
+        "--eval-steps",
+        str(eval_steps),
+        "--data-dir",
+        data_dir,
+    ]
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(data_dir), timeout=timeout_s, cwd=REPO_ROOT)
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=subprocess_env(data_dir), timeout=timeout_s, cwd=REPO_ROOT
+    )
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"baseline failed ({done.returncode}): {' '.join(command)}\n{done.stderr[-3000:]}")
@@ -381,15 +422,31 @@ def grid_override(scales: Sequence[float]) -> str:
 def categorical_overrides(scales: Sequence[float]) -> list[str]:
     """The same scale values as a categorical distribution (a TPE/random study instead of a grid)."""
     choices = ",".join(f"{s:g}" for s in scales)
-    return ["~study.search_space.loss.scale", f"+study.search_space.loss.scale={{type:categorical,choices:[{choices}]}}", f"study.n_trials={len(scales)}"]
+    return [
+        "~study.search_space.loss.scale",
+        f"+study.search_space.loss.scale={{type:categorical,choices:[{choices}]}}",
+        f"study.n_trials={len(scales)}",
+    ]
 
 
 def run_framework(root: Path, overrides: Sequence[str], data_dir: str, timeout_s: int) -> FrameworkSweep:
     """Run one study in a fresh state folder `root` and read its trials back."""
-    command = [sys.executable, "-m", "sweep", "+experiment=mnrl_scale", f"name={STUDY}", f"paths.root={root}", f"data.local_dir={data_dir}", "quiet=true", *overrides]
+    command = [
+        sys.executable,
+        "-m",
+        "sweep",
+        "+experiment=mnrl_scale",
+        f"name={STUDY}",
+        f"paths.root={root}",
+        f"data.local_dir={data_dir}",
+        "quiet=true",
+        *overrides,
+    ]
     root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(data_dir), timeout=timeout_s, cwd=REPO_ROOT)
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=subprocess_env(data_dir), timeout=timeout_s, cwd=REPO_ROOT
+    )
     wall = time.perf_counter() - start
     (root / "stdout.txt").write_text(done.stdout)
     (root / "stderr.txt").write_text(done.stderr)
@@ -406,22 +463,28 @@ def read_trials(root: Path) -> list[FrameworkTrial]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name=STUDY, storage=f"sqlite:///{root}/optuna.db")
     client = MlflowClient(f"sqlite:///{root}/mlflow.db")
-    trials = [t for t in study.get_trials(deepcopy=False) if t.state.name in ("COMPLETE", "PRUNED") and not t.user_attrs.get("sweep.discarded")]
+    trials = [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state.name in ("COMPLETE", "PRUNED") and not t.user_attrs.get("sweep.discarded")
+    ]
     first = min((t.number for t in trials), default=-1)
     out = []
     for t in trials:
         run_id = t.user_attrs.get("mlflow_run_id")
         history = client.get_metric_history(run_id, VALIDATION_METRIC) if run_id else []
-        out.append(FrameworkTrial(
-            number=t.number,
-            scale=float(t.user_attrs.get("scale", t.params.get("loss.scale", float("nan")))),
-            state=t.state.name,
-            value=t.value,
-            wall_s=t.user_attrs.get("wall_time_s"),
-            train_s=t.user_attrs.get("train_seconds"),
-            steps=max((m.step for m in history), default=None),
-            first_in_process=t.number == first,
-        ))
+        out.append(
+            FrameworkTrial(
+                number=t.number,
+                scale=float(t.user_attrs.get("scale", t.params.get("loss.scale", float("nan")))),
+                state=t.state.name,
+                value=t.value,
+                wall_s=t.user_attrs.get("wall_time_s"),
+                train_s=t.user_attrs.get("train_seconds"),
+                steps=max((m.step for m in history), default=None),
+                first_in_process=t.number == first,
+            )
+        )
     return sorted(out, key=lambda t: t.number)
 
 
@@ -448,9 +511,13 @@ def measure_sweeps(s: Settings, data_dir: str, work: Path, log: Callable[[str], 
             runs.append(run_baseline(scale, s.steps, s.eval_steps, data_dir, s.timeout_s))
             log(f"  repeat {r + 1}: baseline scale {scale:g}: {runs[-1].process_wall_s:.1f} s")
         m.baseline.append(runs)
-        m.framework_off.append(run_framework(work / f"sweep_off_{r}", [*common, "stats.enabled=false"], data_dir, s.timeout_s))
+        m.framework_off.append(
+            run_framework(work / f"sweep_off_{r}", [*common, "stats.enabled=false"], data_dir, s.timeout_s)
+        )
         log(f"  repeat {r + 1}: framework, statistics off: {m.framework_off[-1].wall_s:.1f} s")
-        m.framework_on.append(run_framework(work / f"sweep_on_{r}", [*common, "stats.enabled=true"], data_dir, s.timeout_s))
+        m.framework_on.append(
+            run_framework(work / f"sweep_on_{r}", [*common, "stats.enabled=true"], data_dir, s.timeout_s)
+        )
         log(f"  repeat {r + 1}: framework, statistics on: {m.framework_on[-1].wall_s:.1f} s")
     return m
 
@@ -461,12 +528,23 @@ def baseline_rows(m: SweepMeasurements) -> list[Row]:
     part = lambda key: Stat.of([run.result[key] for run in runs])  # noqa: E731
     walls = Stat.of([run.process_wall_s for run in runs])
     note = f"imports {part('import_s').fmt('s', 1)}, loading {part('load_s').fmt('s', 1)}, trainer {part('train_s').fmt('s', 1)}, trial {part('trial_s').fmt('s', 1)}"
-    return [Row("1", "baseline: one `bench/plain_st.py` process per scale (process wall time)", "-", walls.fmt("s", 1), None, "", note, status="reference")]
+    return [
+        Row(
+            "1",
+            "baseline: one `bench/plain_st.py` process per scale (process wall time)",
+            "-",
+            walls.fmt("s", 1),
+            None,
+            "",
+            note,
+            status="reference",
+        )
+    ]
 
 
 def _pairs(m: SweepMeasurements, sweeps: list[FrameworkSweep]) -> list[tuple[FrameworkTrial, BaselineRun]]:
     pairs = []
-    for rep, sweep in zip(m.baseline, sweeps):
+    for rep, sweep in zip(m.baseline, sweeps, strict=True):
         by_scale = {run.scale: run for run in rep}
         pairs += [(t, by_scale[t.scale]) for t in sweep.complete() if t.scale in by_scale]
     return pairs
@@ -485,11 +563,31 @@ def trial_overhead_rows(m: SweepMeasurements) -> list[Row]:
         base = [b.result["trial_s"] + (b.result["load_s"] if t.first_in_process else 0.0) for t, b in pairs]
         later = [t.wall_s / b.result["trial_s"] for t, b in pairs if not t.first_in_process]
         note = f"trials after the first: {Stat.of(later).fmt(digits=3)}" if later else ""
-        rows.append(Row("2", f"per-trial wall time, {label}", Stat.of(fw).fmt("s", 2), Stat.of(base).fmt("s", 2), Stat.of([f / b for f, b in zip(fw, base)]), "<= 1.05", note))
+        rows.append(
+            Row(
+                "2",
+                f"per-trial wall time, {label}",
+                Stat.of(fw).fmt("s", 2),
+                Stat.of(base).fmt("s", 2),
+                Stat.of([f / b for f, b in zip(fw, base, strict=True)]),
+                "<= 1.05",
+                note,
+            )
+        )
     pairs = _pairs(m, m.framework_off)
     fw = [t.train_s for t, _ in pairs]
     base = [b.result["train_s"] for _, b in pairs]
-    rows.append(Row("2", "trainer time only (construction + train), statistics disabled", Stat.of(fw).fmt("s", 2), Stat.of(base).fmt("s", 2), Stat.of([f / b for f, b in zip(fw, base)]), "<= 1.05", "MLflow `train_seconds` vs the baseline's train_s"))
+    rows.append(
+        Row(
+            "2",
+            "trainer time only (construction + train), statistics disabled",
+            Stat.of(fw).fmt("s", 2),
+            Stat.of(base).fmt("s", 2),
+            Stat.of([f / b for f, b in zip(fw, base, strict=True)]),
+            "<= 1.05",
+            "MLflow `train_seconds` vs the baseline's train_s",
+        )
+    )
     return rows
 
 
@@ -499,17 +597,31 @@ def whole_sweep_rows(m: SweepMeasurements) -> list[Row]:
     base = [sum(run.process_wall_s for run in rep) for rep in m.baseline]
     for label, sweeps in (("statistics disabled", m.framework_off), ("statistics enabled", m.framework_on)):
         fw = [sweep.wall_s for sweep in sweeps]
-        rows.append(Row("3", f"whole sweep of {len(m.baseline[0])} scales, {label} (process wall time)", Stat.of(fw).fmt("s", 1), Stat.of(base).fmt("s", 1), Stat.of([f / b for f, b in zip(fw, base)]), "<= 0.75", "baseline: sum of one process per scale"))
+        rows.append(
+            Row(
+                "3",
+                f"whole sweep of {len(m.baseline[0])} scales, {label} (process wall time)",
+                Stat.of(fw).fmt("s", 1),
+                Stat.of(base).fmt("s", 1),
+                Stat.of([f / b for f, b in zip(fw, base, strict=True)]),
+                "<= 0.75",
+                "baseline: sum of one process per scale",
+            )
+        )
     return rows
 
 
 def agreement_details(m: SweepMeasurements) -> list[str]:
     """The baseline and the framework (statistics off: same training data) should give the same Spearman."""
     diffs = [abs(t.value - b.result["stsb_validation_spearman"]) for t, b in _pairs(m, m.framework_off)]
-    lines = [f"- Same result check: |framework - baseline| STSB validation Spearman, statistics off, max over {len(diffs)} trials: {max(diffs, default=float('nan')):.2e}."]
+    lines = [
+        f"- Same result check: |framework - baseline| STSB validation Spearman, statistics off, max over {len(diffs)} trials: {max(diffs, default=float('nan')):.2e}."
+    ]
     first = [t.wall_s for s in m.framework_off for t in s.trials if t.first_in_process]
     if first:
-        lines.append(f"- Framework first trial of a process (includes data loading and model building), statistics off: {Stat.of(first).fmt('s')}.")
+        lines.append(
+            f"- Framework first trial of a process (includes data loading and model building), statistics off: {Stat.of(first).fmt('s')}."
+        )
     outside = [s.wall_s - sum(t.wall_s for t in s.trials) for s in m.framework_off + m.framework_on]
     base_outside = [run.process_wall_s - run.result["trial_s"] for rep in m.baseline for run in rep]
     lines.append(
@@ -517,11 +629,13 @@ def agreement_details(m: SweepMeasurements) -> list[str]:
         f"framework {Stat.of(outside).fmt('s', 1)}; baseline (interpreter, imports, loading) {Stat.of(base_outside).fmt('s', 1)}."
     )
     stats_cost = []
-    for off, on in zip(m.framework_off, m.framework_on):
+    for off, on in zip(m.framework_off, m.framework_on, strict=True):
         walls = {t.scale: t.wall_s for t in off.complete() if not t.first_in_process}
         stats_cost += [t.wall_s - walls[t.scale] for t in on.complete() if t.scale in walls]
     if stats_cost:
-        lines.append(f"- Cost of the statistics per trial (statistics-on minus statistics-off trial wall time, same scale, trials after the first): {Stat.of(stats_cost).fmt('s')}.")
+        lines.append(
+            f"- Cost of the statistics per trial (statistics-on minus statistics-off trial wall time, same scale, trials after the first): {Stat.of(stats_cost).fmt('s')}."
+        )
     return lines
 
 
@@ -542,9 +656,13 @@ def prune_overrides(s: Settings, variant: PruneVariant | None) -> list[str]:
     common = [f"trial.max_steps={s.prune_steps}", f"trial.eval_steps={s.prune_eval_steps}", "stats.enabled=false"]
     if variant is None:
         return [grid_override(s.prune_scales), *common, "study.pruner.name=none"]
-    pruner = [f"study.pruner.name={variant.pruner}", "study.pruner.n_startup_trials=2", "study.pruner.n_warmup_steps=0",
-              # Optuna steps are training steps (the trial reports at global_step), so the first rung is the first evaluation.
-              f"study.pruner.min_resource={s.prune_eval_steps}"]
+    pruner = [
+        f"study.pruner.name={variant.pruner}",
+        "study.pruner.n_startup_trials=2",
+        "study.pruner.n_warmup_steps=0",
+        # Optuna steps are training steps (the trial reports at global_step), so the first rung is the first evaluation.
+        f"study.pruner.min_resource={s.prune_eval_steps}",
+    ]
     if variant.sampler == "grid":
         scales = list(s.prune_scales)
         if variant.order == "shuffled":
@@ -568,7 +686,9 @@ def measure_pruning(
     results = [PruneResult(None, reference)]
     log(f"  full grid: {results[0].steps} steps")
     for i, variant in enumerate(s.prune_variants):
-        results.append(PruneResult(variant, run_framework(work / f"prune_{i}", prune_overrides(s, variant), data_dir, s.timeout_s)))
+        results.append(
+            PruneResult(variant, run_framework(work / f"prune_{i}", prune_overrides(s, variant), data_dir, s.timeout_s))
+        )
         log(f"  {variant.label}: {results[-1].steps} steps, {results[-1].sweep.wall_s:.1f} s")
     return results
 
@@ -579,8 +699,18 @@ def pruning_rows(s: Settings, results: Sequence[PruneResult]) -> list[Row]:
     reference = results[0]
     ref_best = reference.sweep.best()
     grid = sorted(s.prune_scales)
-    rows = [Row("4", f"pruning reference: full grid of {len(grid)} scales, no pruner (training steps)", "-", f"{reference.steps} steps", None, "",
-                f"best scale {ref_best.scale:g}, Spearman {ref_best.value:.4f}" if ref_best else "no complete trial", status="reference")]
+    rows = [
+        Row(
+            "4",
+            f"pruning reference: full grid of {len(grid)} scales, no pruner (training steps)",
+            "-",
+            f"{reference.steps} steps",
+            None,
+            "",
+            f"best scale {ref_best.scale:g}, Spearman {ref_best.value:.4f}" if ref_best else "no complete trial",
+            status="reference",
+        )
+    ]
     for result in results[1:]:
         best = result.sweep.best()
         ratio = result.steps / reference.steps if reference.steps else float("nan")
@@ -592,10 +722,23 @@ def pruning_rows(s: Settings, results: Sequence[PruneResult]) -> list[Row]:
             same = distance <= 1 and abs(gap) <= 0.005
             pruned = sum(t.state == "PRUNED" for t in result.sweep.trials)
             tried = sorted({t.scale for t in result.sweep.trials})
-            note = (f"best scale {best.scale:g} ({distance} grid point(s) from the reference), Spearman {best.value:.4f} (gap {gap:+.4f}); "
-                    f"{pruned}/{len(result.sweep.trials)} trials pruned; scales tried {[f'{x:g}' for x in tried]}; order {[f'{t.scale:g}' for t in result.sweep.trials]}")
+            note = (
+                f"best scale {best.scale:g} ({distance} grid point(s) from the reference), Spearman {best.value:.4f} (gap {gap:+.4f}); "
+                f"{pruned}/{len(result.sweep.trials)} trials pruned; scales tried {[f'{x:g}' for x in tried]}; order {[f'{t.scale:g}' for t in result.sweep.trials]}"
+            )
         status = None if same else "not met"
-        rows.append(Row("4", f"pruned study: {result.variant.label} (training steps)", f"{result.steps} steps", f"{reference.steps} steps", Stat.of([ratio]), "<= 0.5", note, status=status))
+        rows.append(
+            Row(
+                "4",
+                f"pruned study: {result.variant.label} (training steps)",
+                f"{result.steps} steps",
+                f"{reference.steps} steps",
+                Stat.of([ratio]),
+                "<= 0.5",
+                note,
+                status=status,
+            )
+        )
     return rows
 
 
@@ -604,7 +747,7 @@ def pruning_rows(s: Settings, results: Sequence[PruneResult]) -> list[Row]:
 
 def _layer_setup(s: Settings, data_dir: str, pairs: int | None) -> tuple[Any, Any]:
     """MiniLM cut to max(s.layers) layers and the STSB validation split (first `pairs` rows)."""
-    from sweep.app import compose_config
+    from sweep.config import compose_config
     from sweep.data import load_split
     from sweep.model import build_model
 
@@ -616,7 +759,15 @@ def _layer_setup(s: Settings, data_dir: str, pairs: int | None) -> tuple[Any, An
     return model, dataset
 
 
-def naive_layer_dim_spearman(model: Any, sentences1: Sequence[str], sentences2: Sequence[str], scores: Sequence[float], layers: Sequence[int], dims: Sequence[int], batch_size: int) -> dict[tuple[int, int], float]:
+def naive_layer_dim_spearman(
+    model: Any,
+    sentences1: Sequence[str],
+    sentences2: Sequence[str],
+    scores: Sequence[float],
+    layers: Sequence[int],
+    dims: Sequence[int],
+    batch_size: int,
+) -> dict[tuple[int, int], float]:
     """The naive grid: for each layer k, re-encode everything with the model cut to k layers (`model.encode`), then
     slice each dim. Returns {(layer, dim): Spearman}."""
     import torch
@@ -644,14 +795,38 @@ def measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None]) -
     try:
         from sweep.layer_grid import layer_dim_spearman
     except ImportError as error:
-        return [Row("5", "layer x dim grid evaluation", "-", "-", None, "<= 1.2", f"sweep.layer_grid not available ({error})", status="skipped")]
+        return [
+            Row(
+                "5",
+                "layer x dim grid evaluation",
+                "-",
+                "-",
+                None,
+                "<= 1.2",
+                f"sweep.layer_grid not available ({error})",
+                status="skipped",
+            )
+        ]
     try:
         return _measure_layer_grid(s, data_dir, log, layer_dim_spearman)
     except Exception as error:  # noqa: BLE001 - another engineer's module in progress: report, do not stop the run
-        return [Row("5", "layer x dim grid evaluation", "-", "-", None, "<= 1.2", f"sweep.layer_grid failed: {type(error).__name__}: {error}", status="skipped")]
+        return [
+            Row(
+                "5",
+                "layer x dim grid evaluation",
+                "-",
+                "-",
+                None,
+                "<= 1.2",
+                f"sweep.layer_grid failed: {type(error).__name__}: {error}",
+                status="skipped",
+            )
+        ]
 
 
-def _measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None], layer_dim_spearman: Callable[..., Any]) -> list[Row]:
+def _measure_layer_grid(
+    s: Settings, data_dir: str, log: Callable[[str], None], layer_dim_spearman: Callable[..., Any]
+) -> list[Row]:
     from sweep.trial import stsb_evaluator
 
     batch = 64
@@ -671,14 +846,30 @@ def _measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None], 
         reference = naive_layer_dim_spearman(model, s1, s2, scores, s.layers, s.dims, batch_size=batch)
         naive.append(time.perf_counter() - start)
         diffs += [abs(r.spearman - reference[(r.layer, r.dim)]) for r in table.itertuples()]
-    log(f"  full {statistics.median(full):.2f} s, grid {statistics.median(grid):.2f} s, naive {statistics.median(naive):.2f} s")
+    log(
+        f"  full {statistics.median(full):.2f} s, grid {statistics.median(grid):.2f} s, naive {statistics.median(naive):.2f} s"
+    )
     cells = f"{len(s.layers)} layers x {len(s.dims)} dims, {len(s1)} pairs, batch {batch}; MiniLM cut to {max(s.layers)} layers"
     full_stat = Stat.of(full).fmt("s", 2)
     return [
-        Row("5", "layer x dim grid, `sweep.layer_grid.layer_dim_spearman` / one full-model STSB evaluation", Stat.of(grid).fmt("s", 2), full_stat,
-            Stat.of([g / f for g, f in zip(grid, full)]), "<= 1.2", f"{cells}; max |grid - naive| Spearman {max(diffs):.1e}"),
-        Row("5", "layer x dim grid, naive (re-encode once per layer with `model.encode`) / one full-model STSB evaluation", Stat.of(naive).fmt("s", 2), full_stat,
-            Stat.of([n / f for n, f in zip(naive, full)]), "", cells),
+        Row(
+            "5",
+            "layer x dim grid, `sweep.layer_grid.layer_dim_spearman` / one full-model STSB evaluation",
+            Stat.of(grid).fmt("s", 2),
+            full_stat,
+            Stat.of([g / f for g, f in zip(grid, full, strict=True)]),
+            "<= 1.2",
+            f"{cells}; max |grid - naive| Spearman {max(diffs):.1e}",
+        ),
+        Row(
+            "5",
+            "layer x dim grid, naive (re-encode once per layer with `model.encode`) / one full-model STSB evaluation",
+            Stat.of(naive).fmt("s", 2),
+            full_stat,
+            Stat.of([n / f for n, f in zip(naive, full, strict=True)]),
+            "",
+            cells,
+        ),
     ]
 
 
@@ -690,8 +881,7 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
     vs `model.encode` with default settings, on the default static model and on MiniLM cut to a few layers.
     The evaluator runs cold (a model without the study's tokenization cache, as in a study's first evaluation)
     and warm (a model from `StudyResources`, whose cache an earlier evaluation filled: every later evaluation)."""
-    from sweep.app import compose_config
-    from sweep.config import resolve_eval_batch_size
+    from sweep.config import compose_config, resolve_eval_batch_size
     from sweep.data import load_split
     from sweep.model import build_model
     from sweep.preprocess_cache import PreprocessCache
@@ -701,7 +891,10 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
         "static_minilm (default)": [],
         f"MiniLM, {max(s.layers)} layers": ["model=minilm_l1", f"model.num_layers={max(s.layers)}"],
     }
-    configs = {label: compose_config([*extra, f"data.local_dir={data_dir}", "trial.device=cpu"]) for label, extra in overrides.items()}
+    configs = {
+        label: compose_config([*extra, f"data.local_dir={data_dir}", "trial.device=cpu"])
+        for label, extra in overrides.items()
+    }
     for cfg in configs.values():
         resolve_eval_batch_size(cfg)
     dataset = load_split(configs["static_minilm (default)"].data, "validation")
@@ -726,11 +919,25 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
             model.encode(list(dataset["sentence1"]))
             model.encode(list(dataset["sentence2"]))
             theirs.append(len(sentences) / (time.perf_counter() - start))
-        log(f"  {label}: evaluator cold {statistics.median(cold):.0f}/s, warm {statistics.median(warm):.0f}/s, encode {statistics.median(theirs):.0f}/s")
+        log(
+            f"  {label}: evaluator cold {statistics.median(cold):.0f}/s, warm {statistics.median(warm):.0f}/s, encode {statistics.median(theirs):.0f}/s"
+        )
         note = f"{len(sentences)} sentences; evaluator batch {cfg.trial.eval_batch_size} (trial.eval_batch_size=auto) incl. Spearman; encode batch 32 (default)"
-        for state, ours in (("warm: tokenization cached by the study", warm), ("cold: a study's first evaluation", cold)):
-            rows.append(Row("6", f"STSB validation encoding throughput, {label}, {state}", Stat.of(ours).fmt("sent/s", 0),
-                            Stat.of(theirs).fmt("sent/s", 0), Stat.of([o / t for o, t in zip(ours, theirs)]), "", note))
+        for state, ours in (
+            ("warm: tokenization cached by the study", warm),
+            ("cold: a study's first evaluation", cold),
+        ):
+            rows.append(
+                Row(
+                    "6",
+                    f"STSB validation encoding throughput, {label}, {state}",
+                    Stat.of(ours).fmt("sent/s", 0),
+                    Stat.of(theirs).fmt("sent/s", 0),
+                    Stat.of([o / t for o, t in zip(ours, theirs, strict=True)]),
+                    "",
+                    note,
+                )
+            )
     return rows
 
 
@@ -746,8 +953,30 @@ def gpu_rows() -> list[Row]:
     except ImportError:
         available = False
     if not available:
-        return [Row("7", "GPU (trial=gpu)", "-", "-", None, "", "skipped: no GPU on this machine (torch.cuda.is_available() is False)", status="skipped")]
-    return [Row("7", "GPU (trial=gpu)", "-", "-", None, "", "not measured by this benchmark yet: run items 1-3 with trial.device=cuda", status="skipped")]
+        return [
+            Row(
+                "7",
+                "GPU (trial=gpu)",
+                "-",
+                "-",
+                None,
+                "",
+                "skipped: no GPU on this machine (torch.cuda.is_available() is False)",
+                status="skipped",
+            )
+        ]
+    return [
+        Row(
+            "7",
+            "GPU (trial=gpu)",
+            "-",
+            "-",
+            None,
+            "",
+            "not measured by this benchmark yet: run items 1-3 with trial.device=cuda",
+            status="skipped",
+        )
+    ]
 
 
 # ----------------------------------------------------------------------------------------------- main
@@ -784,9 +1013,22 @@ def guarded(item: str, label: str, measure: Callable[[], list[Row]]) -> list[Row
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m sweep.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny steps, scales and repeats (checks the benchmark in a couple of minutes)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder for README.md and bench.json (default {DEFAULT_OUT.relative_to(REPO_ROOT)})")
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="folder holding nli/ and stsb/ (default: $SWEEP_DATA_DIR or ../shared/data)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny steps, scales and repeats (checks the benchmark in a couple of minutes)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"folder for README.md and bench.json (default {DEFAULT_OUT.relative_to(REPO_ROOT)})",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=DEFAULT_DATA_DIR,
+        help="folder holding nli/ and stsb/ (default: $SWEEP_DATA_DIR or ../shared/data)",
+    )
     parser.add_argument("--only", default=",".join(ITEMS), help="comma list of items to run (1-3 run together)")
     parser.add_argument("--keep-runs", action="store_true", help="keep the studies' Optuna/MLflow folders (printed)")
     return parser.parse_args(argv)

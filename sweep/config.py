@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
+import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
+
+# The Hydra config tree ships inside the package, so an installed wheel finds it from any directory.
+CONFIG_DIR = str(Path(__file__).resolve().parent / "conf")
 
 MODEL_KINDS = ("static", "transformer")
 STATIC_INITS = ("pretrained", "random")
@@ -25,6 +30,12 @@ class ConfigError(ValueError):
         super().__init__(f"{key}={value!r}: {allowed}")
 
 
+def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
+    """The project config with Hydra ``overrides``, outside ``python -m sweep`` (reports, the benchmark, tests)."""
+    with hydra.initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return hydra.compose("config", overrides=list(overrides))
+
+
 def resolve_scale(cfg: DictConfig) -> None:
     """Make `loss.scale` and `loss.temperature` consistent in place (scale = 1/temperature).
 
@@ -36,7 +47,11 @@ def resolve_scale(cfg: DictConfig) -> None:
     if loss.get("temperature") is not None:
         temperature = float(loss.temperature)
         if not temperature > 0:
-            raise ConfigError("loss.temperature", loss.temperature, "must be > 0 (scale = 1/temperature; use loss.scale=0 for the zero-scale control)")
+            raise ConfigError(
+                "loss.temperature",
+                loss.temperature,
+                "must be > 0 (scale = 1/temperature; use loss.scale=0 for the zero-scale control)",
+            )
         loss.scale = 1.0 / temperature
     scale = loss.scale
     if scale is None or isinstance(scale, bool) or not isinstance(scale, (int, float)) or math.isnan(scale):
@@ -65,7 +80,12 @@ def check_auto_or_positive_int(key: str, value: Any, unit: str = "") -> None:
 
 
 def _check_range(key: str, value: Any, low: float, high: float | None = None) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and value >= low
+        and (high is None or value <= high)
+    )
     if not ok:
         bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
         raise ConfigError(key, value, f"must be a number {bound}")
@@ -83,9 +103,17 @@ def validate_model(model: DictConfig) -> None:
         _check_positive_int("model.embedding_dim", model.embedding_dim)
     _check_positive_int("model.max_seq_length", model.max_seq_length)
     if model.config_overrides and not model.reinit:
-        raise ConfigError("model.config_overrides", OmegaConf.to_container(model.config_overrides), "changes the architecture, so pretrained weights cannot load: set model.reinit=true")
+        raise ConfigError(
+            "model.config_overrides",
+            OmegaConf.to_container(model.config_overrides),
+            "changes the architecture, so pretrained weights cannot load: set model.reinit=true",
+        )
     if model.kind == "static" and (model.num_layers is not None or model.config_overrides):
-        raise ConfigError("model.num_layers", model.num_layers, "applies to model.kind=transformer only (a static model has no layers)")
+        raise ConfigError(
+            "model.num_layers",
+            model.num_layers,
+            "applies to model.kind=transformer only (a static model has no layers)",
+        )
 
 
 def validate_trial(trial: DictConfig) -> None:
@@ -113,7 +141,11 @@ def validate_data(data: DictConfig) -> None:
         if not spec.columns:
             raise ConfigError(f"data.{split}.columns", spec.columns, "must list the columns to use, in order")
     if list(data.validation.columns)[-1:] != ["score"] or list(data.test.columns)[-1:] != ["score"]:
-        raise ConfigError("data.validation.columns", list(data.validation.columns), "STSB evaluation needs [sentence1, sentence2, score]")
+        raise ConfigError(
+            "data.validation.columns",
+            list(data.validation.columns),
+            "STSB evaluation needs [sentence1, sentence2, score]",
+        )
 
 
 # `trial.eval_batch_size: auto`, measured with `python -m sweep.bench` (item 6): static models encode fastest in

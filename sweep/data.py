@@ -26,9 +26,17 @@ def find_local_dir(explicit: str | None) -> Path | None:
     if explicit:
         path = Path(explicit).expanduser().resolve()
         if not path.is_dir():
-            raise ConfigError("data.local_dir", explicit, "is not a directory (set data.local_dir or SWEEP_DATA_DIR to the folder holding nli/ and stsb/)")
+            raise ConfigError(
+                "data.local_dir",
+                explicit,
+                "is not a directory (set data.local_dir or SWEEP_DATA_DIR to the folder holding nli/ and stsb/)",
+            )
         return path
-    for candidate in (REPO_ROOT.parent / "shared" / "data", Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data"):
+    for candidate in (
+        REPO_ROOT.parent / "shared" / "data",
+        Path.cwd().parent / "shared" / "data",
+        Path.cwd() / "shared" / "data",
+    ):
         if candidate.is_dir():
             return candidate.resolve()
     return None
@@ -65,9 +73,15 @@ def resolve_source(data: DictConfig, split: str) -> SplitSource:
             log.warning("%s not found; reading %s from the hub", local_file, split)
         return SplitSource(split, None, hub)
     if local_file is None:
-        raise ConfigError(key, spec.local_file, "no local data directory found: set data.local_dir or SWEEP_DATA_DIR, or data.source=hub")
+        raise ConfigError(
+            key,
+            spec.local_file,
+            "no local data directory found: set data.local_dir or SWEEP_DATA_DIR, or data.source=hub",
+        )
     if not local_file.is_file():
-        raise ConfigError(key, str(local_file), "file not found (set data.local_dir / SWEEP_DATA_DIR, or data.source=hub)")
+        raise ConfigError(
+            key, str(local_file), "file not found (set data.local_dir / SWEEP_DATA_DIR, or data.source=hub)"
+        )
     return SplitSource(split, local_file, None)
 
 
@@ -85,13 +99,21 @@ def load_split(data: DictConfig, split: str) -> Dataset:
     columns = list(spec.columns)
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
-        raise ConfigError(f"data.{split}.columns", columns, f"{source.describe()} has columns {dataset.column_names}, missing {missing}")
+        raise ConfigError(
+            f"data.{split}.columns",
+            columns,
+            f"{source.describe()} has columns {dataset.column_names}, missing {missing}",
+        )
     if len(dataset) == 0:
         raise ConfigError(f"data.{split}", source.describe(), "has no rows")
     dataset = dataset.select_columns(columns)
     for column in columns:
         if None in dataset.unique(column):
-            raise ConfigError(f"data.{split}.columns", column, f"{source.describe()} has empty values in column {column!r}; clean the file")
+            raise ConfigError(
+                f"data.{split}.columns",
+                column,
+                f"{source.describe()} has empty values in column {column!r}; clean the file",
+            )
     log.info("%s: %d rows from %s", split, len(dataset), source.describe())
     return dataset
 
@@ -110,7 +132,8 @@ def check_available(data: DictConfig) -> None:
         except Exception as error:  # noqa: BLE001 - ConnectionError, FileNotFoundError, DatasetNotFoundError, ...
             reason = f"{type(error).__name__}: {error}".splitlines()[0]
             raise ConfigError(
-                f"data.{split}", source.describe(),
+                f"data.{split}",
+                source.describe(),
                 f"cannot be read ({reason}). Offline, point data.local_dir or SWEEP_DATA_DIR at the folder holding "
                 "the local copies (nli/, stsb/; see the README's Data section)",
             ) from None
@@ -128,7 +151,12 @@ def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
     splits = {split: load_split(data, split) for split in SPLITS}
     if heldout_pairs:
         if heldout_pairs >= len(splits["train"]):
-            raise ConfigError("stats.heldout_pairs", heldout_pairs, f"must be below the {len(splits['train'])} training rows")
+            raise ConfigError(
+                "stats.heldout_pairs", heldout_pairs, f"must be below the {len(splits['train'])} training rows"
+            )
         parts = splits["train"].train_test_split(test_size=heldout_pairs, seed=data.seed)
         splits["train"], splits["heldout"] = parts["train"], parts["test"]
-    return {name: _subset(dataset, data[name].max_samples if name in SPLITS else None, data.seed) for name, dataset in splits.items()}
+    return {
+        name: _subset(dataset, data[name].max_samples if name in SPLITS else None, data.seed)
+        for name, dataset in splits.items()
+    }

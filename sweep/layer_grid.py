@@ -5,14 +5,15 @@ every layer (``hidden_states[0]`` is the embedding output, ``hidden_states[k]`` 
 requested layer is pooled by the model's own modules after the transformer, then for each dim d:
 
 .. math::
-    \\mathrm{cos}_{k,d}(x, y) = \\frac{f_k(x)_{:d} \\cdot f_k(y)_{:d}}{\\lVert f_k(x)_{:d} \\rVert \\lVert f_k(y)_{:d} \\rVert},
+    \\mathrm{cos}_{k,d}(x, y) = \\frac{f_k(x)_{:d} \\cdot f_k(y)_{:d}}
+    {\\lVert f_k(x)_{:d} \\rVert \\lVert f_k(y)_{:d} \\rVert},
     \\qquad \\rho_{k,d} = \\mathrm{Spearman}(\\mathrm{cos}_{k,d}, \\mathrm{gold})
 
 which is what the model truncated to k layers and to ``truncate_dim=d`` gives through ``model.encode``, the
 quantities ``AdaptiveLayerLoss``/``MatryoshkaLoss``/``Matryoshka2dLoss`` train (Li et al. 2024, "2D Matryoshka
 Sentence Embeddings"; Kusupati et al. 2022, "Matryoshka Representation Learning").
 
-Config (``conf/eval/default.yaml``): ``eval.layer_grid.{enabled, layers, dims}`` and the trial objective
+Config (``sweep/conf/eval/default.yaml``): ``eval.layer_grid.{enabled, layers, dims}`` and the trial objective
 ``eval.objective`` (``full`` | ``grid_mean`` | ``cell``) with ``eval.cell`` (``"L{layer}_D{dim}"``). Layer and dim
 sets are lists or comma strings (``"1,2,3"``), so that they can be Optuna grid values. Metrics are named
 ``stsb_{split}_spearman_L{layer}_D{dim}``; the table is logged as ``layer_grid/stsb_{split}_step{N}.csv``.
@@ -66,7 +67,9 @@ def model_shape(model: DictConfig) -> ModelShape:
     try:
         config = _hf_config(resolve_path(model))
     except OSError as error:
-        raise ConfigError("model.name_or_path", model.name_or_path, f"cannot read its config to check dimensions and layers ({error})") from None
+        raise ConfigError(
+            "model.name_or_path", model.name_or_path, f"cannot read its config to check dimensions and layers ({error})"
+        ) from None
     overrides = dict(model.config_overrides or {})
     if model.kind == "static":
         random_dim = model.static_init == "random" and model.embedding_dim
@@ -89,7 +92,11 @@ def parse_numbers(key: str, value: Any, kind: type = int) -> tuple:
             number = kind(item.strip()) if isinstance(item, str) else item
         except ValueError:
             number = None
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or (kind is int and not isinstance(number, int)):
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, (int, float))
+            or (kind is int and not isinstance(number, int))
+        ):
             raise ConfigError(key, value, f"must contain {kind.__name__} values only")
         numbers.append(kind(number))
     return tuple(numbers)
@@ -99,7 +106,11 @@ def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The (layers, dims) of `eval.layer_grid`, defaults filled in: every layer 1..L, the full dimension."""
     grid = cfg.eval.layer_grid
     shape = model_shape(cfg.model)
-    layers = parse_numbers("eval.layer_grid.layers", grid.layers) if grid.layers is not None else tuple(range(1, (shape.layers or 0) + 1))
+    layers = (
+        parse_numbers("eval.layer_grid.layers", grid.layers)
+        if grid.layers is not None
+        else tuple(range(1, (shape.layers or 0) + 1))
+    )
     dims = parse_numbers("eval.layer_grid.dims", grid.dims) if grid.dims is not None else (shape.dim,)
     return layers, dims
 
@@ -110,26 +121,44 @@ def validate_layer_grid(cfg: DictConfig) -> None:
     if ev.objective not in OBJECTIVES:
         raise ConfigError("eval.objective", ev.objective, f"must be one of {', '.join(OBJECTIVES)}")
     if ev.objective != "full" and cfg.study.pruner.name != "none":
-        raise ConfigError("study.pruner.name", cfg.study.pruner.name, f"must be none with eval.objective={ev.objective}: the pruner sees the full model's Spearman")
+        raise ConfigError(
+            "study.pruner.name",
+            cfg.study.pruner.name,
+            f"must be none with eval.objective={ev.objective}: the pruner sees the full model's Spearman",
+        )
     if not ev.layer_grid.enabled:
         if ev.objective != "full":
             raise ConfigError("eval.objective", ev.objective, "needs eval.layer_grid.enabled=true (else use full)")
         return
     if cfg.model.kind != "transformer":
-        raise ConfigError("eval.layer_grid.enabled", True, "needs model.kind=transformer (a static model has no layers)")
+        raise ConfigError(
+            "eval.layer_grid.enabled", True, "needs model.kind=transformer (a static model has no layers)"
+        )
     shape = model_shape(cfg.model)
     layers, dims = grid_sets(cfg)
     if any(not 0 <= layer <= shape.layers for layer in layers) or len(set(layers)) != len(layers):
-        raise ConfigError("eval.layer_grid.layers", ev.layer_grid.layers, f"must be distinct layers in 0..{shape.layers} (the model has {shape.layers} layers; 0 = embedding output)")
+        raise ConfigError(
+            "eval.layer_grid.layers",
+            ev.layer_grid.layers,
+            f"must be distinct layers in 0..{shape.layers} (the model has {shape.layers} layers; 0 = embedding output)",
+        )
     if any(not 1 <= dim <= shape.dim for dim in dims) or len(set(dims)) != len(dims):
-        raise ConfigError("eval.layer_grid.dims", ev.layer_grid.dims, f"must be distinct dims in 1..{shape.dim} (the model dimension)")
+        raise ConfigError(
+            "eval.layer_grid.dims", ev.layer_grid.dims, f"must be distinct dims in 1..{shape.dim} (the model dimension)"
+        )
     if ev.objective == "cell":
         match = CELL.match(str(ev.cell or ""))
         if not match or int(match[1]) not in layers or int(match[2]) not in dims:
-            raise ConfigError("eval.cell", ev.cell, f"must name a grid cell L{{layer}}_D{{dim}} with layer in {list(layers)} and dim in {list(dims)}")
+            raise ConfigError(
+                "eval.cell",
+                ev.cell,
+                f"must name a grid cell L{{layer}}_D{{dim}} with layer in {list(layers)} and dim in {list(dims)}",
+            )
 
 
-def _layer_embeddings(model: SentenceTransformer, sentences: Sequence[str], layers: Sequence[int], batch_size: int) -> dict[int, torch.Tensor]:
+def _layer_embeddings(
+    model: SentenceTransformer, sentences: Sequence[str], layers: Sequence[int], batch_size: int
+) -> dict[int, torch.Tensor]:
     """Sentence embeddings of each layer: one transformer pass per batch with all hidden states (the same
     per-layer features AdaptiveLayerLoss trains), each pooled by the model's modules after the transformer.
     Batches are formed by length, as `model.encode` does, to limit padding."""
@@ -144,7 +173,7 @@ def _layer_embeddings(model: SentenceTransformer, sentences: Sequence[str], laye
     try:
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
-                batch = [sentences[i] for i in order[start:start + batch_size]]
+                batch = [sentences[i] for i in order[start : start + batch_size]]
                 features = batch_to_device(model.preprocess(batch), model.device)
                 output = TransformerDecorator(transformer, transformer.forward).call_grow_cache(features)
                 for layer in layers:
@@ -174,7 +203,9 @@ def layer_dim_spearman(
     for layer in layers:
         for dim in dims:
             cosine = (F.normalize(first[layer][:, :dim], dim=-1) * F.normalize(second[layer][:, :dim], dim=-1)).sum(-1)
-            rows.append({"layer": layer, "dim": dim, "spearman": float(spearmanr(list(scores), cosine.numpy()).statistic)})
+            rows.append(
+                {"layer": layer, "dim": dim, "spearman": float(spearmanr(list(scores), cosine.numpy()).statistic)}
+            )
     return pd.DataFrame(rows, columns=["layer", "dim", "spearman"])
 
 
@@ -199,7 +230,9 @@ def stsb_layer_grid(model: SentenceTransformer, dataset: Dataset, cfg: DictConfi
     """The grid of `eval.layer_grid` on an STSB split (columns sentence1, sentence2, score)."""
     first, second, score = dataset.column_names
     layers, dims = grid_sets(cfg)
-    return layer_dim_spearman(model, dataset[first], dataset[second], dataset[score], layers, dims, eval_batch_size(cfg))
+    return layer_dim_spearman(
+        model, dataset[first], dataset[second], dataset[score], layers, dims, eval_batch_size(cfg)
+    )
 
 
 def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:

@@ -52,8 +52,10 @@ def check_available(model: DictConfig) -> None:
         AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as error:
         raise ConfigError(
-            "model.name_or_path", model.name_or_path,
-            f"cannot load the model's config from {path!r} (a local folder, or a hub name reachable from here): {str(error).splitlines()[0]}",
+            "model.name_or_path",
+            model.name_or_path,
+            f"cannot load the model's config from {path!r} (a local folder, or a hub name reachable from here): "
+            f"{str(error).splitlines()[0]}",
         ) from None
 
 

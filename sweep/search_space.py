@@ -12,8 +12,8 @@ import math
 from typing import Any
 
 import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from sweep.config import ConfigError
 
@@ -54,9 +54,13 @@ def _distribution(where: str, spec: Any) -> BaseDistribution:
     kind = spec["type"]
     try:
         if kind == "float":
-            return FloatDistribution(float(spec["low"]), float(spec["high"]), log=bool(spec.get("log", False)), step=spec.get("step"))
+            return FloatDistribution(
+                float(spec["low"]), float(spec["high"]), log=bool(spec.get("log", False)), step=spec.get("step")
+            )
         if kind == "int":
-            return IntDistribution(int(spec["low"]), int(spec["high"]), log=bool(spec.get("log", False)), step=int(spec.get("step", 1)))
+            return IntDistribution(
+                int(spec["low"]), int(spec["high"]), log=bool(spec.get("log", False)), step=int(spec.get("step", 1))
+            )
         if kind == "categorical":
             return CategoricalDistribution(list(spec["choices"]))
     except KeyError as missing:
@@ -77,7 +81,7 @@ def grid_size(space: Space) -> int:
 def grid_points(space: Space) -> list[dict[str, Any]]:
     """Every point of a grid, as {dotted.key: value}."""
     names = list(space)
-    return [dict(zip(names, combo)) for combo in itertools.product(*(space[name] for name in names))]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(space[name] for name in names))]
 
 
 def suggest(trial: optuna.Trial, space: Space) -> dict[str, Any]:
@@ -100,7 +104,9 @@ def apply(cfg: DictConfig, params: dict[str, Any]) -> DictConfig:
     trial_cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
     for key, value in params.items():
         if OmegaConf.select(trial_cfg, key, default="__missing__") == "__missing__":
-            raise ConfigError(f"study.search_space.{key}", value, "is not a key of the config (see `python -m sweep --cfg job`)")
+            raise ConfigError(
+                f"study.search_space.{key}", value, "is not a key of the config (see `python -m sweep --cfg job`)"
+            )
         OmegaConf.update(trial_cfg, key, value, merge=False)
         if key == "loss.scale" and "loss.temperature" not in params:
             trial_cfg.loss.temperature = None
@@ -115,7 +121,7 @@ def candidate_points(space: Space, limit: int = 4096) -> list[dict[str, Any]]:
     values = {name: (spec if isinstance(spec, list) else _bounds(spec)) for name, spec in space.items()}
     if math.prod(len(v) for v in values.values()) <= limit:
         names = list(values)
-        return [dict(zip(names, combo)) for combo in itertools.product(*values.values())]
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())]
     return [{name: value} for name, options in values.items() for value in options]
 
 

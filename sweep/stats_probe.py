@@ -56,7 +56,9 @@ def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> tuple[list[
 class ConcentrationProbe:
     """Computes the sim_* statistics for one trial at a given step and logs metrics, JSON and a histogram."""
 
-    def __init__(self, stats: DictConfig, heldout: Dataset | None, batch_size: int, scale: float, eval_batch_size: int) -> None:
+    def __init__(
+        self, stats: DictConfig, heldout: Dataset | None, batch_size: int, scale: float, eval_batch_size: int
+    ) -> None:
         self.stats, self.batch_size, self.scale, self.eval_batch_size = stats, batch_size, scale, eval_batch_size
         self.pairs = heldout_pairs(heldout, stats.high_threshold)
 
@@ -73,16 +75,29 @@ class ConcentrationProbe:
         embeddings1, embeddings2 = evaluator.last_embeddings
         return Encodings(embeddings1, embeddings2, np.asarray(evaluator.scores, dtype=np.float64), train)
 
-    def measure(self, model: SentenceTransformer, evaluator: EmbeddingKeepingEvaluator, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
+    def measure(
+        self,
+        model: SentenceTransformer,
+        evaluator: EmbeddingKeepingEvaluator,
+        run: TrialRun,
+        step: int,
+        suffix: str = "",
+    ) -> dict[str, float]:
         """Statistics of ``model`` from the embeddings of ``evaluator``'s last call (which must be on ``model``)."""
         return self.log(self.encode(model, evaluator), run, step, suffix)
 
     def log(self, encodings: Encodings, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
         """Compute the statistics of ``encodings`` and log metrics, JSON and histogram at ``step``."""
         metrics, distributions = concentration_statistics(
-            encodings.sentences1, encodings.sentences2, encodings.scores,
-            batch_size=self.batch_size, scale=self.scale, high_threshold=self.stats.high_threshold,
-            low_threshold=self.stats.low_threshold, n_random_pairs=self.stats.n_random_pairs, seed=self.stats.seed,
+            encodings.sentences1,
+            encodings.sentences2,
+            encodings.scores,
+            batch_size=self.batch_size,
+            scale=self.scale,
+            high_threshold=self.stats.high_threshold,
+            low_threshold=self.stats.low_threshold,
+            n_random_pairs=self.stats.n_random_pairs,
+            seed=self.stats.seed,
             **encodings.train,
         )
         named = {f"{key}{suffix}": value for key, value in metrics.items()}
@@ -93,7 +108,10 @@ class ConcentrationProbe:
                 "step": step,
                 "metrics": metrics,
                 "histogram_bins": HISTOGRAM_BINS.tolist(),
-                "histograms": {name: np.histogram(values, bins=HISTOGRAM_BINS)[0].tolist() for name, values in distributions.items()},
+                "histograms": {
+                    name: np.histogram(values, bins=HISTOGRAM_BINS)[0].tolist()
+                    for name, values in distributions.items()
+                },
             },
             f"concentration/{label}.json",
         )

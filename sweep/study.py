@@ -55,7 +55,9 @@ class QueuedGridSampler(optuna.samplers.GridSampler):
     stopping rule is not used: it assumes each trial carries a grid_id (enqueued trials do not) and would
     hand a point that another worker is still running to an idle worker."""
 
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
+    def after_trial(
+        self, study: optuna.Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None
+    ) -> None:
         return None
 
 
@@ -67,7 +69,9 @@ def make_sampler(sampler: DictConfig, space: search_space.Space) -> optuna.sampl
         name = "grid" if space and search_space.is_grid(space) else "tpe"
     if name == "grid":
         if not search_space.is_grid(space) or not space:
-            raise ConfigError("study.sampler.name", "grid", "needs every study.search_space entry to be a list of values")
+            raise ConfigError(
+                "study.sampler.name", "grid", "needs every study.search_space entry to be a list of values"
+            )
         return QueuedGridSampler(space, seed=sampler.seed)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=sampler.seed)
@@ -84,11 +88,17 @@ def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePrune
     if name == "none":
         return optuna.pruners.NopPruner()
     if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=pruner.n_startup_trials, n_warmup_steps=pruner.n_warmup_steps)
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=pruner.n_startup_trials, n_warmup_steps=pruner.n_warmup_steps
+        )
     if name == "successive_halving":
-        return optuna.pruners.SuccessiveHalvingPruner(min_resource=min_resource, reduction_factor=pruner.reduction_factor)
+        return optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=min_resource, reduction_factor=pruner.reduction_factor
+        )
     # HyperbandPruner has no "auto" minimum: the first report (one evaluation) is the smallest budget.
-    return optuna.pruners.HyperbandPruner(min_resource=eval_steps if min_resource == "auto" else min_resource, reduction_factor=pruner.reduction_factor)
+    return optuna.pruners.HyperbandPruner(
+        min_resource=eval_steps if min_resource == "auto" else min_resource, reduction_factor=pruner.reduction_factor
+    )
 
 
 def absolute_paths(cfg: DictConfig) -> None:
@@ -126,7 +136,9 @@ def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
             validate_trial_config(trial_cfg)
         except ConfigError as error:
             where = ", ".join(f"{k}={v}" for k, v in point.items())
-            raise ConfigError(error.key, error.value, error.allowed + (f" (grid point {where})" if where else "")) from None
+            raise ConfigError(
+                error.key, error.value, error.allowed + (f" (grid point {where})" if where else "")
+            ) from None
         models.setdefault(json.dumps(OmegaConf.to_container(trial_cfg.model), sort_keys=True), trial_cfg.model)
     for split in ("train", "validation", "test"):
         resolve_source(cfg.data, split)
@@ -160,7 +172,10 @@ def open_storage(cfg: DictConfig, on_stale: Any) -> optuna.storages.RDBStorage:
         with sqlite_init_lock(url), warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.storages.RDBStorage(
-                url, engine_kwargs=engine_kwargs, heartbeat_interval=interval, grace_period=3 * interval,
+                url,
+                engine_kwargs=engine_kwargs,
+                heartbeat_interval=interval,
+                grace_period=3 * interval,
                 heartbeat_stale_trial_callback=on_stale,
             )
     except Exception as error:  # noqa: BLE001 - any driver error: name the key and stop before training
@@ -174,7 +189,11 @@ def open_tracking(cfg: DictConfig) -> MlflowClient:
             client = MlflowClient(cfg.tracking.uri)  # creates the store (and a new database's schema) at once
             client.search_experiments(max_results=1)
     except Exception as error:  # noqa: BLE001
-        raise ConfigError("tracking.uri", cfg.tracking.uri, f"cannot reach the MLflow tracking store ({type(error).__name__}: {error})") from None
+        raise ConfigError(
+            "tracking.uri",
+            cfg.tracking.uri,
+            f"cannot reach the MLflow tracking store ({type(error).__name__}: {error})",
+        ) from None
     return client
 
 
@@ -206,7 +225,9 @@ class Sweep:
         cfg = search_space.apply(self.cfg, params)
         resolve_trial_config(cfg)
         run_name = f"trial-{trial.number:03d} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items())
-        run = tracking.TrialRun(self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name.strip())
+        run = tracking.TrialRun(
+            self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name.strip()
+        )
         trial.set_user_attr("mlflow_run_id", run.run_id)
         if "scale" in cfg.loss:
             trial.set_user_attr("scale", cfg.loss.scale)
@@ -230,11 +251,17 @@ class Sweep:
         self._end(trial, run, start, TrialState.COMPLETE, None)
         log.info(
             "trial %d %s: validation %.4f, test %.4f, %.1f s",
-            trial.number, params, value, trial.user_attrs.get("stsb_test_spearman", math.nan), time.perf_counter() - start,
+            trial.number,
+            params,
+            value,
+            trial.user_attrs.get("stsb_test_spearman", math.nan),
+            time.perf_counter() - start,
         )
         return value
 
-    def _end(self, trial: optuna.Trial, run: tracking.TrialRun, start: float, state: TrialState, reason: str | None) -> None:
+    def _end(
+        self, trial: optuna.Trial, run: tracking.TrialRun, start: float, state: TrialState, reason: str | None
+    ) -> None:
         wall = time.perf_counter() - start
         trial.set_user_attr("wall_time_s", wall)
         run.log_metrics({"trial_wall_time_s": wall})
@@ -260,7 +287,9 @@ class Sweep:
         if trial.state == TrialState.FAIL:
             self.failures += 1
             if self.cfg.study.max_failures and self.failures >= self.cfg.study.max_failures:
-                self.stopped_reason = f"{self.failures} trials failed (study.max_failures={self.cfg.study.max_failures})"
+                self.stopped_reason = (
+                    f"{self.failures} trials failed (study.max_failures={self.cfg.study.max_failures})"
+                )
                 study.stop()
         if self.is_grid and not self._trials(TrialState.WAITING):
             study.stop()
@@ -277,8 +306,18 @@ class Sweep:
         if self.is_grid and not self._trials(TrialState.WAITING, TrialState.RUNNING):
             log.info("study %s is complete: nothing to train", self.study.study_name)
             return
-        total = search_space.grid_size(self.space) if self.is_grid else self.cfg.study.n_trials or (DEFAULT_N_TRIALS if self.space else 1)
-        progress = tqdm(total=total, initial=min(total, self._done_count()), desc=f"study {self.study.study_name}", unit="trial", disable=self.cfg.quiet)
+        total = (
+            search_space.grid_size(self.space)
+            if self.is_grid
+            else self.cfg.study.n_trials or (DEFAULT_N_TRIALS if self.space else 1)
+        )
+        progress = tqdm(
+            total=total,
+            initial=min(total, self._done_count()),
+            desc=f"study {self.study.study_name}",
+            unit="trial",
+            disable=self.cfg.quiet,
+        )
         callbacks = [self.after_trial, lambda study, trial: progress.update(1) if trial.state in DONE_STATES else None]
         if not self.is_grid:
             callbacks.append(optuna.study.MaxTrialsCallback(total, states=DONE_STATES))
@@ -312,8 +351,15 @@ def fail_stale_trials(study: optuna.Study) -> None:
         optuna.storages.fail_stale_trials(study)
 
 
-def _create_or_load(cfg: DictConfig, storage: optuna.storages.RDBStorage, space: search_space.Space) -> tuple[optuna.Study, bool]:
-    kwargs = dict(study_name=cfg.study.name, storage=storage, sampler=make_sampler(cfg.study.sampler, space), pruner=make_pruner(cfg.study.pruner, cfg.trial.eval_steps))
+def _create_or_load(
+    cfg: DictConfig, storage: optuna.storages.RDBStorage, space: search_space.Space
+) -> tuple[optuna.Study, bool]:
+    kwargs = dict(
+        study_name=cfg.study.name,
+        storage=storage,
+        sampler=make_sampler(cfg.study.sampler, space),
+        pruner=make_pruner(cfg.study.pruner, cfg.trial.eval_steps),
+    )
     try:
         return optuna.create_study(direction=cfg.study.direction, **kwargs), True
     except optuna.exceptions.DuplicatedStudyError:
@@ -324,7 +370,9 @@ def _wait_until_ready(study: optuna.Study, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while READY_ATTR not in study.user_attrs:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"study {study.study_name} was created by another process that never finished setting it up")
+            raise RuntimeError(
+                f"study {study.study_name} was created by another process that never finished setting it up"
+            )
         time.sleep(1.0)
 
 
@@ -333,7 +381,9 @@ def declared_space(cfg: DictConfig) -> dict[str, Any]:
     declared = OmegaConf.to_container(cfg.study.search_space, resolve=True)
     if cfg.study.seeds:
         if "seed" in declared.get("trial", {}):
-            raise ConfigError("study.seeds", list(cfg.study.seeds), "conflicts with study.search_space.trial.seed: give one of them")
+            raise ConfigError(
+                "study.seeds", list(cfg.study.seeds), "conflicts with study.search_space.trial.seed: give one of them"
+            )
         declared.setdefault("trial", {})["seed"] = list(cfg.study.seeds)
     return declared
 
@@ -354,7 +404,9 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     exp_id = tracking.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
     if created:
         study.set_user_attr("search_space", declared)
-        parent = tracking.parent_run(client, study, exp_id, {**flatten(cfg), "study.search_space": declared, **versions})
+        parent = tracking.parent_run(
+            client, study, exp_id, {**flatten(cfg), "study.search_space": declared, **versions}
+        )
         if space and search_space.is_grid(space):
             # A seeded shuffle: a pruner then compares trials from across the grid, and a partial study
             # covers it evenly instead of only its first axis values.
@@ -368,8 +420,10 @@ def open_sweep(cfg: DictConfig) -> Sweep:
         recorded = study.user_attrs.get("search_space")
         if recorded != declared:
             raise ConfigError(
-                "study.search_space", declared,
-                f"study {study.study_name!r} in {cfg.study.storage} was created with {recorded}; use a new name=... to sweep a different space",
+                "study.search_space",
+                declared,
+                f"study {study.study_name!r} in {cfg.study.storage} was created with {recorded}; "
+                "use a new name=... to sweep a different space",
             )
         parent = tracking.parent_run(client, study, exp_id, {})
     sweep = Sweep(cfg, space, study, client, exp_id, parent)
@@ -384,16 +438,18 @@ def results_table(study: optuna.Study) -> pd.DataFrame:
     for t in study.get_trials(deepcopy=False):
         if t.state in (TrialState.WAITING,) or t.user_attrs.get("sweep.discarded"):
             continue
-        rows.append({
-            "trial": t.number,
-            **{k: v for k, v in t.params.items() if k not in ("loss.scale", "loss.temperature")},
-            "scale": t.user_attrs.get("scale"),
-            "temperature": t.user_attrs.get("temperature"),
-            "stsb_val": t.value,
-            "stsb_test": t.user_attrs.get("stsb_test_spearman"),
-            "wall_s": t.user_attrs.get("wall_time_s"),
-            "state": t.state.name,
-        })
+        rows.append(
+            {
+                "trial": t.number,
+                **{k: v for k, v in t.params.items() if k not in ("loss.scale", "loss.temperature")},
+                "scale": t.user_attrs.get("scale"),
+                "temperature": t.user_attrs.get("temperature"),
+                "stsb_val": t.value,
+                "stsb_test": t.user_attrs.get("stsb_test_spearman"),
+                "wall_s": t.user_attrs.get("wall_time_s"),
+                "state": t.state.name,
+            }
+        )
     table = pd.DataFrame(rows)
     if table.empty:
         return table

@@ -92,7 +92,9 @@ def parent_run(client: MlflowClient, study: optuna.Study, exp_id: str, params: M
 class TrialRun:
     """The MLflow run of one Optuna trial."""
 
-    def __init__(self, client: MlflowClient, exp_id: str, parent_id: str, study_name: str, trial_number: int, run_name: str) -> None:
+    def __init__(
+        self, client: MlflowClient, exp_id: str, parent_id: str, study_name: str, trial_number: int, run_name: str
+    ) -> None:
         self.client = client
         tags = {
             "mlflow.parentRunId": parent_id,

@@ -37,14 +37,22 @@ SCALE_ZERO_MODE = "trained_with_zero_gradient"
 
 
 def _cache_key(*parts: Any) -> str:
-    return json.dumps([OmegaConf.to_container(p, resolve=True) if isinstance(p, DictConfig) else p for p in parts], sort_keys=True)
+    return json.dumps(
+        [OmegaConf.to_container(p, resolve=True) if isinstance(p, DictConfig) else p for p in parts], sort_keys=True
+    )
 
 
 def stsb_evaluator(dataset: Dataset, name: str, batch_size: int) -> EmbeddingKeepingEvaluator:
     """sentence-transformers' STSB evaluator, cosine Spearman as its primary metric."""
     s1, s2, score = dataset.column_names
     return EmbeddingKeepingEvaluator(
-        dataset[s1], dataset[s2], dataset[score], batch_size=batch_size, main_similarity="cosine", name=name, write_csv=False
+        dataset[s1],
+        dataset[s2],
+        dataset[score],
+        batch_size=batch_size,
+        main_similarity="cosine",
+        name=name,
+        write_csv=False,
     )
 
 
@@ -78,7 +86,9 @@ class StudyResources:
             self._datasets[key] = data_module.load_all(data, heldout_pairs)
         return self._datasets[key]
 
-    def evaluators(self, data: DictConfig, heldout_pairs: int, batch_size: int) -> tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]:
+    def evaluators(
+        self, data: DictConfig, heldout_pairs: int, batch_size: int
+    ) -> tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]:
         key = _cache_key(data, heldout_pairs, batch_size)
         if key not in self._evaluators:
             splits = self.datasets(data, heldout_pairs)
@@ -107,7 +117,15 @@ class StudyResources:
     ) -> InitialEvaluation:
         """Step-0 validation Spearman, ``_init`` encodings and layer grid of ``model``, an untouched copy of the
         base model of (``cfg.model``, ``cfg.trial.seed``): computed by the first trial, reused by the others."""
-        key = _cache_key(cfg.model, cfg.trial.seed, device_of(cfg), cfg.data, cfg.stats, cfg.eval.layer_grid, cfg.trial.eval_batch_size)
+        key = _cache_key(
+            cfg.model,
+            cfg.trial.seed,
+            device_of(cfg),
+            cfg.data,
+            cfg.stats,
+            cfg.eval.layer_grid,
+            cfg.trial.eval_batch_size,
+        )
         if key not in self._initial:
             value = spearman(validation, model)
             self._initial[key] = InitialEvaluation(
@@ -121,25 +139,37 @@ class StudyResources:
 class TrialCallback(TrainerCallback):
     """Sends the training loss and validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
 
-    def __init__(self, trial: optuna.Trial, run: TrialRun, loss: torch.nn.Module, on_evaluated: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        trial: optuna.Trial,
+        run: TrialRun,
+        loss: torch.nn.Module,
+        on_evaluated: Callable[[int], None] | None = None,
+    ) -> None:
         self.trial, self.run, self.loss, self.on_evaluated = trial, run, loss, on_evaluated
         self.pruned_at: int | None = None
         self.diverged_at: int | None = None
         self.last_eval: tuple[int, float] | None = None
 
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001 - transformers' signature
+    def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
         if "loss" in logs:
             loss = float(logs["loss"])
-            metrics = {"train_loss": loss, "learning_rate": logs.get("learning_rate"), "grad_norm": logs.get("grad_norm")}
+            metrics = {
+                "train_loss": loss,
+                "learning_rate": logs.get("learning_rate"),
+                "grad_norm": logs.get("grad_norm"),
+            }
             # A loss may expose values to follow during training (e.g. a learnable scale): logged_metrics() -> dict.
             metrics.update(getattr(self.loss, "logged_metrics", dict)())
-            self.run.log_metrics({k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step)
+            self.run.log_metrics(
+                {k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step
+            )
             if not math.isfinite(loss):
                 self.diverged_at = state.global_step
                 control.should_training_stop = True
 
-    def on_evaluate(self, args, state, control, metrics=None, **kwargs):  # noqa: ANN001
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         value = float(metrics[f"eval_{VALIDATION}_spearman_cosine"])
         step = state.global_step
         self.last_eval = (step, value)
@@ -196,7 +226,9 @@ def device_of(cfg: DictConfig) -> str | None:
     return None if cfg.trial.device == "auto" else cfg.trial.device
 
 
-def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyResources, run: TrialRun, quiet: bool) -> float:
+def train_and_evaluate(
+    trial: optuna.Trial, cfg: DictConfig, resources: StudyResources, run: TrialRun, quiet: bool
+) -> float:
     """Train one trial and return its STSB validation Spearman. Raises optuna.TrialPruned when pruned."""
     if cfg.trial.torch_threads:
         torch.set_num_threads(cfg.trial.torch_threads)
@@ -209,8 +241,12 @@ def train_and_evaluate(trial: optuna.Trial, cfg: DictConfig, resources: StudyRes
     if stats.enabled:
         # The softmax statistics use the in-batch scale: `scale`, or AnglE's in-batch-negatives scale.
         softmax_scale = cfg.loss.scale if "scale" in cfg.loss else cfg.loss.get("ibn_scale", 1.0)
-        probe = ConcentrationProbe(stats, splits.get("heldout"), cfg.trial.batch_size, softmax_scale, cfg.trial.eval_batch_size)
-    initial = resources.initial_evaluation(cfg, model, validation, splits["validation"], probe)  # before the loss can touch the model
+        probe = ConcentrationProbe(
+            stats, splits.get("heldout"), cfg.trial.batch_size, softmax_scale, cfg.trial.eval_batch_size
+        )
+    initial = resources.initial_evaluation(
+        cfg, model, validation, splits["validation"], probe
+    )  # before the loss can touch the model
     run.log_metrics({f"{VALIDATION}_spearman": initial.validation_spearman}, step=0)
     layer_grid = cfg.eval.layer_grid.enabled
     if initial.layer_grid is not None:

@@ -50,7 +50,9 @@ def test_markdown_table_has_ratio_columns_and_escapes_pipes():
         Row("7", "GPU", "-", "-", None, "", "skipped: no GPU", status="skipped"),
     ]
     table = markdown_table(rows).splitlines()
-    assert table[0].startswith("| # | measurement | framework | baseline | ratio: median [min, max] | goal | verdict | n |")
+    assert table[0].startswith(
+        "| # | measurement | framework | baseline | ratio: median [min, max] | goal | verdict | n |"
+    )
     assert set(table[1].replace("|", "")) == {"-"}
     assert "1.050 [1.020, 1.100]" in table[2] and "| met | 3 |" in table[2] and "a \\| b" in table[2]
     assert "| skipped | 0 |" in table[3]
@@ -60,8 +62,12 @@ def test_markdown_table_has_ratio_columns_and_escapes_pipes():
 def test_report_names_machine_and_quick_mode():
     machine = bench.machine_description()
     assert {"cpu", "cores", "torch", "sentence-transformers", "date"} <= set(machine)
-    report = render_report([Row("1", "baseline", "-", "1 s", None, "", status="reference")], machine, QUICK, 60.0, ["- a detail"])
-    assert "Quick mode" in report and "| 1 | baseline |" in report and "## Details" in report and machine["cpu"] in report
+    report = render_report(
+        [Row("1", "baseline", "-", "1 s", None, "", status="reference")], machine, QUICK, 60.0, ["- a detail"]
+    )
+    assert (
+        "Quick mode" in report and "| 1 | baseline |" in report and "## Details" in report and machine["cpu"] in report
+    )
 
 
 def _trial(number, scale, wall, train=None, value=0.7, state="COMPLETE", steps=20):
@@ -69,7 +75,17 @@ def _trial(number, scale, wall, train=None, value=0.7, state="COMPLETE", steps=2
 
 
 def _baseline(scale, trial_s, load_s=1.0, process=20.0, spearman=0.7):
-    return BaselineRun(scale, process, {"trial_s": trial_s, "load_s": load_s, "train_s": trial_s - 1, "import_s": 5.0, "stsb_validation_spearman": spearman})
+    return BaselineRun(
+        scale,
+        process,
+        {
+            "trial_s": trial_s,
+            "load_s": load_s,
+            "train_s": trial_s - 1,
+            "import_s": 5.0,
+            "stsb_validation_spearman": spearman,
+        },
+    )
 
 
 def test_trial_overhead_pairs_by_scale_and_counts_loading_in_the_first_trial():
@@ -89,13 +105,24 @@ def test_trial_overhead_pairs_by_scale_and_counts_loading_in_the_first_trial():
 
 
 def test_pruning_rows_compare_steps_and_best_scale():
-    grid = FrameworkSweep(100.0, [_trial(i, s, 10.0, value=v, steps=12) for i, (s, v) in enumerate([(1.0, 0.60), (5.0, 0.64), (20.0, 0.65), (50.0, 0.63)])], [])
-    pruned = FrameworkSweep(60.0, [
-        _trial(0, 20.0, 10.0, value=0.65, steps=12),
-        _trial(1, 1.0, 3.0, state="PRUNED", steps=4),
-        _trial(2, 5.0, 10.0, value=0.648, steps=12),
-        _trial(3, 50.0, 3.0, state="PRUNED", steps=4),
-    ], [])
+    grid = FrameworkSweep(
+        100.0,
+        [
+            _trial(i, s, 10.0, value=v, steps=12)
+            for i, (s, v) in enumerate([(1.0, 0.60), (5.0, 0.64), (20.0, 0.65), (50.0, 0.63)])
+        ],
+        [],
+    )
+    pruned = FrameworkSweep(
+        60.0,
+        [
+            _trial(0, 20.0, 10.0, value=0.65, steps=12),
+            _trial(1, 1.0, 3.0, state="PRUNED", steps=4),
+            _trial(2, 5.0, 10.0, value=0.648, steps=12),
+            _trial(3, 50.0, 3.0, state="PRUNED", steps=4),
+        ],
+        [],
+    )
     wrong = FrameworkSweep(60.0, [_trial(0, 1.0, 10.0, value=0.60, steps=12)], [])
     variant = PruneVariant("median, shuffled", "median", "shuffled")
     rows = pruning_rows(QUICK, [PruneResult(None, grid), PruneResult(variant, pruned), PruneResult(variant, wrong)])
@@ -125,7 +152,12 @@ def test_settings_fit_the_budget():
 
 def test_plain_st_help_and_bench_help():
     done = subprocess.run([sys.executable, str(PLAIN_ST), "--help"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "--scale" in done.stdout and "--data-dir" in done.stdout and "--eval-steps" in done.stdout
+    assert (
+        done.returncode == 0
+        and "--scale" in done.stdout
+        and "--data-dir" in done.stdout
+        and "--eval-steps" in done.stdout
+    )
     with pytest.raises(SystemExit) as exit_info:
         bench.parse_args(["--help"])
     assert exit_info.value.code == 0

@@ -23,8 +23,14 @@ from sweep.concentration import (
     uniformity,
 )
 
-EXTRA_KEYS = {"sim_gap", "sim_p_rand_above_pos", "sim_anisotropy", "sim_alignment", "sim_uniformity",
-              "sim_effective_rank"}
+EXTRA_KEYS = {
+    "sim_gap",
+    "sim_p_rand_above_pos",
+    "sim_anisotropy",
+    "sim_alignment",
+    "sim_uniformity",
+    "sim_effective_rank",
+}
 SOFTMAX_KEYS = {"sim_softmax_pos_prob", "sim_softmax_entropy"}
 
 
@@ -37,6 +43,7 @@ def _random(n: int, d: int, seed: int) -> np.ndarray:
 
 
 # --- orthonormal vectors -------------------------------------------------------------------------
+
 
 def test_orthonormal_uniformity_rank_and_random_cosines():
     eye = np.eye(16, dtype=np.float32)
@@ -70,6 +77,7 @@ def test_uniformity_subsamples_with_seed():
 
 # --- pairs, alignment -----------------------------------------------------------------------------
 
+
 def test_identical_pairs_align_perfectly():
     x = _random(50, 12, seed=0)
     np.testing.assert_allclose(pair_cosines(x, 5.0 * x), 1.0, atol=1e-12)
@@ -89,7 +97,7 @@ def test_random_pair_indices():
     i, j = random_pair_indices(5, 2000, seed=7)
     assert i.shape == j.shape == (2000,)
     assert np.all(i != j) and i.min() >= 0 and j.min() >= 0 and max(i.max(), j.max()) == 4
-    assert len(set(zip(i.tolist(), j.tolist()))) == 20  # every ordered pair i != j is reachable
+    assert len(set(zip(i.tolist(), j.tolist(), strict=True))) == 20  # every ordered pair i != j is reachable
     i2, j2 = random_pair_indices(5, 2000, seed=7)
     assert np.array_equal(i, i2) and np.array_equal(j, j2)
     assert not np.array_equal(i, random_pair_indices(5, 2000, seed=8)[0])
@@ -98,6 +106,7 @@ def test_random_pair_indices():
 
 
 # --- summarize -------------------------------------------------------------------------------------
+
 
 def test_summarize_gaussian():
     s = summarize(np.random.default_rng(0).standard_normal(200_000).astype(np.float32))
@@ -112,13 +121,26 @@ def test_summarize_gaussian():
 
 def test_summarize_exact():
     s = summarize(np.array([1.0, 2.0, 3.0, 4.0]))
-    assert s == pytest.approx({"mean": 2.5, "std": math.sqrt(1.25), "q05": 1.15, "q25": 1.75, "q50": 2.5,
-                               "q75": 3.25, "q95": 3.85, "iqr": 1.5, "min": 1.0, "max": 4.0})
+    assert s == pytest.approx(
+        {
+            "mean": 2.5,
+            "std": math.sqrt(1.25),
+            "q05": 1.15,
+            "q25": 1.75,
+            "q50": 2.5,
+            "q75": 3.25,
+            "q95": 3.85,
+            "iqr": 1.5,
+            "min": 1.0,
+            "max": 4.0,
+        }
+    )
     with pytest.raises(ValueError):
         summarize(np.array([]))
 
 
 # --- in-batch softmax ------------------------------------------------------------------------------
+
 
 def test_in_batch_scale_zero_is_uniform():
     a, p = _random(100, 8, seed=0), _random(100, 8, seed=1)
@@ -153,6 +175,7 @@ def test_in_batch_positive_matches_pair_cosines():
 
 # --- P(random > positive) --------------------------------------------------------------------------
 
+
 def test_prob_random_above_positive():
     low, high = np.linspace(-0.5, 0.1, 50), np.linspace(0.5, 0.9, 30)
     assert prob_random_above_positive(positive=high, random=low) == 0.0
@@ -171,14 +194,22 @@ def test_prob_random_above_positive_matches_pairwise_count():
 
 # --- concentration_statistics ----------------------------------------------------------------------
 
+
 def test_concentration_statistics_keys_finite_and_thresholds():
     n = 41
     e1, e2 = _random(n, 16, seed=0), _random(n, 16, seed=1)
     gold = np.linspace(0.0, 1.0, n)  # contains exactly 0.2 and 0.8: thresholds are inclusive
     a, p = _random(80, 16, seed=2), _random(80, 16, seed=3)
     metrics, dists = concentration_statistics(
-        e1, torch.from_numpy(e2), gold, train_anchors=a, train_positives=p, batch_size=16, scale=20.0,
-        n_random_pairs=1000, seed=0,
+        e1,
+        torch.from_numpy(e2),
+        gold,
+        train_anchors=a,
+        train_positives=p,
+        batch_size=16,
+        scale=20.0,
+        n_random_pairs=1000,
+        seed=0,
     )
     assert set(metrics) == _keys("high", "low", "rand", "pos", "neg") | EXTRA_KEYS | SOFTMAX_KEYS
     assert all(math.isfinite(v) and isinstance(v, float) for v in metrics.values())
@@ -193,10 +224,12 @@ def test_concentration_statistics_keys_finite_and_thresholds():
     assert metrics["sim_gap"] == pytest.approx(dists["pos"].mean() - dists["rand"].mean())
     assert metrics["sim_alignment"] == pytest.approx(alignment(a, p))
     assert metrics["sim_softmax_pos_prob"] == pytest.approx(
-        in_batch_statistics(a, p, batch_size=16, scale=20.0, seed=0)["softmax_positive_prob"])
+        in_batch_statistics(a, p, batch_size=16, scale=20.0, seed=0)["softmax_positive_prob"]
+    )
 
-    again, _ = concentration_statistics(e1, e2, gold, train_anchors=a, train_positives=p, batch_size=16,
-                                        n_random_pairs=1000, seed=0)
+    again, _ = concentration_statistics(
+        e1, e2, gold, train_anchors=a, train_positives=p, batch_size=16, n_random_pairs=1000, seed=0
+    )
     assert again == metrics  # deterministic for a seed
 
 
@@ -208,8 +241,7 @@ def test_concentration_statistics_without_train_uses_high_pairs():
     high = gold >= 0.5
     assert metrics["sim_gap"] == pytest.approx(dists["high"].mean() - dists["rand"].mean())
     assert metrics["sim_alignment"] == pytest.approx(alignment(e1[high], e2[high]))
-    assert metrics["sim_p_rand_above_pos"] == pytest.approx(prob_random_above_positive(dists["high"],
-                                                                                       dists["rand"]))
+    assert metrics["sim_p_rand_above_pos"] == pytest.approx(prob_random_above_positive(dists["high"], dists["rand"]))
 
 
 def test_concentration_statistics_skips_empty_distributions():
@@ -234,10 +266,10 @@ def test_concentration_statistics_deduplicates_sentences_and_rejects_nan():
 
 # --- histogram ---------------------------------------------------------------------------------------
 
+
 def test_histogram_figure():
     rng = np.random.default_rng(0)
-    dists = {"high": rng.uniform(0.5, 1.0, 200), "rand": rng.uniform(-0.2, 0.3, 500),
-             "pos": np.array([1.0000001, 0.9])}
+    dists = {"high": rng.uniform(0.5, 1.0, 200), "rand": rng.uniform(-0.2, 0.3, 500), "pos": np.array([1.0000001, 0.9])}
     fig = histogram_figure(dists, title="scale 20")
     assert isinstance(fig, Figure)
     (ax,) = fig.axes

@@ -9,8 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep import search_space
-from sweep.app import CONFIG_DIR
-from sweep.config import AUTO_EVAL_BATCH_SIZE, ConfigError, flatten, resolve_scale, validate_trial_config
+from sweep.config import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten, resolve_scale, validate_trial_config
 from sweep.study import validate
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
@@ -39,12 +38,17 @@ def test_gpu_preset_composes_and_validates(compose_cfg):
     validate(cfg, search_space.parse(cfg.study.search_space))
 
 
-@pytest.mark.parametrize(("scale", "temperature", "expected_scale", "expected_temperature"), [
-    (20, None, 20.0, 0.05),
-    (0, None, 0.0, math.inf),
-    (20, 0.01, 100.0, 0.01),
-])
-def test_scale_and_temperature_are_interchangeable(compose_cfg, scale, temperature, expected_scale, expected_temperature):
+@pytest.mark.parametrize(
+    ("scale", "temperature", "expected_scale", "expected_temperature"),
+    [
+        (20, None, 20.0, 0.05),
+        (0, None, 0.0, math.inf),
+        (20, 0.01, 100.0, 0.01),
+    ],
+)
+def test_scale_and_temperature_are_interchangeable(
+    compose_cfg, scale, temperature, expected_scale, expected_temperature
+):
     cfg = compose_cfg(f"loss.scale={scale}", f"loss.temperature={temperature if temperature is not None else 'null'}")
     resolve_scale(cfg)
     assert cfg.loss.scale == pytest.approx(expected_scale)
@@ -52,10 +56,17 @@ def test_scale_and_temperature_are_interchangeable(compose_cfg, scale, temperatu
 
 
 def test_search_space_grid_and_distributions():
-    space = search_space.parse(OmegaConf.create({
-        "loss": {"scale": [0, 10], "temperature": {"type": "float", "low": 0.01, "high": 1.0, "log": True}},
-        "trial": {"seed": {"type": "int", "low": 0, "high": 3}, "optimizer": {"type": "categorical", "choices": ["a", "b"]}},
-    }))
+    space = search_space.parse(
+        OmegaConf.create(
+            {
+                "loss": {"scale": [0, 10], "temperature": {"type": "float", "low": 0.01, "high": 1.0, "log": True}},
+                "trial": {
+                    "seed": {"type": "int", "low": 0, "high": 3},
+                    "optimizer": {"type": "categorical", "choices": ["a", "b"]},
+                },
+            }
+        )
+    )
     assert space["loss.scale"] == [0, 10]
     assert space["loss.temperature"].log and space["trial.seed"].high == 3
     assert not search_space.is_grid(space)
@@ -81,22 +92,28 @@ def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
     assert flat["loss.scale"] == pytest.approx(20.0) and flat["loss.temperature"] == 0.05
 
 
-@pytest.mark.parametrize(("overrides", "key"), [
-    (["loss.scale=-1"], "loss.scale"),
-    (["name=nan"], "name"),
-    (["loss.temperature=0"], "loss.temperature"),
-    (["loss.name=nope"], "loss.name"),
-    (["study.sampler.name=nope"], "study.sampler.name"),
-    (["study.pruner.name=nope"], "study.pruner.name"),
-    (["model.kind=nope"], "model.kind"),
-    (["trial.batch_size=1"], "trial.batch_size"),
-    (["+study.search_space.loss.scale=[0,-5]"], "loss.scale"),
-    (["+study.search_space.loss.scale=[0,20]", "trial.weight_decay=0.01"], "trial.weight_decay"),
-    (["+study.search_space.loss.nonexistent=[1]"], "study.search_space.loss.nonexistent"),
-    (["data.train.columns=[sentence1,sentence2,score]", "data.train.local_file=stsb/train.csv"], "data.train.columns"),
-    (["data.train.local_file=/nonexistent/file.csv", "data.source=local"], "data.train.local_file"),
-    (["model.config_overrides.hidden_size=16", "model.reinit=false"], "model.config_overrides"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["loss.scale=-1"], "loss.scale"),
+        (["name=nan"], "name"),
+        (["loss.temperature=0"], "loss.temperature"),
+        (["loss.name=nope"], "loss.name"),
+        (["study.sampler.name=nope"], "study.sampler.name"),
+        (["study.pruner.name=nope"], "study.pruner.name"),
+        (["model.kind=nope"], "model.kind"),
+        (["trial.batch_size=1"], "trial.batch_size"),
+        (["+study.search_space.loss.scale=[0,-5]"], "loss.scale"),
+        (["+study.search_space.loss.scale=[0,20]", "trial.weight_decay=0.01"], "trial.weight_decay"),
+        (["+study.search_space.loss.nonexistent=[1]"], "study.search_space.loss.nonexistent"),
+        (
+            ["data.train.columns=[sentence1,sentence2,score]", "data.train.local_file=stsb/train.csv"],
+            "data.train.columns",
+        ),
+        (["data.train.local_file=/nonexistent/file.csv", "data.source=local"], "data.train.local_file"),
+        (["model.config_overrides.hidden_size=16", "model.reinit=false"], "model.config_overrides"),
+    ],
+)
 def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overrides, key):
     cfg = compose_cfg(*overrides)
     with pytest.raises(ConfigError) as error:
@@ -117,10 +134,13 @@ def test_unknown_model_is_refused_before_training(compose_cfg, monkeypatch):
     assert not (Path(cfg.paths.root) / "optuna.db").exists(), "refused before the study was created"
 
 
-@pytest.mark.parametrize(("override", "key"), [
-    ("study.storage=postgresql://nobody:secret@127.0.0.1:1/nothing", "study.storage"),
-    ("tracking.uri=http://127.0.0.1:1", "tracking.uri"),
-])
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("study.storage=postgresql://nobody:secret@127.0.0.1:1/nothing", "study.storage"),
+        ("tracking.uri=http://127.0.0.1:1", "tracking.uri"),
+    ],
+)
 def test_unreachable_storage_or_tracking_is_named(compose_cfg, monkeypatch, override, key):
     from sweep.study import open_sweep
 

@@ -61,8 +61,8 @@ def test_subset_and_heldout_are_seeded_and_disjoint(compose_cfg):
     again = data.load_all(cfg.data, heldout_pairs=50)
     assert len(first["train"]) == 100 and len(first["heldout"]) == 50
     assert first["train"]["anchor"] == again["train"]["anchor"]
-    heldout = set(zip(first["heldout"]["anchor"], first["heldout"]["positive"]))
-    assert not heldout & set(zip(first["train"]["anchor"], first["train"]["positive"]))
+    heldout = set(zip(first["heldout"]["anchor"], first["heldout"]["positive"], strict=True))
+    assert not heldout & set(zip(first["train"]["anchor"], first["train"]["positive"], strict=True))
 
 
 def test_unreadable_hub_dataset_fails_before_any_trial(compose_cfg):

@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[1]
 def sweep_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SWEEP_HOME": str(home)}
     env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run([sys.executable, "-m", "sweep", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "sweep", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_mnrl_scale_end_to_end_and_rerun_trains_nothing(tmp_path):
@@ -36,7 +38,12 @@ def test_mnrl_scale_end_to_end_and_rerun_trains_nothing(tmp_path):
     experiment = client.get_experiment_by_name("mnrl_scale")
     runs = client.search_runs([experiment.experiment_id])
     assert sum(r.data.tags.get("sweep.role") == "study" for r in runs) == 1
-    assert sorted(float(r.data.params["loss.scale"]) for r in runs if r.data.tags.get("sweep.role") == "trial") == [0, 1, 20, 50]
+    assert sorted(float(r.data.params["loss.scale"]) for r in runs if r.data.tags.get("sweep.role") == "trial") == [
+        0,
+        1,
+        20,
+        50,
+    ]
 
     second = sweep_cli(*args, home=tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]

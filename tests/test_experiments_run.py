@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from sweep.app import CONFIG_DIR
+from sweep.config import CONFIG_DIR
 from sweep.data import load_split
 from sweep.layer_grid import stsb_layer_grid, validate_layer_grid
 from sweep.model import build_model

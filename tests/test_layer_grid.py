@@ -53,10 +53,15 @@ def naive_spearman(model, dataset, layer: int, dim: int) -> float:
 
 def test_grid_equals_truncated_models_reencoded(tiny):
     _, model, dataset = tiny
-    table = layer_dim_spearman(model, dataset["sentence1"], dataset["sentence2"], dataset["score"], LAYERS, DIMS, batch_size=32)
+    table = layer_dim_spearman(
+        model, dataset["sentence1"], dataset["sentence2"], dataset["score"], LAYERS, DIMS, batch_size=32
+    )
     assert list(table.columns) == ["layer", "dim", "spearman"] and len(table) == len(LAYERS) * len(DIMS)
     for row in table.itertuples():
-        assert row.spearman == pytest.approx(naive_spearman(model, dataset, row.layer, row.dim), abs=1e-5), (row.layer, row.dim)
+        assert row.spearman == pytest.approx(naive_spearman(model, dataset, row.layer, row.dim), abs=1e-5), (
+            row.layer,
+            row.dim,
+        )
     assert table.spearman.nunique() > 1, "the cells differ"
 
 
@@ -73,7 +78,7 @@ def test_grid_of_the_config_metrics_and_objective(tiny):
     cfg, model, dataset = tiny
     cfg.eval.layer_grid.merge_with({"enabled": True, "layers": "1,2", "dims": [32, 8]})
     table = stsb_layer_grid(model, dataset, cfg)
-    assert list(zip(table.layer, table.dim)) == [(1, 32), (1, 8), (2, 32), (2, 8)]
+    assert list(zip(table.layer, table.dim, strict=True)) == [(1, 32), (1, 8), (2, 32), (2, 8)]
     metrics = grid_metrics(table, "validation")
     assert metrics["stsb_validation_spearman_L2_D8"] == table.spearman.iloc[3]
     assert metrics["stsb_validation_spearman_grid_mean"] == pytest.approx(table.spearman.mean())
@@ -118,17 +123,20 @@ def test_parse_numbers_accepts_lists_and_comma_strings():
             parse_numbers("k", bad)
 
 
-@pytest.mark.parametrize(("overrides", "key"), [
-    (["eval.layer_grid.enabled=true", "eval.layer_grid.layers='1,2,3'"], "eval.layer_grid.layers"),
-    (["eval.layer_grid.enabled=true", "eval.layer_grid.layers='1,1'"], "eval.layer_grid.layers"),
-    (["eval.layer_grid.enabled=true", "eval.layer_grid.dims='64'"], "eval.layer_grid.dims"),
-    (["eval.layer_grid.enabled=true", "model=static_minilm"], "eval.layer_grid.enabled"),
-    (["eval.objective=grid_mean"], "eval.objective"),
-    (["eval.layer_grid.enabled=true", "eval.objective=grid_mean", "study.pruner.name=median"], "study.pruner.name"),
-    (["eval.objective=nope"], "eval.objective"),
-    (["eval.layer_grid.enabled=true", "eval.objective=cell", "eval.cell=L3_D32"], "eval.cell"),
-    (["eval.layer_grid.enabled=true", "eval.objective=cell", "eval.cell=top"], "eval.cell"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        (["eval.layer_grid.enabled=true", "eval.layer_grid.layers='1,2,3'"], "eval.layer_grid.layers"),
+        (["eval.layer_grid.enabled=true", "eval.layer_grid.layers='1,1'"], "eval.layer_grid.layers"),
+        (["eval.layer_grid.enabled=true", "eval.layer_grid.dims='64'"], "eval.layer_grid.dims"),
+        (["eval.layer_grid.enabled=true", "model=static_minilm"], "eval.layer_grid.enabled"),
+        (["eval.objective=grid_mean"], "eval.objective"),
+        (["eval.layer_grid.enabled=true", "eval.objective=grid_mean", "study.pruner.name=median"], "study.pruner.name"),
+        (["eval.objective=nope"], "eval.objective"),
+        (["eval.layer_grid.enabled=true", "eval.objective=cell", "eval.cell=L3_D32"], "eval.cell"),
+        (["eval.layer_grid.enabled=true", "eval.objective=cell", "eval.cell=top"], "eval.cell"),
+    ],
+)
 def test_bad_layer_grid_configs_are_refused(compose_cfg, overrides, key):
     with pytest.raises(ConfigError) as error:
         validate_layer_grid(compose_cfg(*overrides))

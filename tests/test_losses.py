@@ -15,8 +15,7 @@ from sentence_transformers import SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, MatryoshkaLoss
 
 from sweep import search_space
-from sweep.app import CONFIG_DIR
-from sweep.config import ConfigError, resolve_scale
+from sweep.config import CONFIG_DIR, ConfigError, resolve_scale
 from sweep.losses import LOSSES, build_loss, learning_rate_mapping, resolve_loss
 from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
@@ -31,12 +30,29 @@ NEEDS = {  # overrides a loss needs beyond the tiny defaults (model=tiny_bert, N
     "cosent": SCORED,
     "angle": SCORED,
     "angle_composite": SCORED,
-    "cached_mnrl": ("loss.mini_batch_size=3", "loss.scale=0"),  # the zero-gradient control (scale 20 in the wrapper test)
+    "cached_mnrl": (
+        "loss.mini_batch_size=3",
+        "loss.scale=0",
+    ),  # the zero-gradient control (scale 20 in the wrapper test)
 }
 TWO_STEPS = ("trial.max_steps=2", "trial.eval_steps=2", "stats.enabled=false", "+study.search_space.trial.seed=[0]")
 
-S1 = ["A man is playing a guitar.", "A woman is slicing an onion.", "Kids play football.", "A cat sleeps.", "The sky is blue.", "A plane lands."]
-S2 = ["Someone plays an instrument.", "A person cuts a vegetable.", "Children kick a ball.", "A dog barks loudly.", "Stocks fell today.", "An aircraft touches down."]
+S1 = [
+    "A man is playing a guitar.",
+    "A woman is slicing an onion.",
+    "Kids play football.",
+    "A cat sleeps.",
+    "The sky is blue.",
+    "A plane lands.",
+]
+S2 = [
+    "Someone plays an instrument.",
+    "A person cuts a vegetable.",
+    "Children kick a ball.",
+    "A dog barks loudly.",
+    "Stocks fell today.",
+    "An aircraft touches down.",
+]
 GOLD = [0.9, 0.85, 0.7, 0.2, 0.0, 0.95]
 
 
@@ -73,19 +89,38 @@ def test_every_loss_trains_two_steps_with_finite_spearman(compose_cfg, shared_ro
         assert metric_history(cfg, "max_weight_change") == [0.0]
 
 
-@pytest.mark.parametrize(("loss", "wrapper"), [
-    ("cosent", ["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16,8'", "loss.wrapper.weights=[1,1,0.5]"]),
-    ("cached_mnrl", ["loss.wrapper.name=matryoshka", "loss.wrapper.dims=[32,8]", "loss.mini_batch_size=3"]),
-    ("angle_composite", ["loss.wrapper.name=adaptive_layer", "loss.wrapper.n_layers_per_step=-1", "loss.wrapper.layer_weighting=log"]),
-    ("mnrl", ["loss.wrapper.name=matryoshka2d", "loss.wrapper.dims='32,16'", "loss.wrapper.kl_temperature=0.5"]),
-])
+@pytest.mark.parametrize(
+    ("loss", "wrapper"),
+    [
+        ("cosent", ["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16,8'", "loss.wrapper.weights=[1,1,0.5]"]),
+        ("cached_mnrl", ["loss.wrapper.name=matryoshka", "loss.wrapper.dims=[32,8]", "loss.mini_batch_size=3"]),
+        (
+            "angle_composite",
+            [
+                "loss.wrapper.name=adaptive_layer",
+                "loss.wrapper.n_layers_per_step=-1",
+                "loss.wrapper.layer_weighting=log",
+            ],
+        ),
+        ("mnrl", ["loss.wrapper.name=matryoshka2d", "loss.wrapper.dims='32,16'", "loss.wrapper.kl_temperature=0.5"]),
+    ],
+)
 def test_wrappers_train_two_steps(compose_cfg, shared_root, loss, wrapper):
-    table = run_sweep(compose_cfg(f"loss={loss}", *NEEDS.get(loss, ()), *wrapper, *TWO_STEPS, f"name=wrap_{loss}", shared_root))
+    table = run_sweep(
+        compose_cfg(f"loss={loss}", *NEEDS.get(loss, ()), *wrapper, *TWO_STEPS, f"name=wrap_{loss}", shared_root)
+    )
     assert table.state.tolist() == ["COMPLETE"] and math.isfinite(table.stsb_val[0])
 
 
 def test_learnable_scale_is_trained_by_the_trainer_and_logged(compose_cfg):
-    cfg = compose_cfg("loss=learnable_scale", "loss.scale=10", "trial.learning_rate=0.05", "trial.max_steps=4", *TWO_STEPS[1:], "name=learned")
+    cfg = compose_cfg(
+        "loss=learnable_scale",
+        "loss.scale=10",
+        "trial.learning_rate=0.05",
+        "trial.max_steps=4",
+        *TWO_STEPS[1:],
+        "name=learned",
+    )
     table = run_sweep(cfg)
     assert table.state.tolist() == ["COMPLETE"]
     scales = metric_history(cfg, "learned_scale")
@@ -105,7 +140,9 @@ def test_angle_composite_equals_the_weighted_sum_of_its_objectives(tiny):
     _, model = tiny
     labels = torch.tensor(GOLD)
     w1, w2, w3, s_cos, s_ibn, s_angle, threshold = 0.3, 0.5, 2.0, 10.0, 15.0, 2.0, 0.8
-    composite = AnglECompositeLoss(model, w1, w2, w3, cos_scale=s_cos, ibn_scale=s_ibn, angle_scale=s_angle, positive_threshold=threshold)
+    composite = AnglECompositeLoss(
+        model, w1, w2, w3, cos_scale=s_cos, ibn_scale=s_ibn, angle_scale=s_angle, positive_threshold=threshold
+    )
     total = composite([model.preprocess(S1), model.preprocess(S2)], labels)
 
     cos_term = CoSENTLoss(model, scale=s_cos)([model.preprocess(S1), model.preprocess(S2)], labels)
@@ -122,7 +159,9 @@ def test_angle_composite_equals_the_weighted_sum_of_its_objectives(tiny):
     assert terms["loss_cos"] == pytest.approx(float(cos_term), rel=1e-5)
     assert terms["loss_ibn"] == pytest.approx(float(ibn_term), rel=1e-5)
     assert terms["loss_angle"] == pytest.approx(float(angle_term), rel=1e-5)
-    only_cos = AnglECompositeLoss(model, 1.0, 0.0, 0.0, cos_scale=s_cos)([model.preprocess(S1), model.preprocess(S2)], labels)
+    only_cos = AnglECompositeLoss(model, 1.0, 0.0, 0.0, cos_scale=s_cos)(
+        [model.preprocess(S1), model.preprocess(S2)], labels
+    )
     assert float(only_cos) == pytest.approx(float(cos_term), rel=1e-5)
 
 
@@ -161,8 +200,13 @@ def test_trainer_optimizer_holds_logit_scale_with_its_own_learning_rate(compose_
     cfg = compose_cfg("loss=learnable_scale", "loss.scale=20", "loss.scale_learning_rate=0.5")
     model = build_model(cfg.model, seed=0)
     loss = build_loss(model, cfg)
-    args = SentenceTransformerTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, learning_rate=1e-3,
-                                                learning_rate_mapping=learning_rate_mapping(cfg))
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path),
+        report_to="none",
+        use_cpu=True,
+        learning_rate=1e-3,
+        learning_rate_mapping=learning_rate_mapping(cfg),
+    )
     train = Dataset.from_dict({"anchor": S1, "positive": S2})
     optimizer = TrialTrainer(model=model, args=args, train_dataset=train, loss=loss).create_optimizer()
     (group,) = [g for g in optimizer.param_groups if any(p is loss.logit_scale for p in g["params"])]
@@ -195,36 +239,71 @@ def refused(cfg) -> ConfigError:
     return error.value
 
 
-@pytest.mark.parametrize(("overrides", "key", "named"), [
-    (["loss=cosent"], "data.train.columns", ["cosent", "anchor", "negative"]),
-    (["loss=angle_composite"], "data.train.columns", ["angle_composite", "anchor"]),
-    (["data=stsb_pairs"], "data.train.columns", ["mnrl", "score"]),
-    (["loss=gist", "data=stsb_pairs"], "data.train.columns", ["gist", "score"]),
-    (["loss=angle_composite", "data=stsb_pairs", "loss.w1=-1"], "loss.w1", ["-1"]),
-    (["loss=angle_composite", "data=stsb_pairs", "loss.w1=0", "loss.w2=0", "loss.w3=0"], "loss.w1/w2/w3", ["not all zero"]),
-    (["loss=angle_composite", "data=stsb_pairs", "+study.search_space.loss.weights=['1,0,0','0,0,0']"], "loss.weights", ["not all zero", "0,0,0"]),
-    (["loss=angle_composite", "data=stsb_pairs", "loss.weights='1,1'"], "loss.weights", ["three numbers"]),
-    (["loss.wrapper.name=matryoshka", "loss.wrapper.dims='64,32'"], "loss.wrapper.dims", ["64,32", "model dimension 32"]),
-    (["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16,16'"], "loss.wrapper.dims", ["distinct"]),
-    (["loss.wrapper.name=matryoshka2d", "loss.wrapper.dims='16,32'"], "loss.wrapper.dims", ["decreasing"]),
-    (["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,x'"], "loss.wrapper.dims", ["int"]),
-    (["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16'", "loss.wrapper.weights=[1]"], "loss.wrapper.weights", ["2 numbers"]),
-    (["loss.wrapper.name=adaptive_layer", "loss.wrapper.n_layers_per_step=3"], "loss.wrapper.n_layers_per_step", ["3", "2 layers"]),
-    (["loss.wrapper.name=matryoshka2d", "loss.wrapper.dims='32'", "loss.wrapper.n_layers_per_step=0"], "loss.wrapper.n_layers_per_step", ["-1"]),
-    (["loss.wrapper.name=adaptive_layer", "loss.wrapper.kl_temperature=-1"], "loss.wrapper.kl_temperature", [">= 0"]),
-    (["loss.wrapper.name=adaptive_layer", "model=static_minilm"], "loss.wrapper.name", ["adaptive_layer", "transformer"]),
-    (["loss=cached_mnrl", "loss.wrapper.name=adaptive_layer"], "loss.wrapper.name", ["cached_mnrl"]),
-    (["loss.wrapper.name=nope"], "loss.wrapper.name", ["matryoshka2d"]),
-    (["loss=gist", "model=static_minilm"], "model.kind", ["gist"]),
-    (["loss=cached_mnrl", "model=static_minilm"], "model.kind", ["cached_mnrl"]),
-    (["loss=gist", "+study.search_space.loss.scale=[0,20]"], "loss.scale", ["> 0"]),
-    (["loss=gist", "loss.margin_strategy=nope"], "loss.margin_strategy", ["relative"]),
-    (["loss=learnable_scale", "loss.scale=0"], "loss.scale", ["> 0"]),
-    (["loss=learnable_scale", "trial.weight_decay=0.01"], "trial.weight_decay", ["logit_scale"]),
-    (["loss=learnable_scale", "loss.max_scale=5"], "loss.max_scale", [">= 20"]),
-    (["loss=cosent", "data=stsb_pairs", "loss.similarity=euclid"], "loss.similarity", ["cosine, dot"]),
-    (["loss=cached_mnrl", "loss.mini_batch_size=0"], "loss.mini_batch_size", [">= 1"]),
-])
+@pytest.mark.parametrize(
+    ("overrides", "key", "named"),
+    [
+        (["loss=cosent"], "data.train.columns", ["cosent", "anchor", "negative"]),
+        (["loss=angle_composite"], "data.train.columns", ["angle_composite", "anchor"]),
+        (["data=stsb_pairs"], "data.train.columns", ["mnrl", "score"]),
+        (["loss=gist", "data=stsb_pairs"], "data.train.columns", ["gist", "score"]),
+        (["loss=angle_composite", "data=stsb_pairs", "loss.w1=-1"], "loss.w1", ["-1"]),
+        (
+            ["loss=angle_composite", "data=stsb_pairs", "loss.w1=0", "loss.w2=0", "loss.w3=0"],
+            "loss.w1/w2/w3",
+            ["not all zero"],
+        ),
+        (
+            ["loss=angle_composite", "data=stsb_pairs", "+study.search_space.loss.weights=['1,0,0','0,0,0']"],
+            "loss.weights",
+            ["not all zero", "0,0,0"],
+        ),
+        (["loss=angle_composite", "data=stsb_pairs", "loss.weights='1,1'"], "loss.weights", ["three numbers"]),
+        (
+            ["loss.wrapper.name=matryoshka", "loss.wrapper.dims='64,32'"],
+            "loss.wrapper.dims",
+            ["64,32", "model dimension 32"],
+        ),
+        (["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16,16'"], "loss.wrapper.dims", ["distinct"]),
+        (["loss.wrapper.name=matryoshka2d", "loss.wrapper.dims='16,32'"], "loss.wrapper.dims", ["decreasing"]),
+        (["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,x'"], "loss.wrapper.dims", ["int"]),
+        (
+            ["loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16'", "loss.wrapper.weights=[1]"],
+            "loss.wrapper.weights",
+            ["2 numbers"],
+        ),
+        (
+            ["loss.wrapper.name=adaptive_layer", "loss.wrapper.n_layers_per_step=3"],
+            "loss.wrapper.n_layers_per_step",
+            ["3", "2 layers"],
+        ),
+        (
+            ["loss.wrapper.name=matryoshka2d", "loss.wrapper.dims='32'", "loss.wrapper.n_layers_per_step=0"],
+            "loss.wrapper.n_layers_per_step",
+            ["-1"],
+        ),
+        (
+            ["loss.wrapper.name=adaptive_layer", "loss.wrapper.kl_temperature=-1"],
+            "loss.wrapper.kl_temperature",
+            [">= 0"],
+        ),
+        (
+            ["loss.wrapper.name=adaptive_layer", "model=static_minilm"],
+            "loss.wrapper.name",
+            ["adaptive_layer", "transformer"],
+        ),
+        (["loss=cached_mnrl", "loss.wrapper.name=adaptive_layer"], "loss.wrapper.name", ["cached_mnrl"]),
+        (["loss.wrapper.name=nope"], "loss.wrapper.name", ["matryoshka2d"]),
+        (["loss=gist", "model=static_minilm"], "model.kind", ["gist"]),
+        (["loss=cached_mnrl", "model=static_minilm"], "model.kind", ["cached_mnrl"]),
+        (["loss=gist", "+study.search_space.loss.scale=[0,20]"], "loss.scale", ["> 0"]),
+        (["loss=gist", "loss.margin_strategy=nope"], "loss.margin_strategy", ["relative"]),
+        (["loss=learnable_scale", "loss.scale=0"], "loss.scale", ["> 0"]),
+        (["loss=learnable_scale", "trial.weight_decay=0.01"], "trial.weight_decay", ["logit_scale"]),
+        (["loss=learnable_scale", "loss.max_scale=5"], "loss.max_scale", [">= 20"]),
+        (["loss=cosent", "data=stsb_pairs", "loss.similarity=euclid"], "loss.similarity", ["cosine, dot"]),
+        (["loss=cached_mnrl", "loss.mini_batch_size=0"], "loss.mini_batch_size", [">= 1"]),
+    ],
+)
 def test_bad_loss_configs_are_refused_naming_the_key_and_value(compose_cfg, overrides, key, named):
     error = refused(compose_cfg(*overrides))
     assert error.key == key, str(error)

@@ -27,7 +27,11 @@ def sweep_process(*args: str, home: Path, **env: str) -> subprocess.Popen[str]:
     environment.pop("MLFLOW_TRACKING_URI", None)
     return subprocess.Popen(
         [sys.executable, "-m", "sweep", "+experiment=mnrl_scale", *TINY, "stats.enabled=false", *args],
-        cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -43,7 +47,12 @@ def child_runs(tracking_uri: str, name: str = "mnrl_scale") -> list:
 
 
 def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
-    args = ["study.search_space.loss.scale=[0,1,20]", "trial.max_steps=60", "trial.eval_steps=30", "study.heartbeat_interval=1"]
+    args = [
+        "study.search_space.loss.scale=[0,1,20]",
+        "trial.max_steps=60",
+        "trial.eval_steps=30",
+        "study.heartbeat_interval=1",
+    ]
     storage = f"sqlite:///{tmp_path}/optuna.db"
     victim = sweep_process(*args, home=tmp_path)
     deadline = time.monotonic() + 240
@@ -96,7 +105,9 @@ def test_two_processes_on_sqlite_cover_a_grid_exactly_once(tmp_path):
     two_workers_cover_the_grid_once(tmp_path, f"sqlite:///{tmp_path}/optuna.db")
 
 
-@pytest.mark.skipif(not POSTGRES_URL and os.environ.get("CI") != "true", reason="set SWEEP_TEST_POSTGRES_URL (CI starts PostgreSQL)")
+@pytest.mark.skipif(
+    not POSTGRES_URL and os.environ.get("CI") != "true", reason="set SWEEP_TEST_POSTGRES_URL (CI starts PostgreSQL)"
+)
 def test_two_processes_on_postgresql_cover_a_grid_exactly_once(tmp_path):
     assert POSTGRES_URL, "CI must provide SWEEP_TEST_POSTGRES_URL (see .ci/run)"
     database = f"sweep_test_{os.getpid()}_{int(time.time())}"
@@ -110,7 +121,9 @@ def test_n_workers_runs_trials_in_separate_processes(tmp_path):
     output, _ = process.communicate(timeout=600)
     assert process.returncode == 0, output[-3000:]
     assert completed_points(f"sqlite:///{tmp_path}/optuna.db") == {0: 1, 1: 1, 20: 1, 50: 1}
-    assert {r.data.params["trial.torch_threads"] for r in child_runs(f"sqlite:///{tmp_path}/mlflow.db")} == {str(max(1, (os.cpu_count() or 1) // 2))}
+    assert {r.data.params["trial.torch_threads"] for r in child_runs(f"sqlite:///{tmp_path}/mlflow.db")} == {
+        str(max(1, (os.cpu_count() or 1) // 2))
+    }
 
 
 def test_diverging_trial_fails_with_its_reason_and_the_study_goes_on(compose_cfg):
@@ -118,7 +131,7 @@ def test_diverging_trial_fails_with_its_reason_and_the_study_goes_on(compose_cfg
     sweep = open_sweep(cfg)
     sweep.run()
     table = finish(sweep)
-    by_scale = dict(zip(table.scale, table.state))
+    by_scale = dict(zip(table.scale, table.state, strict=True))
     assert by_scale == {20.0: "COMPLETE", 1e40: "FAIL"}, "diverged once, not retried"
     failed = next(t for t in sweep.study.trials if t.state == optuna.trial.TrialState.FAIL)
     assert failed.user_attrs["fail_reason"].startswith("diverged: training loss became NaN/inf at step 1")
@@ -128,7 +141,9 @@ def test_diverging_trial_fails_with_its_reason_and_the_study_goes_on(compose_cfg
 
 
 def test_failure_cap_stops_a_study_that_fails_everywhere(compose_cfg):
-    cfg = compose_cfg("+study.search_space.loss.scale=[1e40,2e40,3e40]", "name=cap", "study.max_failures=2", "stats.enabled=false")
+    cfg = compose_cfg(
+        "+study.search_space.loss.scale=[1e40,2e40,3e40]", "name=cap", "study.max_failures=2", "stats.enabled=false"
+    )
     sweep = open_sweep(cfg)
     sweep.run()
     assert sweep.stopped_reason and "study.max_failures=2" in sweep.stopped_reason

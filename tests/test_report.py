@@ -27,9 +27,12 @@ LN4 = math.log(4)
 
 # (scale, seed) -> (final validation, test Spearman) of the COMPLETE trials of the fake study
 SPEARMAN = {
-    (0.0, 1): (0.60, 0.55), (0.0, 2): (0.62, 0.56),
-    (10.0, 1): (0.80, 0.75), (10.0, 2): (0.84, 0.79),
-    (50.0, 1): (0.70, 0.66), (50.0, 2): (0.76, 0.70),
+    (0.0, 1): (0.60, 0.55),
+    (0.0, 2): (0.62, 0.56),
+    (10.0, 1): (0.80, 0.75),
+    (10.0, 2): (0.84, 0.79),
+    (50.0, 1): (0.70, 0.66),
+    (50.0, 2): (0.76, 0.70),
 }
 
 
@@ -79,8 +82,16 @@ def test_parse_scales() -> None:
 
 def test_loss_vs_scale_cli(tmp_path: Path) -> None:
     result = run_report(
-        "loss-vs-scale", "--similarities", PROFILE, "--similarities", "0.5,0.5,0.5,0.5",
-        "--scales", "0:50", "--out", str(tmp_path), "--gradient",
+        "loss-vs-scale",
+        "--similarities",
+        PROFILE,
+        "--similarities",
+        "0.5,0.5,0.5,0.5",
+        "--scales",
+        "0:50",
+        "--out",
+        str(tmp_path),
+        "--gradient",
     )
     table = pd.read_csv(tmp_path / "loss_vs_scale.csv", dtype={"profile": str})
     assert list(table.columns) == ["profile", "scale", "loss", "grad_0", "grad_1", "grad_2", "grad_3"]
@@ -105,13 +116,21 @@ def test_loss_vs_scale_cli_default_profiles_without_gradient(tmp_path: Path) -> 
 
 
 def _log_trial(
-    client: MlflowClient, experiment_id: str, parent_id: str, number: int, params: dict[str, str],
-    state: str, status: str, metrics: dict[str, list[float]],
+    client: MlflowClient,
+    experiment_id: str,
+    parent_id: str,
+    number: int,
+    params: dict[str, str],
+    state: str,
+    status: str,
+    metrics: dict[str, list[float]],
 ) -> str:
     """One child run following the sweep contract; each metric is logged at steps 0, 1, ..."""
     tags = {
-        "mlflow.parentRunId": parent_id, "sweep.role": "trial",
-        "sweep.trial_number": str(number), "sweep.optuna_state": state,
+        "mlflow.parentRunId": parent_id,
+        "sweep.role": "trial",
+        "sweep.trial_number": str(number),
+        "sweep.optuna_state": state,
     }
     run_id = client.create_run(experiment_id, tags=tags).info.run_id
     client.log_batch(
@@ -142,18 +161,46 @@ def study_db(tmp_path_factory: pytest.TempPathFactory) -> str:
         return {"loss.name": "mnrl", "loss.scale": str(scale), "loss.temperature": temperature, "trial.seed": str(seed)}
 
     for number, ((scale, seed), (validation, test)) in enumerate(SPEARMAN.items()):
-        _log_trial(client, experiment_id, parent_id, number, params(scale, seed), "COMPLETE", "FINISHED", {
-            # the final (last-step) value is the one that counts
-            "stsb_validation_spearman": [0.1, validation / 2, validation],
-            "stsb_test_spearman": [test],
-            "train_loss": [2.0, 1.0 + scale / 100, 0.5 + scale / 100],
-            "sim_pos_mean": [0.5 + scale / 100], "sim_pos_q05": [0.3], "sim_pos_q95": [0.9],
-            "sim_rand_mean": [0.1], "sim_rand_mean_init": [0.2],
-        })
-    _log_trial(client, experiment_id, parent_id, 6, params(10.0, 3), "PRUNED", "KILLED",
-               {"stsb_validation_spearman": [0.0], "train_loss": [2.0]})
-    _log_trial(client, experiment_id, parent_id, 7, params(10.0, 4), "FAIL", "FAILED",
-               {"stsb_validation_spearman": [0.0], "stsb_test_spearman": [0.0]})
+        _log_trial(
+            client,
+            experiment_id,
+            parent_id,
+            number,
+            params(scale, seed),
+            "COMPLETE",
+            "FINISHED",
+            {
+                # the final (last-step) value is the one that counts
+                "stsb_validation_spearman": [0.1, validation / 2, validation],
+                "stsb_test_spearman": [test],
+                "train_loss": [2.0, 1.0 + scale / 100, 0.5 + scale / 100],
+                "sim_pos_mean": [0.5 + scale / 100],
+                "sim_pos_q05": [0.3],
+                "sim_pos_q95": [0.9],
+                "sim_rand_mean": [0.1],
+                "sim_rand_mean_init": [0.2],
+            },
+        )
+    _log_trial(
+        client,
+        experiment_id,
+        parent_id,
+        6,
+        params(10.0, 3),
+        "PRUNED",
+        "KILLED",
+        {"stsb_validation_spearman": [0.0], "train_loss": [2.0]},
+    )
+    _log_trial(
+        client,
+        experiment_id,
+        parent_id,
+        7,
+        params(10.0, 4),
+        "FAIL",
+        "FAILED",
+        {"stsb_validation_spearman": [0.0], "stsb_test_spearman": [0.0]},
+    )
     return uri
 
 
@@ -199,7 +246,7 @@ def test_study_cli(
     assert ten["ci_high"] - ten["mean"] == pytest.approx(half_width, rel=1e-6)
 
     concentration = pd.read_csv(tmp_path / "concentration_vs_scale.csv")
-    stages = set(zip(concentration["kind"], concentration["stage"]))
+    stages = set(zip(concentration["kind"], concentration["stage"], strict=True))
     assert stages == {("pos", "final"), ("rand", "final"), ("rand", "init")}
     curves = pd.read_csv(tmp_path / "train_loss_curves.csv")
     assert curves["run_id"].nunique() == 7  # every trial with a train_loss history, pruned included
@@ -216,12 +263,18 @@ def test_study_cli(
 
 def test_angle_heatmap_and_learned_scale(tmp_path: Path) -> None:
     weights = [(1.0, 1.0, 1.0), (0.0, 1.0, 0.02), (1.0, 0.0, 1.0), (1.0, 1.0, 1.0)]
-    trials = pd.DataFrame({
-        "run_id": ["a", "b", "c", "d"], "trial_number": range(4), "state": ["COMPLETE"] * 4,
-        "param.loss.scale": [20.0] * 4,
-        "param.loss.w1": [w[0] for w in weights], "param.loss.w2": [w[1] for w in weights],
-        "param.loss.w3": [w[2] for w in weights], "stsb_validation_spearman": [0.80, 0.70, 0.60, 0.84],
-    })
+    trials = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c", "d"],
+            "trial_number": range(4),
+            "state": ["COMPLETE"] * 4,
+            "param.loss.scale": [20.0] * 4,
+            "param.loss.w1": [w[0] for w in weights],
+            "param.loss.w2": [w[1] for w in weights],
+            "param.loss.w3": [w[2] for w in weights],
+            "stsb_validation_spearman": [0.80, 0.70, 0.60, 0.84],
+        }
+    )
     learned = pd.DataFrame({"run_id": ["a", "a", "b"], "step": [0, 1, 0], "value": [20.0, 25.0, 20.0]})
     paths = write_study_figures(trials, {"learned_scale": learned}, tmp_path)
     assert tmp_path / "angle_weights_heatmap.png" in paths
@@ -236,7 +289,8 @@ def test_angle_heatmap_and_learned_scale(tmp_path: Path) -> None:
 def _grid_trials() -> pd.DataFrame:
     """A fake 2-condition (wrapper) x 2-scale x 2-seed study with a 2-layer x 2-dim grid per trial.
 
-    Spearman of cell (layer l, dim d) = 0.5 + 0.1 * l + d / 1000, + 0.05 with the matryoshka2d wrapper, + 0.01 at scale 20.
+    Spearman of cell (layer l, dim d) = 0.5 + 0.1 * l + d / 1000, + 0.05 with the matryoshka2d wrapper,
+    + 0.01 at scale 20.
     """
     rows = []
     for wrapper in ("None", "matryoshka2d"):
@@ -244,11 +298,16 @@ def _grid_trials() -> pd.DataFrame:
             for seed in (1, 2):
                 bonus = (0.05 if wrapper == "matryoshka2d" else 0.0) + (0.01 if scale == 20.0 else 0.0)
                 row = {
-                    "run_id": f"{wrapper}-{scale}-{seed}", "trial_number": len(rows), "state": "COMPLETE",
+                    "run_id": f"{wrapper}-{scale}-{seed}",
+                    "trial_number": len(rows),
+                    "state": "COMPLETE",
                     "param.study.search_space.loss.wrapper.name": "[None, 'matryoshka2d']",
                     "param.study.search_space.loss.scale": "[10, 20]",
-                    "param.loss.wrapper.name": wrapper, "param.loss.scale": scale, "param.trial.seed": seed,
-                    "stsb_validation_spearman": 0.6 + bonus, "stsb_test_spearman": 0.5 + bonus,
+                    "param.loss.wrapper.name": wrapper,
+                    "param.loss.scale": scale,
+                    "param.trial.seed": seed,
+                    "stsb_validation_spearman": 0.6 + bonus,
+                    "stsb_test_spearman": 0.5 + bonus,
                 }
                 for layer in (1, 2):
                     for dim in (64, 128):
@@ -278,22 +337,31 @@ def test_layer_grid_summary_per_condition(tmp_path: Path) -> None:
     write_study_figures(_grid_trials(), {}, tmp_path)
     grid = pd.read_csv(tmp_path / "layer_grid_heatmap.csv", keep_default_na=False)
     assert len(grid) == 2 * 2 * 2 * 2 * 2  # wrapper x scale x split x layer x dim
-    cell = grid.set_index(["wrapper.name", "scale", "split", "layer", "dim"]).loc[("matryoshka2d", 10.0, "test", 2, 128)]
+    cell = grid.set_index(["wrapper.name", "scale", "split", "layer", "dim"]).loc[
+        ("matryoshka2d", 10.0, "test", 2, 128)
+    ]
     assert cell["n"] == 2 and cell["mean"] == pytest.approx(0.5 + 0.2 + 0.128 + 0.05)
     tradeoff = pd.read_csv(tmp_path / "layer_grid_tradeoff.csv", keep_default_na=False)
     assert set(tradeoff["split"]) == {"test"}
-    assert set(tradeoff["panel"]) == {f"wrapper.name={w}, scale={s}" for w in ("None", "matryoshka2d") for s in (10.0, 20.0)}
+    assert set(tradeoff["panel"]) == {
+        f"wrapper.name={w}, scale={s}" for w in ("None", "matryoshka2d") for s in (10.0, 20.0)
+    }
 
 
 def test_angle_scales_heatmap_without_scale_curve(tmp_path: Path) -> None:
     """AnglE scale grids get a heatmap; with no loss.scale swept there is no curve vs scale."""
     scales = [(c, i, a) for c in (10.0, 20.0) for i in (10.0, 50.0) for a in (1.0, 20.0)]
-    trials = pd.DataFrame({
-        "run_id": [str(n) for n in range(len(scales))], "trial_number": range(len(scales)), "state": "COMPLETE",
-        "param.loss.cos_scale": [s[0] for s in scales], "param.loss.ibn_scale": [s[1] for s in scales],
-        "param.loss.angle_scale": [s[2] for s in scales],
-        "stsb_validation_spearman": [0.5 + s[0] / 100 - s[2] / 1000 for s in scales],
-    })
+    trials = pd.DataFrame(
+        {
+            "run_id": [str(n) for n in range(len(scales))],
+            "trial_number": range(len(scales)),
+            "state": "COMPLETE",
+            "param.loss.cos_scale": [s[0] for s in scales],
+            "param.loss.ibn_scale": [s[1] for s in scales],
+            "param.loss.angle_scale": [s[2] for s in scales],
+            "stsb_validation_spearman": [0.5 + s[0] / 100 - s[2] / 1000 for s in scales],
+        }
+    )
     paths = write_study_figures(trials, {}, tmp_path)
     assert [p.name for p in paths if p.suffix == ".png"] == ["angle_scales_heatmap.png"]
     heatmap = pd.read_csv(tmp_path / "angle_scales_heatmap.csv").set_index(["cos_scale", "ibn_scale", "angle_scale"])
@@ -303,7 +371,23 @@ def test_angle_scales_heatmap_without_scale_curve(tmp_path: Path) -> None:
 def test_loss_vs_scale_on_measured_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Real (anchor, positive, negative) batches: 8 anchors x 16 candidates, so ln 16 at scale 0."""
     overrides = [arg for item in TINY if item.startswith(("model=", "data.")) for arg in ("--override", item)]
-    assert main(["loss-vs-scale", "--scales", "0,5,20", "--measure-batches", "2", "--batch-size", "8", *overrides, "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "loss-vs-scale",
+                "--scales",
+                "0,5,20",
+                "--measure-batches",
+                "2",
+                "--batch-size",
+                "8",
+                *overrides,
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(tmp_path / "loss_vs_scale.csv")
     measured = table[table["profile"].str.startswith("measured: base ")]
     assert measured["scale"].tolist() == [0.0, 5.0, 20.0]

@@ -48,14 +48,30 @@ def test_grid_study_logs_parent_and_one_child_per_trial(compose_cfg):
         assert float(params["loss.scale"]) in (0.0, 20.0)
         assert params["loss.temperature"] in ("inf", "0.05")
         assert params["version.sentence-transformers"] and params["trial.seed"] == "0"
-        for key in ("stsb_validation_spearman", "stsb_test_spearman", "trial_wall_time_s", "train_samples_per_second", "train_loss"):
+        for key in (
+            "stsb_validation_spearman",
+            "stsb_test_spearman",
+            "trial_wall_time_s",
+            "train_samples_per_second",
+            "train_loss",
+        ):
             assert math.isfinite(metrics[key]), key
         history = client.get_metric_history(child.info.run_id, "stsb_validation_spearman")
         assert sorted(m.step for m in history) == [0, 2, 4], "step 0 (untrained) and every eval_steps"
         assert len(client.get_metric_history(child.info.run_id, "train_loss")) == 4
         # similarity-concentration statistics before (_init) and after training
-        for key in ("sim_rand_mean", "sim_rand_mean_init", "sim_pos_mean", "sim_neg_q95", "sim_alignment", "sim_uniformity",
-                    "sim_effective_rank", "sim_softmax_pos_prob", "sim_softmax_entropy_init", "sim_gap"):
+        for key in (
+            "sim_rand_mean",
+            "sim_rand_mean_init",
+            "sim_pos_mean",
+            "sim_neg_q95",
+            "sim_alignment",
+            "sim_uniformity",
+            "sim_effective_rank",
+            "sim_softmax_pos_prob",
+            "sim_softmax_entropy_init",
+            "sim_gap",
+        ):
             assert math.isfinite(metrics[key]), key
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id, "concentration")}
         assert {"concentration/init.json", "concentration/step4.json"} <= artifacts
@@ -131,8 +147,13 @@ def test_temperature_search_space_logs_both(compose_cfg):
 
 
 def test_random_sampler_runs_n_trials_over_a_distribution(compose_cfg):
-    cfg = compose_cfg("+study.search_space.loss.scale={type:float,low:1,high:50,log:true}", "study.n_trials=2",
-                      "study.sampler.name=random", "name=dist", "stats.enabled=false")
+    cfg = compose_cfg(
+        "+study.search_space.loss.scale={type:float,low:1,high:50,log:true}",
+        "study.n_trials=2",
+        "study.sampler.name=random",
+        "name=dist",
+        "stats.enabled=false",
+    )
     sweep, table = run_study(cfg)
     assert len(table) == 2 and all(1 <= s <= 50 for s in table.scale)
     assert isinstance(sweep.study.sampler, optuna.samplers.RandomSampler)

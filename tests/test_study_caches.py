@@ -54,7 +54,9 @@ def _trial_metrics(tracking_uri: str, name: str) -> dict[float, dict[str, float]
 
 
 def test_second_trial_reuses_the_caches_and_matches_a_trial_run_alone(compose_cfg) -> None:
-    together = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,20]", "name=together", "eval.layer_grid.enabled=true"))
+    together = open_sweep(
+        compose_cfg("+study.search_space.loss.scale=[1,20]", "name=together", "eval.layer_grid.enabled=true")
+    )
     together.run()
     caches = list(together.resources._preprocess.values())
     assert len(caches) == 1 and caches[0].hits > caches[0].misses  # the second trial tokenized nothing new
@@ -62,7 +64,10 @@ def test_second_trial_reuses_the_caches_and_matches_a_trial_run_alone(compose_cf
 
     alone = open_sweep(compose_cfg("+study.search_space.loss.scale=[20]", "name=alone", "eval.layer_grid.enabled=true"))
     alone.run()
-    shared, single = _trial_metrics(together.cfg.tracking.uri, "together"), _trial_metrics(alone.cfg.tracking.uri, "alone")
+    shared, single = (
+        _trial_metrics(together.cfg.tracking.uri, "together"),
+        _trial_metrics(alone.cfg.tracking.uri, "alone"),
+    )
     assert shared[1.0]["step0"] == shared[20.0]["step0"]
     assert set(shared[20.0]) == set(single[20.0]) and any(k.endswith("_init") for k in single[20.0])
     for key, value in single[20.0].items():

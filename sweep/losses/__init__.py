@@ -74,7 +74,9 @@ def angle_weights(loss: DictConfig) -> tuple[float, float, float]:
     if loss.weights is not None:
         weights = parse_numbers("loss.weights", loss.weights, float)
         if len(weights) != 3:
-            raise ConfigError("loss.weights", loss.weights, 'must be three numbers "w1,w2,w3" (cosine, in-batch negatives, angle)')
+            raise ConfigError(
+                "loss.weights", loss.weights, 'must be three numbers "w1,w2,w3" (cosine, in-batch negatives, angle)'
+            )
         return weights
     return tuple(_number(f"loss.{key}", loss[key], 0) for key in ("w1", "w2", "w3"))
 
@@ -84,7 +86,9 @@ def _check_angle_composite(cfg: DictConfig) -> None:
     weights = angle_weights(loss)
     key = "loss.weights" if loss.weights is not None else "loss.w1/w2/w3"
     if min(weights) < 0 or max(weights) == 0:
-        raise ConfigError(key, list(weights), "weights must be >= 0 and not all zero (w1 cosine, w2 in-batch negatives, w3 angle)")
+        raise ConfigError(
+            key, list(weights), "weights must be >= 0 and not all zero (w1 cosine, w2 in-batch negatives, w3 angle)"
+        )
     for name in ("cos_scale", "ibn_scale", "angle_scale"):
         _number(f"loss.{name}", loss[name], 0)
     _number("loss.positive_threshold", loss.positive_threshold, float("-inf"))
@@ -105,10 +109,16 @@ def _check_gist(cfg: DictConfig) -> None:
     loss = cfg.loss
     _number("loss.scale", loss.scale, 0, strict=True)  # temperature inf would turn the masked -inf logits into NaN
     if loss.margin_strategy not in MARGIN_STRATEGIES:
-        raise ConfigError("loss.margin_strategy", loss.margin_strategy, f"must be one of {', '.join(MARGIN_STRATEGIES)}")
+        raise ConfigError(
+            "loss.margin_strategy", loss.margin_strategy, f"must be one of {', '.join(MARGIN_STRATEGIES)}"
+        )
     _number("loss.margin", loss.margin, float("-inf"))
     if not isinstance(loss.guide, str) or not loss.guide:
-        raise ConfigError("loss.guide", loss.guide, f"must be {BASE_GUIDE!r} (a frozen copy of the base model) or a SentenceTransformer name or path")
+        raise ConfigError(
+            "loss.guide",
+            loss.guide,
+            f"must be {BASE_GUIDE!r} (a frozen copy of the base model) or a SentenceTransformer name or path",
+        )
 
 
 def _check_learnable_scale(cfg: DictConfig) -> None:
@@ -119,14 +129,20 @@ def _check_learnable_scale(cfg: DictConfig) -> None:
     if loss.scale_learning_rate is not None:
         _number("loss.scale_learning_rate", loss.scale_learning_rate, 0, strict=True)
     if cfg.trial.weight_decay > 0:
-        raise ConfigError("trial.weight_decay", cfg.trial.weight_decay, "must be 0 with loss.name=learnable_scale: decay would pull logit_scale towards 0 (scale 1)")
+        raise ConfigError(
+            "trial.weight_decay",
+            cfg.trial.weight_decay,
+            "must be 0 with loss.name=learnable_scale: decay would pull logit_scale towards 0 (scale 1)",
+        )
 
 
 TEXT_TUPLES = "(anchor, positive[, negative...]) text columns, no score/label"
 
 LOSSES: dict[str, LossSpec] = {
     "mnrl": LossSpec(
-        build=lambda model, cfg: ScaledMultipleNegativesRankingLoss(model, scale=cfg.loss.scale, similarity=cfg.loss.similarity),
+        build=lambda model, cfg: ScaledMultipleNegativesRankingLoss(
+            model, scale=cfg.loss.scale, similarity=cfg.loss.similarity
+        ),
         columns=TEXT_TUPLES,
         accepts=_text_tuples,
     ),
@@ -168,8 +184,12 @@ LOSSES: dict[str, LossSpec] = {
     ),
     "angle_composite": LossSpec(
         build=lambda model, cfg: AnglECompositeLoss(
-            model, *angle_weights(cfg.loss), cos_scale=cfg.loss.cos_scale, ibn_scale=cfg.loss.ibn_scale,
-            angle_scale=cfg.loss.angle_scale, positive_threshold=cfg.loss.positive_threshold,
+            model,
+            *angle_weights(cfg.loss),
+            cos_scale=cfg.loss.cos_scale,
+            ibn_scale=cfg.loss.ibn_scale,
+            angle_scale=cfg.loss.angle_scale,
+            positive_threshold=cfg.loss.positive_threshold,
         ),
         columns="(sentence1, sentence2, score) pairs with a float score",
         accepts=_scored_pairs,
@@ -214,4 +234,8 @@ def validate_loss(cfg: DictConfig) -> None:
     spec.check(cfg)
     validate_wrapper(cfg, spec.gradient_cache)
     if cfg.loss.get("scale") == 0 and cfg.trial.weight_decay > 0:
-        raise ConfigError("trial.weight_decay", cfg.trial.weight_decay, "must be 0 when loss.scale=0: with zero gradient, decay alone would still move the weights")
+        raise ConfigError(
+            "trial.weight_decay",
+            cfg.trial.weight_decay,
+            "must be 0 when loss.scale=0: with zero gradient, decay alone would still move the weights",
+        )

@@ -13,7 +13,8 @@ def angle_loss(model: SentenceTransformer, scale: float = 20.0) -> AnglELoss:
     scores the normalized complex division u / v, and
 
     .. math::
-        L_{angle} = \log\Big(1 + \sum_{y_{ij} > y_{kl}} \exp\big(s \cdot (\Delta\theta_{kl} - \Delta\theta_{ij})\big)\Big)
+        L_{angle} = \log\Big(1 + \sum_{y_{ij} > y_{kl}}
+        \exp\big(s \cdot (\Delta\theta_{kl} - \Delta\theta_{ij})\big)\Big)
 
     (the sign convention of the authors' reference code). This is the angle objective only; the paper's
     three-objective loss is ``angle_composite``. sentence-transformers' default scale is 20; the paper uses 1.0

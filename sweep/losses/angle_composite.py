@@ -23,7 +23,8 @@ class AnglECompositeLoss(nn.Module):
     - :math:`L_{cos}`: sentence-transformers' ``CoSENTLoss`` at scale ``s_cos`` (paper: 20),
       :math:`\log(1 + \sum_{g_{ij} > g_{kl}} \exp(s_{cos} (\cos_{kl} - \cos_{ij})))`.
     - :math:`L_{ibn}`: in-batch negatives over the m positive pairs P = {i : g_i >= threshold} (paper eq. 5),
-      :math:`-\frac{1}{m} \sum_{i \in P} \log \frac{\exp(s_{ibn} \cos(x_i, y_i))}{\sum_{j=1}^{B} \exp(s_{ibn} \cos(x_i, y_j))}`:
+      :math:`-\frac{1}{m} \sum_{i \in P} \log
+      \frac{\exp(s_{ibn} \cos(x_i, y_i))}{\sum_{j=1}^{B} \exp(s_{ibn} \cos(x_i, y_j))}`:
       every second text of the batch is a candidate. Computed by MNRL with anchors x_P, positives y_P and
       the other pairs' y as extra negatives; 0 when the batch has no positive pair. Paper scale 20.
     - :math:`L_{angle}`: sentence-transformers' ``AnglELoss`` at scale ``s_angle`` (paper: 1.0).
@@ -53,7 +54,7 @@ class AnglECompositeLoss(nn.Module):
         if min(weights) < 0 or max(weights) == 0:
             raise ValueError(f"weights must be >= 0 and not all zero, got {weights}")
         self.model = model
-        self.weights = dict(zip(TERMS, map(float, weights)))
+        self.weights = dict(zip(TERMS, map(float, weights), strict=True))
         self.positive_threshold = positive_threshold
         self.cosent = CoSENTLoss(model, scale=cos_scale)
         self.ibn = ScaledMultipleNegativesRankingLoss(model, scale=ibn_scale)
@@ -78,7 +79,9 @@ class AnglECompositeLoss(nn.Module):
             "angle": self.angle.compute_loss_from_embeddings(embeddings, labels),
         }
         self.last_terms = {f"loss_{name}": float(value.detach()) for name, value in terms.items()}
-        return torch.stack([self.weights[name] * value for name, value in terms.items() if self.weights[name] > 0]).sum()
+        return torch.stack(
+            [self.weights[name] * value for name, value in terms.items() if self.weights[name] > 0]
+        ).sum()
 
     def logged_metrics(self) -> dict[str, float]:
         return dict(self.last_terms)

@@ -14,7 +14,8 @@ class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLos
     The same loss as :class:`~sweep.losses.mnrl.ScaledMultipleNegativesRankingLoss`,
 
     .. math::
-        L = -\frac{1}{B} \sum_i \log \frac{\exp(s \cdot \mathrm{sim}(a_i, p_i))}{\sum_j \exp(s \cdot \mathrm{sim}(a_i, c_j))},
+        L = -\frac{1}{B} \sum_i \log
+        \frac{\exp(s \cdot \mathrm{sim}(a_i, p_i))}{\sum_j \exp(s \cdot \mathrm{sim}(a_i, c_j))},
 
     but the embeddings are computed in mini-batches of ``mini_batch_size`` without gradient, the loss and its
     gradient w.r.t. the embeddings on the full batch, then each mini-batch is re-encoded with gradient: memory
@@ -28,8 +29,15 @@ class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLos
     input cannot be split into mini-batches).
     """
 
-    def __init__(self, model: SentenceTransformer, scale: float = 20.0, similarity: str = "cosine", mini_batch_size: int = 32) -> None:
+    def __init__(
+        self, model: SentenceTransformer, scale: float = 20.0, similarity: str = "cosine", mini_batch_size: int = 32
+    ) -> None:
         if not scale >= 0:
             raise ValueError(f"scale must be >= 0, got {scale}")
-        super().__init__(model, scale=scale if scale > 0 else 1.0, similarity_fct=SIMILARITIES[similarity], mini_batch_size=mini_batch_size)
+        super().__init__(
+            model,
+            scale=scale if scale > 0 else 1.0,
+            similarity_fct=SIMILARITIES[similarity],
+            mini_batch_size=mini_batch_size,
+        )
         self.scale = float(scale)  # delegated to the wrapped MultipleNegativesRankingLoss

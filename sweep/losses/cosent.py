@@ -13,7 +13,8 @@ def cosent_loss(model: SentenceTransformer, scale: float = 20.0, similarity: str
     r"""sentence-transformers' CoSENTLoss with a named similarity.
 
     .. math::
-        L = \log\Big(1 + \sum_{(i,j), (k,l):\ y_{ij} > y_{kl}} \exp\big(s \cdot (\mathrm{sim}_{kl} - \mathrm{sim}_{ij})\big)\Big)
+        L = \log\Big(1 + \sum_{(i,j), (k,l):\ y_{ij} > y_{kl}}
+        \exp\big(s \cdot (\mathrm{sim}_{kl} - \mathrm{sim}_{ij})\big)\Big)
 
     over all ordered pairs of input pairs in the batch, with scale s = 1/temperature (default 20). At s = 0 the
     loss is the constant log(1 + #ordered pairs) and the gradient is zero (the untrained control).

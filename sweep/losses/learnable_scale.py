@@ -17,7 +17,8 @@ class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
 
     .. math::
         s = \min(e^{\lambda}, s_{max}), \quad \lambda_0 = \log s_0, \qquad
-        L = -\frac{1}{B} \sum_i \log \frac{\exp(s \cdot \mathrm{sim}(a_i, p_i))}{\sum_j \exp(s \cdot \mathrm{sim}(a_i, c_j))}
+        L = -\frac{1}{B} \sum_i \log
+        \frac{\exp(s \cdot \mathrm{sim}(a_i, p_i))}{\sum_j \exp(s \cdot \mathrm{sim}(a_i, c_j))}
 
     ``logit_scale`` (:math:`\lambda`) is an ``nn.Parameter`` of the loss; SentenceTransformerTrainer builds its
     optimizer from the loss module's parameters (which include the model's), so it is trained. The optional clamp
@@ -31,7 +32,13 @@ class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
     Data: (anchor, positive[, negative...]) text columns, no label.
     """
 
-    def __init__(self, model: SentenceTransformer, scale: float = 20.0, similarity: str = "cosine", max_scale: float | None = None) -> None:
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        scale: float = 20.0,
+        similarity: str = "cosine",
+        max_scale: float | None = None,
+    ) -> None:
         if not scale > 0:
             raise ValueError(f"the initial scale must be > 0 (it is stored as its log), got {scale}")
         if max_scale is not None and not max_scale >= scale:

@@ -17,7 +17,8 @@ class ScaledMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
     For a batch of (anchor_i, positive_i[, negative_i]) with candidates c_j (all positives, then all negatives):
 
     .. math::
-        L = -\frac{1}{B} \sum_i \log \frac{\exp(s \cdot \mathrm{sim}(a_i, p_i))}{\sum_j \exp(s \cdot \mathrm{sim}(a_i, c_j))}
+        L = -\frac{1}{B} \sum_i \log
+        \frac{\exp(s \cdot \mathrm{sim}(a_i, p_i))}{\sum_j \exp(s \cdot \mathrm{sim}(a_i, c_j))}
 
     with scale s = 1/temperature. At s = 0 every logit is exactly 0, the loss is the constant ln(#candidates)
     and the gradient is exactly zero: training runs but nothing is learned (the untrained control of a

@@ -1,6 +1,6 @@
 """Loss wrappers of `loss.wrapper`: MatryoshkaLoss, AdaptiveLayerLoss and Matryoshka2dLoss around any loss.
 
-Keys (``conf/loss/wrapper/default.yaml``): ``name`` (null | matryoshka | adaptive_layer | matryoshka2d), ``dims``
+Keys (``sweep/conf/loss/wrapper/default.yaml``): ``name`` (null | matryoshka | adaptive_layer | matryoshka2d), ``dims``
 and ``weights`` (lists or comma strings such as ``"384,256,128,64"``, so that a grid can sweep them),
 ``n_dims_per_step`` (null: the class default, -1 for MatryoshkaLoss and 1 for Matryoshka2dLoss),
 ``n_layers_per_step``, ``last_layer_weight``, ``prior_layers_weight``, ``kl_div_weight``, ``kl_temperature``,
@@ -33,7 +33,14 @@ def _dims_and_weights(wrapper: DictConfig) -> dict[str, Any]:
 
 
 def _layer_params(wrapper: DictConfig) -> dict[str, Any]:
-    keys = ("n_layers_per_step", "last_layer_weight", "prior_layers_weight", "kl_div_weight", "kl_temperature", "layer_weighting")
+    keys = (
+        "n_layers_per_step",
+        "last_layer_weight",
+        "prior_layers_weight",
+        "kl_div_weight",
+        "kl_temperature",
+        "layer_weighting",
+    )
     return {key: wrapper[key] for key in keys}
 
 
@@ -42,7 +49,8 @@ def wrap(model: SentenceTransformer, loss: nn.Module, wrapper: DictConfig) -> nn
 
     - matryoshka (Kusupati et al. 2022): :math:`\sum_d w_d L(\mathrm{normalize}(e_{:d}))` over ``dims``.
     - adaptive_layer (Li et al. 2024, 2DMSE): :math:`w_{last} L(e^{(L)}) + \frac{w_{prior}}{|S|} \sum_{k \in S}
-      \omega_k L(e^{(k)}) + w_{KL} \tau \, \mathrm{KL}(\mathrm{softmax}(e^{(L)}/\tau) \| \mathrm{softmax}(e^{(k)}/\tau))`
+      \omega_k L(e^{(k)}) + w_{KL} \tau \,
+      \mathrm{KL}(\mathrm{softmax}(e^{(L)}/\tau) \| \mathrm{softmax}(e^{(k)}/\tau))`
       over ``n_layers_per_step`` sampled prior layers S (the teacher is detached in sentence-transformers 6.x).
     - matryoshka2d: adaptive_layer around matryoshka.
 
@@ -81,25 +89,46 @@ def validate_wrapper(cfg: DictConfig, gradient_cache: bool) -> None:
         raise ConfigError("loss.wrapper.name", wrapper.name, f"must be null or one of {', '.join(WRAPPERS)}")
     if wrapper.name in LAYER_WRAPPERS:
         if cfg.model.kind != "transformer":
-            raise ConfigError("loss.wrapper.name", wrapper.name, "needs model.kind=transformer (a static model has no layers)")
+            raise ConfigError(
+                "loss.wrapper.name", wrapper.name, "needs model.kind=transformer (a static model has no layers)"
+            )
         if gradient_cache:
-            raise ConfigError("loss.wrapper.name", wrapper.name, f"does not work with loss {cfg.loss.name} (gradient caching); use matryoshka or loss.name=mnrl")
+            raise ConfigError(
+                "loss.wrapper.name",
+                wrapper.name,
+                f"does not work with loss {cfg.loss.name} (gradient caching); use matryoshka or loss.name=mnrl",
+            )
     shape = model_shape(cfg.model)
     if wrapper.name in DIM_WRAPPERS:
         dims = parse_numbers("loss.wrapper.dims", wrapper.dims)
         if len(set(dims)) != len(dims) or list(dims) != sorted(dims, reverse=True) or dims[-1] < 1:
-            raise ConfigError("loss.wrapper.dims", wrapper.dims, "must be distinct positive dims in decreasing order, e.g. \"384,256,128,64\"")
+            raise ConfigError(
+                "loss.wrapper.dims",
+                wrapper.dims,
+                'must be distinct positive dims in decreasing order, e.g. "384,256,128,64"',
+            )
         if dims[0] > shape.dim:
             raise ConfigError("loss.wrapper.dims", wrapper.dims, f"must be <= the model dimension {shape.dim}")
         if wrapper.weights is not None:
             weights = parse_numbers("loss.wrapper.weights", wrapper.weights, float)
             if len(weights) != len(dims) or min(weights) < 0 or max(weights) == 0:
-                raise ConfigError("loss.wrapper.weights", wrapper.weights, f"must be {len(dims)} numbers >= 0 (one per dim), not all zero")
+                raise ConfigError(
+                    "loss.wrapper.weights",
+                    wrapper.weights,
+                    f"must be {len(dims)} numbers >= 0 (one per dim), not all zero",
+                )
         if wrapper.n_dims_per_step is not None:
             _check_step("loss.wrapper.n_dims_per_step", wrapper.n_dims_per_step, len(dims), f"{len(dims)} dims")
     if wrapper.name in LAYER_WRAPPERS:
-        _check_step("loss.wrapper.n_layers_per_step", wrapper.n_layers_per_step, shape.layers, f"the model has {shape.layers} layers")
+        _check_step(
+            "loss.wrapper.n_layers_per_step",
+            wrapper.n_layers_per_step,
+            shape.layers,
+            f"the model has {shape.layers} layers",
+        )
         for key in ("last_layer_weight", "prior_layers_weight", "kl_div_weight", "kl_temperature"):
             _check_number(f"loss.wrapper.{key}", wrapper[key], 0)
         if wrapper.layer_weighting not in LAYER_WEIGHTINGS:
-            raise ConfigError("loss.wrapper.layer_weighting", wrapper.layer_weighting, f"must be one of {', '.join(LAYER_WEIGHTINGS)}")
+            raise ConfigError(
+                "loss.wrapper.layer_weighting", wrapper.layer_weighting, f"must be one of {', '.join(LAYER_WEIGHTINGS)}"
+            )

@@ -7,8 +7,8 @@ import json
 import logging
 import shlex
 import sys
-from datetime import datetime, timezone
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
@@ -75,29 +75,43 @@ def build_parser() -> argparse.ArgumentParser:
         "'positive,negative,...'. Writes loss_vs_scale.{png,svg,csv} (columns profile, scale, loss).",
     )
     loss.add_argument(
-        "--similarities", action="append", metavar="POS,NEG,...",
+        "--similarities",
+        action="append",
+        metavar="POS,NEG,...",
         type=_arg_type(_profile),
         help="cosine similarities, positive first (repeatable); default: "
         + "; ".join(f"{name} {profile_label(s)}" for name, s in DEFAULT_PROFILES.items()),
     )
     loss.add_argument(
-        "--scales", type=_arg_type(parse_scales), default="0:50",
+        "--scales",
+        type=_arg_type(parse_scales),
+        default="0:50",
         help="a:b (integers, inclusive), a:b:step or s1,s2,... (all >= 0; default 0:50)",
     )
     loss.add_argument(
-        "--measure-batches", type=int, default=0, metavar="K",
+        "--measure-batches",
+        type=int,
+        default=0,
+        metavar="K",
         help="also draw the mean MNRL loss of K real training batches (seeded, from the project config's data) "
         "encoded by the base model or --model: the profiles this dataset actually produces",
     )
-    loss.add_argument("--batch-size", type=int, default=64, help="rows per measured batch (default 64, the CPU trial's)")
+    loss.add_argument(
+        "--batch-size", type=int, default=64, help="rows per measured batch (default 64, the CPU trial's)"
+    )
     loss.add_argument("--model", help="a saved SentenceTransformer to measure with (default: the config's base model)")
     loss.add_argument(
-        "--override", action="append", default=[], metavar="KEY=VALUE",
-        help="Hydra override of the project config for the measured batches, e.g. data=nli_stsb or model=minilm (repeatable)",
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Hydra override of the project config for the measured batches, e.g. data=nli_stsb or model=minilm "
+        "(repeatable)",
     )
     loss.add_argument("--out", type=Path, required=True, help="output directory")
     loss.add_argument(
-        "--gradient", action="store_true",
+        "--gradient",
+        action="store_true",
         help="also write d loss / d similarity: columns grad_0.. in the CSV (when all profiles have the same "
         "length) and loss_vs_scale_gradient.{png,svg,csv} (long format, figure for the positive)",
     )
@@ -141,7 +155,11 @@ def write_provenance(out_dir: Path, argv: Sequence[str] | None) -> Path:
 
     command = ["python", "-m", "sweep.report", *(sys.argv[1:] if argv is None else argv)]
     path = Path(out_dir) / "provenance.json"
-    record = {"command": shlex.join(command), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "versions": library_versions()}
+    record = {
+        "command": shlex.join(command),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "versions": library_versions(),
+    }
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
 

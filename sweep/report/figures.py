@@ -39,7 +39,11 @@ SCALE = "param.loss.scale"
 SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>
 NOT_CONDITIONS = {"loss.scale", "loss.temperature", "trial.seed"}  # the x axis (temperature = 1/scale), the replicate
 ANGLE_WEIGHTS = {"param.loss.w1": "w1", "param.loss.w2": "w2", "param.loss.w3": "w3"}
-ANGLE_SCALES = {"param.loss.cos_scale": "cos_scale", "param.loss.ibn_scale": "ibn_scale", "param.loss.angle_scale": "angle_scale"}
+ANGLE_SCALES = {
+    "param.loss.cos_scale": "cos_scale",
+    "param.loss.ibn_scale": "ibn_scale",
+    "param.loss.angle_scale": "angle_scale",
+}
 LAYER_GRID = re.compile(r"^stsb_(validation|test)_spearman_L(\d+)_D(\d+)$")  # sweep.layer_grid's metric names
 LINESTYLES = ("-", "--", ":", "-.")
 SPLITS = {"validation": "stsb_validation_spearman", "test": "stsb_test_spearman"}
@@ -134,9 +138,7 @@ def legend_below(ax: Axes, title: str) -> None:
     """The axes' legend under the figure, so that it hides no data (needs constrained layout)."""
     handles, labels = ax.get_legend_handles_labels()
     columns = 1 if max(map(len, labels), default=0) > 30 else min(len(labels), 2)
-    ax.get_figure().legend(
-        handles, labels, title=title, loc="outside lower center", ncols=columns, title_fontsize=6
-    )
+    ax.get_figure().legend(handles, labels, title=title, loc="outside lower center", ncols=columns, title_fontsize=6)
 
 
 def scale_norm(scales: pd.Series) -> Normalize:
@@ -173,7 +175,7 @@ def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
     """``name=value, ...`` for a combination of conditions ('' when there are none)."""
-    return ", ".join(f"{name}={value}" for name, value in zip(conditions, values))
+    return ", ".join(f"{name}={value}" for name, value in zip(conditions, values, strict=True))
 
 
 def _by_condition(table: pd.DataFrame, conditions: list[str]) -> list[tuple[str, pd.DataFrame]]:
@@ -241,7 +243,7 @@ def spearman_summary(trials: pd.DataFrame) -> pd.DataFrame:
     complete, conditions = complete_trials(trials), _condition_names(trials)
     keys = [*conditions, "scale"]
     rows = [
-        {**dict(zip(keys, group_keys)), "split": split, **t_interval(group[column])}
+        {**dict(zip(keys, group_keys, strict=True)), "split": split, **t_interval(group[column])}
         for split, column in SPLITS.items()
         if column in complete
         for group_keys, group in complete.groupby(keys, dropna=False)
@@ -265,8 +267,13 @@ def write_spearman_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
         for split, group in rows.groupby("split", sort=False):
             errors = [group["mean"] - group["ci_low"], group["ci_high"] - group["mean"]]
             ax.errorbar(
-                group["scale"], group["mean"], yerr=np.nan_to_num(errors), marker="o", capsize=2,
-                color=f"C{colour}", linestyle="-" if split == "validation" else "--",
+                group["scale"],
+                group["mean"],
+                yerr=np.nan_to_num(errors),
+                marker="o",
+                capsize=2,
+                color=f"C{colour}",
+                linestyle="-" if split == "validation" else "--",
                 label=f"{split}, {condition}" if condition else split,
             )
     ax.set_ylabel("STSB Spearman (cosine)")
@@ -315,7 +322,9 @@ def _panel_axes(fig: Figure, n: int, sharex: bool) -> tuple[list[Axes], list[Axe
 def _facets(n: int, height: float = 2.0) -> tuple[Figure, list[Axes]]:
     """A figure with ``n`` panels sharing both axes: one column wide for one panel, two otherwise."""
     rows, _ = _panel_shape(n)
-    fig = new_figure(COLUMN_SIZE[0] if n == 1 else DOUBLE_COLUMN_WIDTH, COLUMN_SIZE[1] if n == 1 else height * rows + 0.5)
+    fig = new_figure(
+        COLUMN_SIZE[0] if n == 1 else DOUBLE_COLUMN_WIDTH, COLUMN_SIZE[1] if n == 1 else height * rows + 0.5
+    )
     return fig, _panel_axes(fig, n, sharex=True)[1]
 
 
@@ -331,7 +340,7 @@ def write_concentration_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Pa
         return []
     panels = _by_condition(summary, _condition_names(trials))
     fig, axes = _facets(len(panels))
-    for ax, (condition, rows) in zip(axes, panels):
+    for ax, (condition, rows) in zip(axes, panels, strict=True):
         for kind, group in rows.groupby("kind", sort=False):
             final, init = (group[group["stage"] == stage] for stage in SIM_STAGES)
             (line,) = ax.plot(final["scale"], final["mean"], marker="o", label=SIM_KINDS[kind])
@@ -393,7 +402,7 @@ def _panel_heatmaps(
     fig = new_figure(min(DOUBLE_COLUMN_WIDTH, max(COLUMN_SIZE[0], 1.0 + 1.9 * columns)), 0.3 + 2.0 * rows)
     grid_axes, axes = _panel_axes(fig, len(panels), sharex=False)
     norm = Normalize(table["mean"].min(), table["mean"].max())
-    for ax, value in zip(axes, panels):
+    for ax, value in zip(axes, panels, strict=True):
         grid = table[table[panel] == value].pivot(index=y, columns=x, values="mean").reindex(index=ys, columns=xs)
         image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", cmap="viridis", norm=norm, aspect="auto")
         for (row, col), cell in np.ndenumerate(grid.to_numpy(dtype=float)):
@@ -438,7 +447,11 @@ def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path) -> list[Path
     table = _mean_by(trials, ANGLE_SCALES, SPLITS["validation"])
     if table.empty or not all(table[key].nunique() > 1 for key in ("cos_scale", "ibn_scale")):
         return []
-    labels = {"cos_scale": "cosine objective scale", "ibn_scale": "in-batch objective scale", "angle_scale": "angle scale = "}
+    labels = {
+        "cos_scale": "cosine objective scale",
+        "ibn_scale": "in-batch objective scale",
+        "angle_scale": "angle scale = ",
+    }
     fig = _panel_heatmaps(table, "cos_scale", "ibn_scale", "angle_scale", labels, "validation Spearman (mean)")
     return save_figure(fig, table, out_dir, "angle_scales_heatmap")
 
@@ -456,7 +469,15 @@ def layer_grid_summary(trials: pd.DataFrame) -> pd.DataFrame:
             continue
         split, layer, dim = match.group(1), int(match.group(2)), int(match.group(3))
         for values, group in groups:
-            rows.append({**dict(zip(keys, values)), "split": split, "layer": layer, "dim": dim, **t_interval(group[column])})
+            rows.append(
+                {
+                    **dict(zip(keys, values, strict=True)),
+                    "split": split,
+                    "layer": layer,
+                    "dim": dim,
+                    **t_interval(group[column]),
+                }
+            )
     summary = pd.DataFrame(rows, columns=[*keys, "split", "layer", "dim", "n", "mean", "ci_low", "ci_high"])
     summary = summary[summary["n"] > 0]
     return summary.sort_values([*keys, "split", "layer", "dim"], kind="stable", ignore_index=True)
@@ -486,11 +507,13 @@ def write_layer_grid_figures(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
     panels = list(test.groupby("panel", sort=True))
     fig, axes = _facets(len(panels))
     dims = sorted(test["dim"].unique(), reverse=True)
-    for ax, (panel, rows) in zip(axes, panels):
+    for ax, (panel, rows) in zip(axes, panels, strict=True):
         for index, dim in enumerate(dims):
             line = rows[rows["dim"] == dim]
             errors = np.nan_to_num([line["mean"] - line["ci_low"], line["ci_high"] - line["mean"]])
-            ax.errorbar(line["layer"], line["mean"], yerr=errors, marker="o", capsize=2, color=f"C{index}", label=f"{dim} dims")
+            ax.errorbar(
+                line["layer"], line["mean"], yerr=errors, marker="o", capsize=2, color=f"C{index}", label=f"{dim} dims"
+            )
         if panel:
             ax.set_title(panel.replace(", ", "\n"))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -502,8 +525,17 @@ def write_layer_grid_figures(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 
 TABLE_METRICS = (
-    "stsb_validation_spearman", "stsb_test_spearman", "sim_pos_mean", "sim_neg_mean", "sim_rand_mean", "sim_rand_mean_init",
-    "sim_uniformity", "sim_effective_rank", "learned_scale", "max_weight_change", "trial_wall_time_s",
+    "stsb_validation_spearman",
+    "stsb_test_spearman",
+    "sim_pos_mean",
+    "sim_neg_mean",
+    "sim_rand_mean",
+    "sim_rand_mean_init",
+    "sim_uniformity",
+    "sim_effective_rank",
+    "learned_scale",
+    "max_weight_change",
+    "trial_wall_time_s",
 )
 
 
@@ -512,7 +544,12 @@ def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
     if trials.empty:
         return []
     swept = [f"param.{c.removeprefix(SEARCH_SPACE)}" for c in trials.columns if c.startswith(SEARCH_SPACE)]
-    columns = ["trial_number", "state", *dict.fromkeys(c for c in [*swept, SCALE, "param.trial.seed"] if c in trials), *(m for m in TABLE_METRICS if m in trials)]
+    columns = [
+        "trial_number",
+        "state",
+        *dict.fromkeys(c for c in [*swept, SCALE, "param.trial.seed"] if c in trials),
+        *(m for m in TABLE_METRICS if m in trials),
+    ]
     table = trials[columns].rename(columns=lambda c: c.removeprefix("param."))
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "trials.csv"
@@ -532,7 +569,11 @@ def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFra
             trials, histories.get("train_loss", empty), out_dir, "train_loss_curves", "training loss"
         ),
         *write_metric_histories(
-            trials, histories.get("learned_scale", empty), out_dir, "learned_scale_trajectory", "learned scale",
+            trials,
+            histories.get("learned_scale", empty),
+            out_dir,
+            "learned_scale_trajectory",
+            "learned scale",
             scale_label="initial scale",
         ),
         *write_angle_weights_heatmap(trials, out_dir),

@@ -4,7 +4,8 @@ For a batch of B (anchor, positive[, negative]) rows, anchor i's candidates are 
 (its own is the target) and every hard negative, as in MultipleNegativesRankingLoss:
 
 .. math::
-    \\mathcal{L}(s) = \\frac{1}{B} \\sum_i -\\log \\frac{e^{s \\cos(a_i, p_i)}}{\\sum_j e^{s \\cos(a_i, p_j)} + \\sum_j e^{s \\cos(a_i, n_j)}}
+    \\mathcal{L}(s) = \\frac{1}{B} \\sum_i -\\log
+    \\frac{e^{s \\cos(a_i, p_i)}}{\\sum_j e^{s \\cos(a_i, p_j)} + \\sum_j e^{s \\cos(a_i, n_j)}}
 
 so the curve shows what the loss does on this dataset under the base model (or a trained one), next to the
 analytic single-anchor profiles of ``sweep.report.loss_curves``.
@@ -45,7 +46,7 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     ``model_path``."""
     from sentence_transformers import SentenceTransformer
 
-    from sweep.app import compose_config
+    from sweep.config import compose_config
     from sweep.data import load_split
     from sweep.model import build_model
 
@@ -53,20 +54,32 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     resolve_eval_batch_size(cfg)
     columns = list(cfg.data.train.columns)
     if len(columns) < 2 or "score" in columns:
-        raise ConfigError("data.train.columns", columns, "measured MNRL profiles need (anchor, positive[, negative]) text columns")
+        raise ConfigError(
+            "data.train.columns", columns, "measured MNRL profiles need (anchor, positive[, negative]) text columns"
+        )
     train = load_split(cfg.data, "train")
     rows = batches * batch_size
     if rows > len(train):
         raise ConfigError("--batches", batches, f"{batches} x {batch_size} rows exceed the {len(train)} training rows")
     train = train.shuffle(seed=cfg.data.seed).select(range(rows))
-    model = SentenceTransformer(model_path, device="cpu") if model_path else build_model(cfg.model, seed=cfg.trial.seed, device="cpu")
+    model = (
+        SentenceTransformer(model_path, device="cpu")
+        if model_path
+        else build_model(cfg.model, seed=cfg.trial.seed, device="cpu")
+    )
     encoded = {
-        column: F.normalize(model.encode(train[column], batch_size=cfg.trial.eval_batch_size, convert_to_tensor=True, show_progress_bar=False).float(), dim=-1)
+        column: F.normalize(
+            model.encode(
+                train[column], batch_size=cfg.trial.eval_batch_size, convert_to_tensor=True, show_progress_bar=False
+            ).float(),
+            dim=-1,
+        )
         for column in columns
     }
     anchors, candidates = encoded[columns[0]], [encoded[c] for c in columns[1:]]
     similarities = [
-        anchors[k * batch_size : (k + 1) * batch_size] @ torch.cat([c[k * batch_size : (k + 1) * batch_size] for c in candidates]).T
+        anchors[k * batch_size : (k + 1) * batch_size]
+        @ torch.cat([c[k * batch_size : (k + 1) * batch_size] for c in candidates]).T
         for k in range(batches)
     ]
     source = Path(model_path).name if model_path else f"base {Path(cfg.model.name_or_path).name} {cfg.model.kind}"
@@ -79,5 +92,7 @@ def measured_loss_table(measured: MeasuredBatches, scales: Sequence[float]) -> p
     rows = []
     for scale in scales:
         losses = [F.cross_entropy(scale * s.double(), torch.arange(len(s))) for s in measured.similarities]
-        rows.append({"profile": measured.label, "scale": float(scale), "loss": float(np.mean([float(x) for x in losses]))})
+        rows.append(
+            {"profile": measured.label, "scale": float(scale), "loss": float(np.mean([float(x) for x in losses]))}
+        )
     return pd.DataFrame(rows)

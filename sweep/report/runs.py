@@ -51,7 +51,9 @@ def _resolve_parent(client: MlflowClient, experiment_name: str | None, parent_ru
     if len(parents) > 1:
         log.warning(
             "experiment %r has %d study runs; using the newest, %s (pass --parent-run-id to choose)",
-            experiment_name, len(parents), parents[0].info.run_id,
+            experiment_name,
+            len(parents),
+            parents[0].info.run_id,
         )
     return parents[0]
 
@@ -103,9 +105,7 @@ def load_trials(
 def load_metric_history(client: MlflowClient, run_ids: Iterable[str], key: str) -> pd.DataFrame:
     """Every logged value of one metric: columns ``run_id, step, value``, sorted by run and step."""
     rows = [
-        (run_id, metric.step, metric.value)
-        for run_id in run_ids
-        for metric in client.get_metric_history(run_id, key)
+        (run_id, metric.step, metric.value) for run_id in run_ids for metric in client.get_metric_history(run_id, key)
     ]
     history = pd.DataFrame(rows, columns=["run_id", "step", "value"])
     return history.sort_values(["run_id", "step"], kind="stable", ignore_index=True)
