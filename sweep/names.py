@@ -1,0 +1,33 @@
+"""The names a study writes and the report, the benchmark and the tests read: MLflow tags and Optuna attributes.
+
+One home for them, so that a rename is one edit and a reader can see every name a study leaves behind.
+"""
+
+from __future__ import annotations
+
+# MLflow tags on the parent (study) run and the child (trial) runs.
+TAG_ROLE = "sweep.role"  # "study" or "trial"
+ROLE_STUDY = "study"
+ROLE_TRIAL = "trial"
+TAG_STUDY_NAME = "sweep.study_name"
+TAG_TRIAL_NUMBER = "sweep.trial_number"
+TAG_OPTUNA_STATE = "sweep.optuna_state"  # COMPLETE / PRUNED / FAIL
+TAG_END_REASON = "sweep.end_reason"  # why a trial failed or was pruned
+TAG_SCALE_ZERO = "sweep.scale_zero"
+TAG_BEST_PARAMS = "sweep.best_params"
+TAG_PARENT_RUN_ID = "mlflow.parentRunId"
+
+# Optuna study attributes.
+ATTR_READY = "sweep.ready"  # set by the creating process once the grid is queued and the parent run exists
+ATTR_SEARCH_SPACE = "search_space"
+
+# Optuna trial attributes.
+ATTR_GRID_POINT = "sweep.grid_point"
+ATTR_ATTEMPT = "sweep.attempt"
+ATTR_DISCARDED = "sweep.discarded"  # a grid trial that lost a multi-worker race for its point
+ATTR_MLFLOW_RUN_ID = "mlflow_run_id"
+ATTR_WALL_TIME_S = "wall_time_s"
+ATTR_TRAIN_SECONDS = "train_seconds"
+ATTR_SCALE = "scale"
+ATTR_TEMPERATURE = "temperature"
+ATTR_FAIL_REASON = "fail_reason"
