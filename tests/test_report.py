@@ -15,9 +15,9 @@ from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
 from sweep.report.__main__ import main
-from sweep.report.figures import write_study_figures
 from sweep.report.loss_curves import loss_vs_scale, parse_scales
 from sweep.report.runs import load_metric_history, load_trials
+from sweep.report.study_figures import write_study_figures
 from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
