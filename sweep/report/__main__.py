@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def write_provenance(out_dir: Path, argv: Sequence[str] | None) -> Path:
     """Record next to the figures the command that made them, the library versions and the git commit."""
-    from sweep.tracking import library_versions
+    from sweep.tracking import library_versions  # imported here: mlflow and optuna are slow to import
 
     command = ["python", "-m", "sweep.report", *(sys.argv[1:] if argv is None else argv)]
     path = Path(out_dir) / "provenance.json"
