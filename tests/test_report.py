@@ -14,10 +14,19 @@ import pytest
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
+from sweep.names import (
+    ROLE_STUDY,
+    ROLE_TRIAL,
+    TAG_OPTUNA_STATE,
+    TAG_PARENT_RUN_ID,
+    TAG_ROLE,
+    TAG_STUDY_NAME,
+    TAG_TRIAL_NUMBER,
+)
 from sweep.report.__main__ import main
-from sweep.report.figures import write_study_figures
 from sweep.report.loss_curves import loss_vs_scale, parse_scales
 from sweep.report.runs import load_metric_history, load_trials
+from sweep.report.study_figures import write_study_figures
 from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,10 +136,10 @@ def _log_trial(
 ) -> str:
     """One child run following the sweep contract; each metric is logged at steps 0, 1, ..."""
     tags = {
-        "mlflow.parentRunId": parent_id,
-        "sweep.role": "trial",
-        "sweep.trial_number": str(number),
-        "sweep.optuna_state": state,
+        TAG_PARENT_RUN_ID: parent_id,
+        TAG_ROLE: ROLE_TRIAL,
+        TAG_TRIAL_NUMBER: str(number),
+        TAG_OPTUNA_STATE: state,
     }
     run_id = client.create_run(experiment_id, tags=tags).info.run_id
     client.log_batch(
@@ -152,7 +161,7 @@ def study_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow')}/mlflow.db"
     client = MlflowClient(tracking_uri=uri)
     experiment_id = client.create_experiment("toy_study")
-    study_tags = {"sweep.role": "study", "sweep.study_name": "toy_study"}
+    study_tags = {TAG_ROLE: ROLE_STUDY, TAG_STUDY_NAME: "toy_study"}
     client.create_run(experiment_id, start_time=1_000, tags=study_tags)  # an older, abandoned study run
     parent_id = client.create_run(experiment_id, start_time=2_000, tags=study_tags).info.run_id
 

@@ -2,7 +2,11 @@
 
 - ``sweep.report.loss_curves``: ``loss_vs_scale``, ``parse_scales``, ``DEFAULT_PROFILES`` (torch).
 - ``sweep.report.runs``: ``load_trials``, ``load_metric_history`` (MLflow).
-- ``sweep.report.figures``: the figure writers (PNG + SVG + CSV each).
+- ``sweep.report.summaries``: the tables behind the study figures (pandas/scipy, no matplotlib).
+- ``sweep.report.axes``: shared drawing helpers (figure, save, scale/temperature axes, legends, panel grids).
+- ``sweep.report.scale_figures``: figures vs scale (loss, Spearman, concentration, metric histories).
+- ``sweep.report.grid_figures``: heatmaps over two swept values (AnglE weights/scales, layer x dim grid).
+- ``sweep.report.study_figures``: ``write_study_figures`` and ``write_trials_table``, all of a study's outputs.
 - CLI: ``python -m sweep.report {loss-vs-scale,study} --help``.
 
 Nothing is re-exported here, so that each subcommand imports only what it needs.

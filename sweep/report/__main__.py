@@ -14,8 +14,9 @@ from typing import TypeVar
 
 import pandas as pd
 
-from sweep.report import figures
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
+from sweep.report.scale_figures import write_loss_vs_scale
+from sweep.report.study_figures import write_study_figures
 
 T = TypeVar("T")
 
@@ -50,7 +51,7 @@ def loss_vs_scale_command(args: argparse.Namespace) -> list[Path]:
         measured = measure_batches(args.override, args.model, args.measure_batches, args.batch_size)
         logging.info("%s: mean cosine %s", measured.label, {k: round(v, 4) for k, v in measured.summary().items()})
         table = pd.concat([table, measured_loss_table(measured, args.scales)], ignore_index=True)
-    return figures.write_loss_vs_scale(table, args.out, gradient=args.gradient)
+    return write_loss_vs_scale(table, args.out, gradient=args.gradient)
 
 
 def study_command(args: argparse.Namespace) -> list[Path]:
@@ -58,7 +59,7 @@ def study_command(args: argparse.Namespace) -> list[Path]:
     from sweep.report.runs import load_study  # imported here: mlflow is slow to import and only needed here
 
     trials, histories = load_study(args.tracking_uri, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
-    return figures.write_study_figures(trials, histories, args.out)
+    return write_study_figures(trials, histories, args.out)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def write_provenance(out_dir: Path, argv: Sequence[str] | None) -> Path:
     """Record next to the figures the command that made them, the library versions and the git commit."""
-    from sweep.tracking import library_versions
+    from sweep.tracking import library_versions  # imported here: mlflow and optuna are slow to import
 
     command = ["python", "-m", "sweep.report", *(sys.argv[1:] if argv is None else argv)]
     path = Path(out_dir) / "provenance.json"

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from sweep.config import ConfigError, resolve_eval_batch_size
+from sweep.config import ConfigError, compose_config, resolve_eval_batch_size
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,9 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     """Encode ``batches`` seeded random batches of the configured training data (Hydra ``overrides`` of the
     project config, e.g. ``data=nli_stsb``) with the configured base model, or the SentenceTransformer saved at
     ``model_path``."""
+    # imported here: sentence-transformers and datasets are slow to import; the loss table needs neither
     from sentence_transformers import SentenceTransformer
 
-    from sweep.config import compose_config
     from sweep.data import load_split
     from sweep.model import build_model
 

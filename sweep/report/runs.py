@@ -1,8 +1,9 @@
 """Load a study's trials from MLflow into pandas.
 
-Contract (written by the study runner): one parent run per study tagged ``sweep.role = study``; one child
-run per trial with tags ``mlflow.parentRunId``, ``sweep.role = trial``, ``sweep.trial_number`` and
-``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL), the flattened config as params and the metrics.
+Contract (written by the study runner; the tag names live in ``sweep.names``): one parent run per study tagged
+``sweep.role = study``; one child run per trial with tags ``mlflow.parentRunId``, ``sweep.role = trial``,
+``sweep.trial_number`` and ``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL), the flattened config as params and
+the metrics.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Iterable
 import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
+
+from sweep.names import ROLE_STUDY, TAG_OPTUNA_STATE, TAG_PARENT_RUN_ID, TAG_ROLE, TAG_TRIAL_NUMBER
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +47,10 @@ def _resolve_parent(client: MlflowClient, experiment_name: str | None, parent_ru
     if experiment is None:
         raise ValueError(f"no MLflow experiment named {experiment_name!r}")
     parents = _search_all(
-        client, experiment.experiment_id, "tags.`sweep.role` = 'study'", ["attributes.start_time DESC"]
+        client, experiment.experiment_id, f"tags.`{TAG_ROLE}` = '{ROLE_STUDY}'", ["attributes.start_time DESC"]
     )
     if not parents:
-        raise ValueError(f"experiment {experiment_name!r} has no parent run tagged sweep.role = study")
+        raise ValueError(f"experiment {experiment_name!r} has no parent run tagged {TAG_ROLE} = {ROLE_STUDY}")
     if len(parents) > 1:
         log.warning(
             "experiment %r has %d study runs; using the newest, %s (pass --parent-run-id to choose)",
@@ -69,11 +72,11 @@ def _numeric_or_str(column: pd.Series) -> pd.Series:
 def _trial_row(run: Run) -> dict[str, object]:
     """One row: identifiers, state, ``param.*`` and the final (last-step) value of each metric."""
     tags = run.data.tags
-    number = tags.get("sweep.trial_number")
+    number = tags.get(TAG_TRIAL_NUMBER)
     return {
         "run_id": run.info.run_id,
         "trial_number": int(number) if number is not None else None,
-        "state": tags.get("sweep.optuna_state"),
+        "state": tags.get(TAG_OPTUNA_STATE),
         "status": run.info.status,
         **{PARAM_PREFIX + key: value for key, value in run.data.params.items()},
         **run.data.metrics,
@@ -93,7 +96,7 @@ def load_trials(
     children = _search_all(
         client,
         parent.info.experiment_id,
-        f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'",
+        f"tags.`{TAG_PARENT_RUN_ID}` = '{parent.info.run_id}'",
         ["attributes.start_time ASC"],
     )
     trials = pd.DataFrame([_trial_row(run) for run in children]) if children else pd.DataFrame(columns=BASE_COLUMNS)

@@ -1,0 +1,212 @@
+"""The tables behind the study figures (pandas/scipy, no matplotlib): conditions, t-intervals and per-figure summaries.
+
+Every function takes the ``load_trials`` frame (one row per trial, ``param.<key>`` columns, final metrics) and
+returns a DataFrame; the figure modules draw these tables and save them next to the figures as CSV.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+SCALE = "param.loss.scale"
+SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>
+NOT_CONDITIONS = {"loss.scale", "loss.temperature", "trial.seed"}  # the x axis (temperature = 1/scale), the replicate
+ANGLE_WEIGHTS = {"param.loss.w1": "w1", "param.loss.w2": "w2", "param.loss.w3": "w3"}
+ANGLE_SCALES = {
+    "param.loss.cos_scale": "cos_scale",
+    "param.loss.ibn_scale": "ibn_scale",
+    "param.loss.angle_scale": "angle_scale",
+}
+LAYER_GRID = re.compile(r"^stsb_(validation|test)_spearman_L(\d+)_D(\d+)$")  # sweep.layer_grid's metric names
+SPLITS = {"validation": "stsb_validation_spearman", "test": "stsb_test_spearman"}
+# cosine distributions logged as sim_{kind}_{mean,q05,q95}[_init] (see sweep.concentration), legend labels
+SIM_KINDS = {
+    "pos": "positive pairs",
+    "neg": "in-batch negatives",
+    "rand": "random pairs",
+    "high": "STSB pairs, high gold score",
+    "low": "STSB pairs, low gold score",
+}
+SIM_STAGES = {"final": "", "init": "_init"}  # metric suffix per stage
+INTERVAL_COLUMNS = ["n", "mean", "ci_low", "ci_high"]  # the columns of a t_interval
+TABLE_METRICS = (
+    "stsb_validation_spearman",
+    "stsb_test_spearman",
+    "sim_pos_mean",
+    "sim_neg_mean",
+    "sim_rand_mean",
+    "sim_rand_mean_init",
+    "sim_uniformity",
+    "sim_effective_rank",
+    "learned_scale",
+    "max_weight_change",
+    "trial_wall_time_s",
+)
+
+
+# ---------------------------------------------------------------- conditions
+
+
+def t_interval(values: pd.Series, level: float = 0.95) -> dict[str, float]:
+    """n, mean and the Student-t interval of the mean (NaN bounds for fewer than two values)."""
+    values = values.dropna()
+    n, mean = len(values), values.mean()
+    half = stats.t.ppf((1 + level) / 2, n - 1) * values.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
+    return {"n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half}
+
+
+def _swept_keys(trials: pd.DataFrame) -> list[str]:
+    """The swept config keys, read from the logged ``study.search_space.<key>`` params."""
+    return [column.removeprefix(SEARCH_SPACE) for column in trials.columns if column.startswith(SEARCH_SPACE)]
+
+
+def condition_columns(trials: pd.DataFrame) -> dict[str, str]:
+    """Swept parameters other than scale and seed that take several values: ``param.<key>`` -> short name.
+
+    Each combination of their values is its own series in the figures: trials that differ in them are never
+    pooled as if they were seeds. The swept keys are read from the logged ``study.search_space.*`` params.
+    """
+    columns = [f"param.{key}" for key in _swept_keys(trials) if key not in NOT_CONDITIONS and f"param.{key}" in trials]
+    complete = trials[trials["state"] == "COMPLETE"]
+    return {column: column.split(".", 2)[-1] for column in columns if complete[column].nunique(dropna=False) > 1}
+
+
+def condition_names(trials: pd.DataFrame) -> list[str]:
+    """The short names of the condition columns (see ``condition_columns``)."""
+    return list(condition_columns(trials).values())
+
+
+def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """COMPLETE trials with the scale as ``scale`` and each condition column under its short name."""
+    complete = trials[trials["state"] == "COMPLETE"]
+    return complete.rename(columns={SCALE: "scale", **condition_columns(trials)})
+
+
+def condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
+    """``name=value, ...`` for a combination of conditions ('' when there are none)."""
+    return ", ".join(f"{name}={value}" for name, value in zip(conditions, values, strict=True))
+
+
+def by_condition(table: pd.DataFrame, conditions: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """(label, rows) per combination of the condition columns; one unlabelled group when there are none."""
+    if not conditions:
+        return [("", table)]
+    return [
+        (condition_label(conditions, keys), group) for keys, group in table.groupby(conditions, sort=True, dropna=False)
+    ]
+
+
+def swept_scales(trials: pd.DataFrame) -> bool:
+    """Whether the COMPLETE trials span at least two scales (else a curve vs scale says nothing)."""
+    return SCALE in trials and trials.loc[trials["state"] == "COMPLETE", SCALE].nunique() > 1
+
+
+# ---------------------------------------------------------------- per-figure tables
+
+
+def spearman_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per condition, scale and split: n seeds, mean STSB Spearman and its 95% t-interval (COMPLETE trials)."""
+    complete = complete_trials(trials)
+    keys = [*condition_names(trials), "scale"]
+    rows = [
+        {**dict(zip(keys, group_keys, strict=True)), "split": split, **t_interval(group[column])}
+        for split, column in SPLITS.items()
+        if column in complete
+        for group_keys, group in complete.groupby(keys, dropna=False)
+    ]
+    summary = pd.DataFrame(rows, columns=[*keys, "split", *INTERVAL_COLUMNS])
+    return summary[summary["n"] > 0].reset_index(drop=True)
+
+
+def concentration_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per condition, scale, pair kind and stage (final / init): mean over seeds of the similarity mean, q05, q95."""
+    complete = complete_trials(trials)
+    keys = [*condition_names(trials), "scale"]
+    tables = []
+    for kind in SIM_KINDS:
+        for stage, suffix in SIM_STAGES.items():
+            if f"sim_{kind}_mean{suffix}" not in complete:
+                continue
+            stats_ = {s: complete.get(f"sim_{kind}_{s}{suffix}", np.nan) for s in ("mean", "q05", "q95")}
+            frame = complete[keys].assign(**stats_)
+            table = frame.groupby(keys, dropna=False).agg(
+                n=("mean", "count"), mean=("mean", "mean"), q05=("q05", "mean"), q95=("q95", "mean")
+            )
+            tables.append(table.reset_index().assign(kind=kind, stage=stage))
+    columns = [*keys, "kind", "stage", "n", "mean", "q05", "q95"]
+    return pd.concat(tables, ignore_index=True)[columns] if tables else pd.DataFrame(columns=columns)
+
+
+def metric_history_table(trials: pd.DataFrame, history: pd.DataFrame) -> pd.DataFrame:
+    """A ``load_metric_history`` frame joined to its trials: ``run_id, trial_number, state``, the conditions,
+    ``scale, step, value`` (rows without a scale dropped; empty when the trials have no scale)."""
+    if SCALE not in trials or history.empty:
+        return pd.DataFrame()
+    conditions = condition_columns(trials)
+    columns = ["run_id", "trial_number", "state", SCALE, *conditions]
+    data = history.merge(trials[columns], on="run_id").rename(columns={SCALE: "scale", **conditions})
+    data = data.dropna(subset=["scale"])
+    return data[["run_id", "trial_number", "state", *conditions.values(), "scale", "step", "value"]]
+
+
+def mean_by(trials: pd.DataFrame, columns: Mapping[str, str], metric: str) -> pd.DataFrame:
+    """n and mean of ``metric`` over COMPLETE trials per combination of ``columns`` (renamed to their values)."""
+    complete = trials[trials["state"] == "COMPLETE"].rename(columns=dict(columns))
+    if not {*columns.values(), metric} <= set(complete.columns):
+        return pd.DataFrame()
+    keys = list(columns.values())
+    table = complete.groupby(keys)[metric].agg(n="count", mean="mean").reset_index()
+    return table[table["n"] > 0]
+
+
+def layer_grid_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """STSB Spearman per condition, scale, split, layer and dim (``stsb_{split}_spearman_L{l}_D{d}`` metrics):
+    n seeds, mean and 95% t-interval over COMPLETE trials. Scale is a condition here unless it is absent."""
+    complete = complete_trials(trials)
+    keys = [*condition_names(trials), *(["scale"] if "scale" in complete and complete["scale"].nunique() > 1 else [])]
+    groups = list(complete.groupby(keys, dropna=False)) if keys else [((), complete)]  # keys: a list, so tuples
+    rows = []
+    for column in complete.columns:
+        match = LAYER_GRID.match(str(column))
+        if not match:
+            continue
+        split, layer, dim = match.group(1), int(match.group(2)), int(match.group(3))
+        for values, group in groups:
+            rows.append(
+                {
+                    **dict(zip(keys, values, strict=True)),
+                    "split": split,
+                    "layer": layer,
+                    "dim": dim,
+                    **t_interval(group[column]),
+                }
+            )
+    summary = pd.DataFrame(rows, columns=[*keys, "split", "layer", "dim", *INTERVAL_COLUMNS])
+    summary = summary[summary["n"] > 0]
+    return summary.sort_values([*keys, "split", "layer", "dim"], kind="stable", ignore_index=True)
+
+
+def layer_grid_panels(summary: pd.DataFrame) -> pd.DataFrame:
+    """The test split of a ``layer_grid_summary`` with a ``panel`` label per condition (and scale)."""
+    keys = [k for k in summary.columns if k not in ("split", "layer", "dim", *INTERVAL_COLUMNS)]
+    test = summary[summary["split"] == "test"].copy()
+    test["panel"] = [condition_label(keys, values) for values in test[keys].itertuples(index=False)] if keys else ""
+    return test
+
+
+def trials_table(trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per trial (every state): number, state, the swept parameters, the seed and the headline metrics,
+    without the ``param.`` prefix."""
+    swept = [f"param.{key}" for key in _swept_keys(trials)]
+    columns = [
+        "trial_number",
+        "state",
+        *dict.fromkeys(c for c in [*swept, SCALE, "param.trial.seed"] if c in trials),
+        *(m for m in TABLE_METRICS if m in trials),
+    ]
+    return trials[columns].rename(columns=lambda c: c.removeprefix("param."))
