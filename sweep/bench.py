@@ -7,7 +7,7 @@ cancels out), reported as median [min, max] over repeats (and scales). The markd
 description and the raw numbers go to `<out>/README.md` and `<out>/bench.json`; the table is printed.
 
 Rows (see `ITEMS`):
-  1  baseline: `bench/plain_st.py` (plain sentence-transformers, no `sweep` import), one process per scale
+  1  baseline: `sweep/bench/plain_st.py` (plain sentence-transformers, no `sweep` import), one process per scale
   2  per-trial overhead: framework trial wall time / baseline trial time, same steps and evaluations,
      with the similarity statistics disabled and enabled; and trainer time / trainer time
   3  whole sweep: one `python -m sweep` process over N scales / the sum of N baseline processes
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PLAIN_ST = REPO_ROOT / "bench" / "plain_st.py"
+PLAIN_ST = REPO_ROOT / "sweep" / "bench" / "plain_st.py"
 DEFAULT_OUT = REPO_ROOT / "results" / "bench"
 DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
 STUDY = "bench"
@@ -318,7 +318,7 @@ def render_report(
 
 
 ROW_DESCRIPTIONS = (
-    "1. **Baseline**: `bench/plain_st.py --scale S` (plain sentence-transformers, no `sweep` import), one process per scale, "
+    "1. **Baseline**: `sweep/bench/plain_st.py --scale S` (plain sentence-transformers, no `sweep` import), one process per scale, "
     "wall time of the whole process measured from outside (interpreter start, imports, loading, training, evaluations).",
     "2. **Per-trial overhead**: a framework trial's wall time (Optuna user attribute `wall_time_s` = MLflow `trial_wall_time_s`) / "
     "the baseline's in-process trial time at the same scale, steps and evaluations (initial validation, every eval step, "
@@ -356,7 +356,7 @@ def subprocess_env(data_dir: str) -> dict[str, str]:
 
 @dataclass
 class BaselineRun:
-    """One `bench/plain_st.py` process."""
+    """One `sweep/bench/plain_st.py` process."""
 
     scale: float
     process_wall_s: float  # measured from outside: interpreter start, imports, loading, training, evaluations
@@ -531,7 +531,7 @@ def baseline_rows(m: SweepMeasurements) -> list[Row]:
     return [
         Row(
             "1",
-            "baseline: one `bench/plain_st.py` process per scale (process wall time)",
+            "baseline: one `sweep/bench/plain_st.py` process per scale (process wall time)",
             "-",
             walls.fmt("s", 1),
             None,
