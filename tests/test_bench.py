@@ -3,31 +3,19 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
 import pytest
 
-from sweep import bench
-from sweep.bench import (
-    FULL,
-    PLAIN_ST,
-    QUICK,
-    BaselineRun,
-    FrameworkSweep,
-    FrameworkTrial,
-    PruneResult,
-    PruneVariant,
-    Row,
-    Stat,
-    SweepMeasurements,
-    markdown_table,
-    prune_overrides,
-    pruning_rows,
-    render_report,
-    trial_overhead_rows,
-    whole_sweep_rows,
-)
+from sweep.bench.__main__ import guarded, parse_args
+from sweep.bench.gpu import gpu_rows
+from sweep.bench.pruning import PruneResult, prune_overrides, pruning_rows
+from sweep.bench.runners import PLAIN_ST, BaselineRun, FrameworkSweep, FrameworkTrial, grid_override
+from sweep.bench.settings import DEFAULT_GRID, FULL, QUICK, PruneVariant, expected_seconds, reuses_sweep
+from sweep.bench.sweeps import SweepMeasurements, agreement_details, trial_overhead_rows, whole_sweep_rows
+from sweep.bench.table import COLUMNS, Row, Stat, machine_description, markdown_table, render_report
 
 
 def test_stat_formats_median_and_range():
@@ -56,11 +44,11 @@ def test_markdown_table_has_ratio_columns_and_escapes_pipes():
     assert set(table[1].replace("|", "")) == {"-"}
     assert "1.050 [1.020, 1.100]" in table[2] and "| met | 3 |" in table[2] and "a \\| b" in table[2]
     assert "| skipped | 0 |" in table[3]
-    assert all(line.count("|") - line.count("\\|") == len(bench.COLUMNS) + 1 for line in table)
+    assert all(line.count("|") - line.count("\\|") == len(COLUMNS) + 1 for line in table)
 
 
 def test_report_names_machine_and_quick_mode():
-    machine = bench.machine_description()
+    machine = machine_description()
     assert {"cpu", "cores", "torch", "sentence-transformers", "date"} <= set(machine)
     report = render_report(
         [Row("1", "baseline", "-", "1 s", None, "", status="reference")], machine, QUICK, 60.0, ["- a detail"]
@@ -100,7 +88,7 @@ def test_trial_overhead_pairs_by_scale_and_counts_loading_in_the_first_trial():
     assert train.ratio.values == pytest.approx((1.0, 1.0))
     whole_off, _ = whole_sweep_rows(m)
     assert whole_off.ratio.values == pytest.approx((1.0,))  # 40 s / (20 + 20) s
-    details = bench.agreement_details(m)
+    details = agreement_details(m)
     assert "0.00e+00" in details[0]
 
 
@@ -134,7 +122,7 @@ def test_pruning_rows_compare_steps_and_best_scale():
 
 def test_prune_overrides():
     grid = prune_overrides(FULL, None)
-    assert "study.pruner.name=none" in grid and bench.grid_override(FULL.prune_scales) in grid
+    assert "study.pruner.name=none" in grid and grid_override(FULL.prune_scales) in grid
     shuffled = prune_overrides(FULL, PruneVariant("x", "successive_halving", "shuffled"))
     scale_arg = next(a for a in shuffled if a.startswith("study.search_space.loss.scale="))
     assert sorted(float(x) for x in scale_arg.split("=")[1].strip("[]").split(",")) == sorted(FULL.prune_scales)
@@ -145,8 +133,8 @@ def test_prune_overrides():
 
 
 def test_settings_fit_the_budget():
-    assert bench.expected_seconds(FULL) <= 15 * 60
-    assert bench.expected_seconds(QUICK) < bench.expected_seconds(FULL)
+    assert expected_seconds(FULL) <= 15 * 60
+    assert expected_seconds(QUICK) < expected_seconds(FULL)
     assert QUICK.steps < FULL.steps and QUICK.repeats <= FULL.repeats
 
 
@@ -159,14 +147,14 @@ def test_plain_st_help_and_bench_help():
         and "--eval-steps" in done.stdout
     )
     with pytest.raises(SystemExit) as exit_info:
-        bench.parse_args(["--help"])
+        parse_args(["--help"])
     assert exit_info.value.code == 0
-    args = bench.parse_args(["--quick", "--out", "/tmp/x"])
+    args = parse_args(["--quick", "--out", "/tmp/x"])
     assert args.quick and str(args.out) == "/tmp/x"
 
 
 def test_gpu_row_says_why():
-    (row,) = bench.gpu_rows()
+    (row,) = gpu_rows()
     assert row.item == "7" and row.verdict == "skipped"
 
 
@@ -174,12 +162,20 @@ def test_a_failing_measurement_becomes_a_failed_row():
     def boom():
         raise RuntimeError("framework failed (1): python -m sweep ...\nTraceback\nValueError: bad")
 
-    (row,) = bench.guarded("4", "item 4: pruning", boom)
+    (row,) = guarded("4", "item 4: pruning", boom)
     assert row.verdict == "failed" and "RuntimeError" in row.note and "ValueError: bad" in row.note
-    assert bench.guarded("7", "gpu", bench.gpu_rows)[0].item == "7"
+    assert guarded("7", "gpu", gpu_rows)[0].item == "7"
 
 
 def test_full_mode_prunes_the_sweep_it_already_ran():
     """Item 4's reference is item 3's framework sweep in full mode (same grid and schedule: the default grid)."""
-    assert bench.reuses_sweep(FULL) and FULL.scales == bench.DEFAULT_GRID
-    assert not bench.reuses_sweep(QUICK)
+    assert reuses_sweep(FULL) and FULL.scales == DEFAULT_GRID
+    assert not reuses_sweep(QUICK)
+
+
+def test_plain_st_is_plain():
+    """The baseline is the code a user writes without the framework: it imports nothing from `sweep`."""
+    tree = ast.parse(PLAIN_ST.read_text())
+    modules = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    modules += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert "sentence_transformers" in modules and not [m for m in modules if m.split(".")[0] == "sweep"]

@@ -1,0 +1,29 @@
+"""Benchmark of the framework against plain sentence-transformers code, in ONE run, as ratios.
+
+    python -m sweep.bench [--quick] [--out results/bench] [--data-dir DIR] [--keep-runs] [--only 1,2,3,...]
+
+Every measurement is a ratio against a baseline measured in the same run (so that a slow or busy machine
+cancels out), reported as median [min, max] over repeats (and scales). The markdown table, the machine
+description and the raw numbers go to `<out>/README.md` and `<out>/bench.json`; the table is printed.
+
+Rows (see `ITEMS` in `__main__`):
+  1  baseline: `sweep/bench/plain_st.py` (plain sentence-transformers, no `sweep` import), one process per scale
+  2  per-trial overhead: framework trial wall time / baseline trial time, same steps and evaluations,
+     with the similarity statistics disabled and enabled; and trainer time / trainer time
+  3  whole sweep: one `python -m sweep` process over N scales / the sum of N baseline processes
+  4  pruning: training steps of a pruned study / steps of the full grid, to find the same best scale
+  5  layer x dim grid evaluation (`sweep.layer_grid`) / one full-model STSB evaluation; naive per-layer re-encoding
+  6  evaluation speed: the project's STSB evaluator / `model.encode` with default settings (sentences/s)
+  7  GPU: skipped when there is none
+
+`--quick` shrinks steps, scales and repeats so that the whole run takes a couple of minutes: it checks that
+the benchmark works; its ratios are dominated by fixed costs and say little about the full mode.
+
+Why a subpackage of `sweep` and not a `benchmarks/` folder beside it (as Optuna keeps one): this benchmark is a
+documented user command (`python -m sweep.bench`) that measures the installed framework, and it ships its baseline
+(`plain_st.py`) with it, so it must be importable from an installed wheel.
+
+Modules: `settings` (sizes of a run), `table` (statistics, rows, the report), `runners` (the baseline and framework
+processes), one module per measurement (`sweeps` items 1-3, `pruning` 4, `layer_grid` 5, `eval_speed` 6, `gpu` 7)
+with `inprocess` for what items 5 and 6 share, and `__main__` (the command line).
+"""

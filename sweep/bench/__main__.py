@@ -1,0 +1,134 @@
+"""The command line `python -m sweep.bench`: runs the chosen items and writes `<out>/README.md` and `bench.json`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import sweep.bench
+from sweep.bench.eval_speed import measure_eval_speed
+from sweep.bench.gpu import gpu_rows
+from sweep.bench.inprocess import quiet_libraries
+from sweep.bench.layer_grid import measure_layer_grid
+from sweep.bench.pruning import measure_pruning, pruning_rows
+from sweep.bench.runners import REPO_ROOT
+from sweep.bench.settings import FULL, QUICK, expected_seconds, reuses_sweep
+from sweep.bench.sweeps import (
+    SweepMeasurements,
+    agreement_details,
+    baseline_rows,
+    measure_sweeps,
+    trial_overhead_rows,
+    whole_sweep_rows,
+)
+from sweep.bench.table import Row, machine_description, render_report
+
+DEFAULT_OUT = REPO_ROOT / "results" / "bench"
+DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
+ITEMS = ("1", "2", "3", "4", "5", "6", "7")
+
+
+def guarded(item: str, label: str, measure: Callable[[], list[Row]]) -> list[Row]:
+    """The rows of one measurement, or one "failed" row naming the error: a long run keeps its other results."""
+    try:
+        return measure()
+    except Exception as error:  # noqa: BLE001
+        message = f"{type(error).__name__}: {error}".splitlines()
+        return [Row(item, label, "-", "-", None, "", " ".join(message[:1] + message[-3:])[:500], status="failed")]
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line's options (see the package docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m sweep.bench", description=sweep.bench.__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny steps, scales and repeats (checks the benchmark in a couple of minutes)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"folder for README.md and bench.json (default {DEFAULT_OUT.relative_to(REPO_ROOT)})",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=DEFAULT_DATA_DIR,
+        help="folder holding nli/ and stsb/ (default: $SWEEP_DATA_DIR or ../shared/data)",
+    )
+    parser.add_argument("--only", default=",".join(ITEMS), help="comma list of items to run (1-3 run together)")
+    parser.add_argument("--keep-runs", action="store_true", help="keep the studies' Optuna/MLflow folders (printed)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> str:
+    """Run the benchmark; write and print the report, which it returns."""
+    args = parse_args(argv)
+    settings = QUICK if args.quick else FULL
+    items = set(args.only.split(","))
+    start = time.perf_counter()
+
+    def log(text: str) -> None:
+        print(f"[{time.perf_counter() - start:6.0f} s] {text}", flush=True)
+
+    quiet_libraries()
+    machine = machine_description()
+    log(f"{settings.name} mode: expected about {expected_seconds(settings) / 60:.0f} min on a quiet 2-core machine")
+    work = Path(tempfile.mkdtemp(prefix="sweep_bench_"))
+    rows: list[Row] = []
+    details: list[str] = []
+    raw: dict[str, Any] = {"settings": asdict(settings), "machine": machine}
+    sweeps: list[SweepMeasurements] = []
+
+    def items_1_3() -> list[Row]:
+        sweeps.append(measure_sweeps(settings, args.data_dir, work, log))
+        m = sweeps[0]
+        raw["sweeps"] = asdict(m)
+        details.extend(agreement_details(m))
+        return baseline_rows(m) + trial_overhead_rows(m) + whole_sweep_rows(m)
+
+    def item_4() -> list[Row]:
+        reference = sweeps[0].framework_off[0] if sweeps and reuses_sweep(settings) else None
+        results = measure_pruning(settings, args.data_dir, work, log, reference)
+        raw["pruning"] = [asdict(r) for r in results]
+        return pruning_rows(settings, results)
+
+    measurements: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
+        ({"1", "2", "3"}, "items 1-3: baseline processes and framework sweeps", items_1_3),
+        ({"4"}, "item 4: pruning", item_4),
+        ({"5"}, "item 5: layer x dim grid evaluation", lambda: measure_layer_grid(settings, args.data_dir, log)),
+        ({"6"}, "item 6: evaluation speed", lambda: measure_eval_speed(settings, args.data_dir, log)),
+        ({"7"}, "item 7: GPU", gpu_rows),
+    ]
+    try:
+        for wanted, label, measure in measurements:
+            if items & wanted:
+                log(label)
+                rows.extend(guarded(min(wanted), label, measure))
+    finally:
+        if args.keep_runs:
+            log(f"studies kept under {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    elapsed = time.perf_counter() - start
+    report = render_report(rows, machine, settings, elapsed, details)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "README.md").write_text(report)
+    raw["rows"] = [{**asdict(r), "verdict": r.verdict} for r in rows]
+    (args.out / "bench.json").write_text(json.dumps(raw, indent=1, default=str))
+    print(report)
+    log(f"written {args.out / 'README.md'} and {args.out / 'bench.json'}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

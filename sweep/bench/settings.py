@@ -1,0 +1,130 @@
+"""Sizes of a benchmark run: the quick and full settings, the pruning variants, and the expected duration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PruneVariant:
+    """One pruned study compared with the full grid."""
+
+    label: str
+    pruner: str  # median | successive_halving | hyperband
+    order: str  # ascending (the grid as written) | shuffled (the grid in a seeded random order) | tpe | random
+    sampler: str = "grid"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Sizes of one benchmark run. `QUICK` checks the code; `FULL` is the measurement (<= 15 min on 2 cores)."""
+
+    name: str
+    scales: tuple[float, ...]  # items 1-3
+    steps: int
+    eval_steps: int
+    repeats: int  # of the sweeps of items 1-3
+    prune_scales: tuple[float, ...]  # item 4
+    prune_steps: int
+    prune_eval_steps: int
+    prune_variants: tuple[PruneVariant, ...]
+    layer_pairs: int | None  # item 5: STSB validation pairs (None: all 1500)
+    layers: tuple[int, ...]
+    dims: tuple[int, ...]
+    layer_repeats: int
+    encode_pairs: int | None  # item 6
+    encode_repeats: int
+    timeout_s: int = 900  # per subprocess
+
+
+PRUNE_VARIANTS = (
+    PruneVariant(
+        "median, grid listed as in the experiment (the study queues it in a seeded shuffle)", "median", "ascending"
+    ),
+    PruneVariant(
+        "successive halving, grid listed as in the experiment (same queue order)", "successive_halving", "ascending"
+    ),
+    PruneVariant(
+        "successive halving, grid listed shuffled (queued in another seeded shuffle)", "successive_halving", "shuffled"
+    ),
+    PruneVariant("median, TPE over the scales as a categorical", "median", "tpe", sampler="tpe"),
+)
+# sweep/conf/experiment/mnrl_scale.yaml's grid without its scale-0 control, which sentence-transformers' MNRL refuses
+# ("Scale must be a positive value"), so the plain baseline cannot run it
+DEFAULT_GRID = (1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 50.0)
+
+QUICK = Settings(
+    name="quick",
+    scales=(5.0, 20.0),
+    steps=20,
+    eval_steps=10,
+    repeats=1,
+    prune_scales=(1.0, 5.0, 20.0, 50.0),
+    prune_steps=12,
+    prune_eval_steps=4,
+    prune_variants=(PRUNE_VARIANTS[3],),  # the categorical (non-grid) path; the reference runs the grid path
+    layer_pairs=100,
+    layers=(1, 2, 3),
+    dims=(384, 128),
+    layer_repeats=1,
+    encode_pairs=200,
+    encode_repeats=1,
+)
+
+# Items 1-3 run the default sweep's grid (mnrl_scale's 8 positive scales) once, at half its steps; item 4 prunes the
+# same grid at the same settings, so item 3's full framework sweep (statistics off) is its reference.
+FULL = Settings(
+    name="full",
+    scales=DEFAULT_GRID,
+    steps=150,
+    eval_steps=25,
+    repeats=1,
+    prune_scales=DEFAULT_GRID,
+    prune_steps=150,
+    prune_eval_steps=25,
+    prune_variants=PRUNE_VARIANTS,
+    layer_pairs=750,
+    layers=(1, 2, 3),
+    dims=(384, 256, 128, 64),
+    layer_repeats=3,
+    encode_pairs=750,
+    encode_repeats=3,
+)
+
+# Rough costs on a quiet 2-core machine (seconds), for the printed estimate only: a process's fixed cost
+# (interpreter, imports, loading; the framework also creates its Optuna and MLflow databases), a training step,
+# an STSB validation evaluation of the static model, the statistics of one trial, and MiniLM-3-layer encoding.
+COST = {
+    "baseline_process": 7.0,
+    "framework_process": 15.0,
+    "step": 0.07,
+    "eval": 0.4,
+    "stats": 3.0,
+    "minilm_sentence": 1 / 600,
+}
+
+
+def expected_seconds(s: Settings) -> float:
+    """A rough duration of a run with settings `s` on a quiet 2-core machine."""
+
+    def trial(steps: int, eval_steps: int) -> float:
+        return COST["step"] * steps + COST["eval"] * (steps // eval_steps + 3)
+
+    baseline = len(s.scales) * (COST["baseline_process"] + trial(s.steps, s.eval_steps))
+    framework = 2 * COST["framework_process"] + len(s.scales) * (2 * trial(s.steps, s.eval_steps) + COST["stats"])
+    reference = 0 if reuses_sweep(s) else 1
+    pruning = (reference + 0.5 * len(s.prune_variants)) * (
+        COST["framework_process"] + len(s.prune_scales) * trial(s.prune_steps, s.prune_eval_steps)
+    )
+    layer_sentences = 2 * (s.layer_pairs or 1500)
+    layer = (s.layer_repeats + 1) * layer_sentences * COST["minilm_sentence"] * (
+        1 + 1.2 + sum(s.layers) / max(s.layers)
+    ) + 10
+    encode_sentences = 2 * (s.encode_pairs or 1500)
+    encode = (s.encode_repeats + 1) * encode_sentences * COST["minilm_sentence"] * 3 + 10
+    return s.repeats * (baseline + framework) + pruning + layer + encode
+
+
+def reuses_sweep(s: Settings) -> bool:
+    """Whether item 3's framework sweep (statistics off) is item 4's full-grid reference: same grid and schedule."""
+    return (s.scales, s.steps, s.eval_steps) == (s.prune_scales, s.prune_steps, s.prune_eval_steps)
