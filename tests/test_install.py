@@ -32,8 +32,9 @@ def installed_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     no editable install leaks in); installing torch and friends again would only test pip."""
     work = tmp_path_factory.mktemp("wheel")
     source = _tracked_copy(work / "src")
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(work / "dist"), "."],
+        [*pip_wheel, "-w", str(work / "dist"), "."],
         cwd=source,
         capture_output=True,
         text=True,
