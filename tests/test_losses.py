@@ -21,7 +21,8 @@ from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
 from sweep.model import build_model
-from sweep.study import finish, open_sweep, validate
+from sweep.study import finish, open_sweep
+from sweep.study_setup import validate
 from sweep.trial import TrialTrainer
 
 LOSS_CONFIGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "loss").glob("*.yaml"))

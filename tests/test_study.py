@@ -164,7 +164,7 @@ def test_parent_run_writes_retry_a_concurrent_insert_collision():
     IntegrityError on the tag's unique key, which a retry (now an update) resolves. Other errors are raised."""
     from mlflow.exceptions import MlflowException
 
-    from sweep.study import write_shared
+    from sweep.tracking import write_shared
 
     calls = []
 
