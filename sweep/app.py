@@ -1,18 +1,22 @@
-"""The Hydra application behind `python -m sweep`."""
+"""The top layer: the Hydra application behind `python -m sweep` (workers, the printed summary, exit codes)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 
+import datasets
 import hydra
 import optuna
 import pandas as pd
+import transformers
 from omegaconf import DictConfig
 
 from sweep.config import CONFIG_DIR, ConfigError
-from sweep.study import Sweep, finish, open_sweep, worker_threads
+from sweep.results import OBJECTIVE, STSB_TEST, STSB_VALIDATION, objective_is_stsb_validation
+from sweep.study import Sweep, finish, open_sweep
 
 log = logging.getLogger("sweep")
 
@@ -22,27 +26,31 @@ def _quiet_libraries() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for name in ("transformers", "sentence_transformers", "datasets", "mlflow", "alembic", "httpx"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    import datasets
-    import transformers
-
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     datasets.disable_progress_bars()
 
 
 def summary(sweep: Sweep, table: pd.DataFrame) -> str:
-    """The final report: the table, where the Optuna storage and MLflow database are, and how to open them."""
-    shown = table.drop(columns=[c for c in ("temperature",) if c in table and table[c].isna().all()])
+    """The final report: the table, where the Optuna storage and MLflow database are, and how to open them.
+
+    The `objective` column is shown only when it differs from `stsb_val` (`eval.objective` other than full)."""
+    same = objective_is_stsb_validation(table)
+    hidden = [c for c in ("temperature",) if c in table and table[c].isna().all()] + ([OBJECTIVE] if same else [])
+    shown = table.drop(columns=[c for c in hidden if c in table])
     lines = [
         f"study {sweep.study.study_name}: {sum(table.state == 'COMPLETE') if not table.empty else 0} complete trials",
         shown.to_string(index=False, float_format=lambda v: f"{v:.4f}") if not table.empty else "(no trials)",
     ]
     complete = table[table.state == "COMPLETE"] if not table.empty else table
     if not complete.empty:
-        best = complete.loc[complete.stsb_val.idxmax()]
+        best = complete.loc[complete[OBJECTIVE].idxmax()]
+        scores = f"validation {best[STSB_VALIDATION]:.4f}, test {best[STSB_TEST]:.4f}"
         lines.append(
-            f"best by STSB validation: trial {best.trial} (scale {best.scale}), "
-            f"validation {best.stsb_val:.4f}, test {best.stsb_test:.4f}"
+            f"best by STSB validation: trial {best.trial} (scale {best.scale}), {scores}"
+            if same
+            else f"best by objective ({sweep.cfg.eval.objective}): trial {best.trial} (scale {best.scale}), "
+            f"objective {best[OBJECTIVE]:.4f}, {scores}"
         )
     uri = sweep.cfg.tracking.uri
     lines += [
@@ -53,6 +61,11 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
         else f"Open the runs: {uri}",
     ]
     return "\n".join(lines)
+
+
+def worker_threads(n_workers: int) -> int:
+    """Torch threads per worker process: the cores shared evenly."""
+    return max(1, (os.cpu_count() or 1) // n_workers)
 
 
 WORKER_KEYS = ("study.n_workers", "trial.torch_threads", "quiet")

@@ -1,4 +1,5 @@
-"""Config helpers: scale/temperature, validation before any training, flattening for logging."""
+"""The bottom layer: the config tree, `ConfigError` and the one validation vocabulary (``require_*``), the checks of
+the plain config sections, scale/temperature, number lists and flattening for logging. Imports nothing from sweep."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ DATA_SOURCES = ("auto", "local", "hub")
 PRECISIONS = ("fp32", "bf16", "fp16")
 BATCH_SAMPLERS = ("no_duplicates", "batch_sampler")
 DIRECTIONS = ("maximize", "minimize")
+METRICS = ("stsb_validation_spearman",)
 
 
 class ConfigError(ValueError):
@@ -36,6 +38,72 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
         return hydra.compose("config", overrides=list(overrides))
 
 
+def require_choice(key: str, value: Any, choices: Iterable[str]) -> None:
+    """``value`` is one of ``choices``."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise ConfigError(key, value, f"must be one of {', '.join(choices)}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def require_int(key: str, value: Any, minimum: int = 1, maximum: int | None = None, note: str = "") -> int:
+    """``value`` is an integer in ``minimum..maximum`` (``note`` is appended to the message)."""
+    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):
+        bound = f"in {minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+        raise ConfigError(key, value, f"must be an integer {bound}" + (f" ({note})" if note else ""))
+    return value
+
+
+def require_auto_or_int(key: str, value: Any, note: str = "") -> None:
+    """A key that takes ``auto`` or an integer >= 1 (``note`` is appended to the message)."""
+    if value != "auto" and (not _is_int(value) or value < 1):
+        raise ConfigError(key, value, "must be auto or an integer >= 1" + (f" ({note})" if note else ""))
+
+
+def require_number(
+    key: str, value: Any, low: float = -math.inf, high: float | None = None, strict: bool = False, note: str = ""
+) -> float:
+    """``value`` is a number >= ``low`` (> with ``strict``) and, with ``high``, <= ``high`` (``note`` is appended to
+    the message). Returns it as a float."""
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and (value > low if strict else value >= low)
+        and (high is None or value <= high)
+    )
+    if not ok:
+        bound = f"in [{low}, {high}]" if high is not None else f"{'>' if strict else '>='} {low}"
+        raise ConfigError(key, value, f"must be a number {bound}" + (f" ({note})" if note else ""))
+    return float(value)
+
+
+def parse_numbers(key: str, value: Any, kind: type = int) -> tuple:
+    """A set-valued config entry: a list (``[384, 256]``) or a comma string (``"384,256"``, a scalar that Optuna
+    can sweep). Returns a tuple of `kind` (int or float)."""
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, (int, float)) and not isinstance(items, bool):
+        items = [items]
+    if not isinstance(items, (list, tuple, ListConfig)) or len(items) == 0:
+        raise ConfigError(key, value, 'must be a non-empty list of numbers or a comma string like "384,256,128"')
+    numbers = []
+    for item in items:
+        try:
+            number = kind(item.strip()) if isinstance(item, str) else item
+        except ValueError:
+            number = None
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, (int, float))
+            or (kind is int and not isinstance(number, int))
+        ):
+            raise ConfigError(key, value, f"must contain {kind.__name__} values only")
+        numbers.append(kind(number))
+    return tuple(numbers)
+
+
 def resolve_scale(cfg: DictConfig) -> None:
     """Make `loss.scale` and `loss.temperature` consistent in place (scale = 1/temperature).
 
@@ -45,63 +113,30 @@ def resolve_scale(cfg: DictConfig) -> None:
     if "scale" not in loss:
         return
     if loss.get("temperature") is not None:
-        temperature = float(loss.temperature)
-        if not temperature > 0:
-            raise ConfigError(
-                "loss.temperature",
-                loss.temperature,
-                "must be > 0 (scale = 1/temperature; use loss.scale=0 for the zero-scale control)",
-            )
+        temperature = require_number(
+            "loss.temperature",
+            loss.temperature,
+            low=0,
+            strict=True,
+            note="scale = 1/temperature; use loss.scale=0 for the zero-scale control",
+        )
         loss.scale = 1.0 / temperature
-    scale = loss.scale
-    if scale is None or isinstance(scale, bool) or not isinstance(scale, (int, float)) or math.isnan(scale):
-        raise ConfigError("loss.scale", scale, "must be a number >= 0 (or set loss.temperature > 0)")
-    if scale < 0:
-        raise ConfigError("loss.scale", scale, "must be >= 0 (0 is the untrained control; scale = 1/temperature)")
-    loss.scale = float(scale)
-    loss.temperature = math.inf if scale == 0 else 1.0 / float(scale)
-
-
-def _check_choice(key: str, value: Any, choices: Iterable[str]) -> None:
-    choices = tuple(choices)
-    if value not in choices:
-        raise ConfigError(key, value, f"must be one of {', '.join(choices)}")
-
-
-def _check_positive_int(key: str, value: Any, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(key, value, f"must be an integer >= {minimum}")
-
-
-def check_auto_or_positive_int(key: str, value: Any, unit: str = "") -> None:
-    """A key that takes ``auto`` or an integer >= 1 (``unit`` is appended to the message)."""
-    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(key, value, "must be auto or an integer >= 1" + (f" ({unit})" if unit else ""))
-
-
-def _check_range(key: str, value: Any, low: float, high: float | None = None) -> None:
-    ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and value >= low
-        and (high is None or value <= high)
-    )
-    if not ok:
-        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
-        raise ConfigError(key, value, f"must be a number {bound}")
+    scale = require_number("loss.scale", loss.scale, low=0, note="0 is the untrained control; scale = 1/temperature")
+    loss.scale = scale
+    loss.temperature = math.inf if scale == 0 else 1.0 / scale
 
 
 def validate_model(model: DictConfig) -> None:
-    _check_choice("model.kind", model.kind, MODEL_KINDS)
-    _check_choice("model.static_init", model.static_init, STATIC_INITS)
-    _check_choice("model.pooling", model.pooling, POOLINGS)
+    require_choice("model.kind", model.kind, MODEL_KINDS)
+    require_choice("model.static_init", model.static_init, STATIC_INITS)
+    require_choice("model.pooling", model.pooling, POOLINGS)
     if not isinstance(model.name_or_path, str) or not model.name_or_path:
         raise ConfigError("model.name_or_path", model.name_or_path, "must be a hub model name or a local path")
     if model.num_layers is not None:
-        _check_positive_int("model.num_layers", model.num_layers)
+        require_int("model.num_layers", model.num_layers)
     if model.embedding_dim is not None:
-        _check_positive_int("model.embedding_dim", model.embedding_dim)
-    _check_positive_int("model.max_seq_length", model.max_seq_length)
+        require_int("model.embedding_dim", model.embedding_dim)
+    require_int("model.max_seq_length", model.max_seq_length)
     if model.config_overrides and not model.reinit:
         raise ConfigError(
             "model.config_overrides",
@@ -117,27 +152,27 @@ def validate_model(model: DictConfig) -> None:
 
 
 def validate_trial(trial: DictConfig) -> None:
-    _check_positive_int("trial.max_steps", trial.max_steps)
-    _check_positive_int("trial.batch_size", trial.batch_size, minimum=2)
-    _check_positive_int("trial.eval_steps", trial.eval_steps)
-    _check_positive_int("trial.logging_steps", trial.logging_steps)
-    check_auto_or_positive_int("trial.eval_batch_size", trial.eval_batch_size)
-    _check_positive_int("trial.seed", trial.seed, minimum=0)
-    _check_range("trial.learning_rate", trial.learning_rate, 0.0)
-    _check_range("trial.weight_decay", trial.weight_decay, 0.0)
-    _check_range("trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
-    _check_choice("trial.precision", trial.precision, PRECISIONS)
-    _check_choice("trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
+    require_int("trial.max_steps", trial.max_steps)
+    require_int("trial.batch_size", trial.batch_size, minimum=2)
+    require_int("trial.eval_steps", trial.eval_steps)
+    require_int("trial.logging_steps", trial.logging_steps)
+    require_auto_or_int("trial.eval_batch_size", trial.eval_batch_size)
+    require_int("trial.seed", trial.seed, minimum=0)
+    require_number("trial.learning_rate", trial.learning_rate, 0.0)
+    require_number("trial.weight_decay", trial.weight_decay, 0.0)
+    require_number("trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
+    require_choice("trial.precision", trial.precision, PRECISIONS)
+    require_choice("trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
     if trial.torch_threads is not None:
-        _check_positive_int("trial.torch_threads", trial.torch_threads)
+        require_int("trial.torch_threads", trial.torch_threads)
 
 
 def validate_data(data: DictConfig) -> None:
-    _check_choice("data.source", data.source, DATA_SOURCES)
+    require_choice("data.source", data.source, DATA_SOURCES)
     for split in ("train", "validation", "test"):
         spec = data[split]
         if spec.max_samples is not None:
-            _check_positive_int(f"data.{split}.max_samples", spec.max_samples)
+            require_int(f"data.{split}.max_samples", spec.max_samples)
         if not spec.columns:
             raise ConfigError(f"data.{split}.columns", spec.columns, "must list the columns to use, in order")
     if list(data.validation.columns)[-1:] != ["score"] or list(data.test.columns)[-1:] != ["score"]:
@@ -146,6 +181,19 @@ def validate_data(data: DictConfig) -> None:
             list(data.validation.columns),
             "STSB evaluation needs [sentence1, sentence2, score]",
         )
+
+
+def validate_study(study: DictConfig) -> None:
+    """Check the study's own keys (its sampler, pruner and search space are checked where they are built)."""
+    if not isinstance(study.name, str) or not study.name:
+        raise ConfigError("name", study.name, "must be a non-empty string (quote numbers: name='\"2024\"')")
+    require_choice("study.direction", study.direction, DIRECTIONS)
+    require_choice("study.metric", study.metric, METRICS)
+    for key in ("n_trials", "n_workers", "max_failures"):
+        if study[key] is not None:
+            require_int(f"study.{key}", study[key], note="or null")
+    require_int("study.max_retries", study.max_retries, minimum=0)
+    require_int("study.heartbeat_interval", study.heartbeat_interval, note="seconds")
 
 
 # `trial.eval_batch_size: auto`, measured with `python -m sweep.bench` (item 6): static models encode fastest in
@@ -160,7 +208,7 @@ def eval_batch_size(cfg: DictConfig) -> int:
         return cfg.trial.eval_batch_size
     if cfg.model.kind == "static":
         return AUTO_EVAL_BATCH_SIZE["static"]
-    import torch
+    import torch  # slow to import: only for a transformer with trial.eval_batch_size=auto
 
     on_gpu = cfg.trial.device != "cpu" and (cfg.trial.device != "auto" or torch.cuda.is_available())
     return AUTO_EVAL_BATCH_SIZE["transformer_gpu" if on_gpu else "transformer_cpu"]
@@ -169,28 +217,6 @@ def eval_batch_size(cfg: DictConfig) -> int:
 def resolve_eval_batch_size(cfg: DictConfig) -> None:
     """Replace ``trial.eval_batch_size: auto`` in place, so that logged params show the value used."""
     cfg.trial.eval_batch_size = eval_batch_size(cfg)
-
-
-def resolve_trial_config(cfg: DictConfig) -> None:
-    """Make derived keys consistent in place: scale/temperature, AnglE weights, the evaluation batch size."""
-    from sweep.losses import resolve_loss
-
-    resolve_scale(cfg)
-    resolve_loss(cfg)
-    resolve_eval_batch_size(cfg)
-
-
-def validate_trial_config(cfg: DictConfig) -> None:
-    """Check one trial's config (after search-space values are applied). Raises ConfigError."""
-    from sweep.layer_grid import validate_layer_grid
-    from sweep.losses import validate_loss
-
-    resolve_trial_config(cfg)
-    validate_model(cfg.model)
-    validate_trial(cfg.trial)
-    validate_data(cfg.data)
-    validate_loss(cfg)
-    validate_layer_grid(cfg)
 
 
 def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:

@@ -21,85 +21,29 @@ sets are lists or comma strings (``"1,2,3"``), so that they can be Optuna grid v
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from datasets import Dataset
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.losses.adaptive_layer import TransformerDecorator
 from sentence_transformers.util import batch_to_device
-from transformers import AutoConfig, PretrainedConfig
 
-from sweep.config import ConfigError, eval_batch_size
-from sweep.model import resolve_path
+from sweep.config import ConfigError, eval_batch_size, parse_numbers, require_choice
+from sweep.model import model_shape
 
 if TYPE_CHECKING:
     from sweep.tracking import TrialRun
 
 OBJECTIVES = ("full", "grid_mean", "cell")
 CELL = re.compile(r"^L(\d+)_D(\d+)$")
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What a model config implies, read from the base checkpoint's config only: embedding size and layers."""
-
-    dim: int
-    layers: int | None  # transformer layers; None for a static model
-
-
-@functools.lru_cache(maxsize=8)
-def _hf_config(path: str) -> PretrainedConfig:
-    return AutoConfig.from_pretrained(path)
-
-
-def model_shape(model: DictConfig) -> ModelShape:
-    """Embedding dimension and transformer layer count of the model `build_model(model)` would build."""
-    try:
-        config = _hf_config(resolve_path(model))
-    except OSError as error:
-        raise ConfigError(
-            "model.name_or_path", model.name_or_path, f"cannot read its config to check dimensions and layers ({error})"
-        ) from None
-    overrides = dict(model.config_overrides or {})
-    if model.kind == "static":
-        random_dim = model.static_init == "random" and model.embedding_dim
-        return ModelShape(model.embedding_dim if random_dim else config.hidden_size, None)
-    layers = model.num_layers or overrides.get("num_hidden_layers", config.num_hidden_layers)
-    return ModelShape(overrides.get("hidden_size", config.hidden_size), layers)
-
-
-def parse_numbers(key: str, value: Any, kind: type = int) -> tuple:
-    """A set-valued config entry: a list (``[384, 256]``) or a comma string (``"384,256"``, a scalar that Optuna
-    can sweep). Returns a tuple of `kind` (int or float)."""
-    items = value.split(",") if isinstance(value, str) else value
-    if isinstance(items, (int, float)) and not isinstance(items, bool):
-        items = [items]
-    if not isinstance(items, (list, tuple, ListConfig)) or len(items) == 0:
-        raise ConfigError(key, value, 'must be a non-empty list of numbers or a comma string like "384,256,128"')
-    numbers = []
-    for item in items:
-        try:
-            number = kind(item.strip()) if isinstance(item, str) else item
-        except ValueError:
-            number = None
-        if (
-            isinstance(number, bool)
-            or not isinstance(number, (int, float))
-            or (kind is int and not isinstance(number, int))
-        ):
-            raise ConfigError(key, value, f"must contain {kind.__name__} values only")
-        numbers.append(kind(number))
-    return tuple(numbers)
 
 
 def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -118,8 +62,7 @@ def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def validate_layer_grid(cfg: DictConfig) -> None:
     """Check `eval.*`: layers within the model, dims within its dimension, the objective and its cell."""
     ev = cfg.eval
-    if ev.objective not in OBJECTIVES:
-        raise ConfigError("eval.objective", ev.objective, f"must be one of {', '.join(OBJECTIVES)}")
+    require_choice("eval.objective", ev.objective, OBJECTIVES)
     if ev.objective != "full" and cfg.study.pruner.name != "none":
         raise ConfigError(
             "study.pruner.name",

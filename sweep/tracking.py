@@ -1,4 +1,5 @@
-"""MLflow logging through `MlflowClient`: one parent run per study, one nested run per trial.
+"""The MLflow side of a study through `MlflowClient`: opening the store, one parent run per study (with its
+summary), one nested run per trial, the library versions every run records.
 
 Names (the report module and the README rely on them):
 - parent run: tags ``sweep.role=study``, ``sweep.study_name``; its id is kept in the Optuna study's user
@@ -15,14 +16,32 @@ import json
 import platform
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import optuna
 from mlflow.entities import Metric, Param, RunTag
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
+
+from sweep.config import ConfigError
+from sweep.names import (
+    ATTR_MLFLOW_PARENT_RUN_ID,
+    ROLE_STUDY,
+    ROLE_TRIAL,
+    TAG_BEST_PARAMS,
+    TAG_END_REASON,
+    TAG_OPTUNA_STATE,
+    TAG_PARENT_RUN_ID,
+    TAG_ROLE,
+    TAG_RUN_NAME,
+    TAG_STUDY_NAME,
+    TAG_TRIAL_NUMBER,
+)
+from sweep.sqlite_lock import sqlite_init_lock
 
 MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_LENGTH = 6000
@@ -49,6 +68,21 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+def open_tracking(cfg: DictConfig) -> MlflowClient:
+    """An MlflowClient whose store answers (creating a new SQLite database under the lock)."""
+    try:
+        with sqlite_init_lock(cfg.tracking.uri):
+            client = MlflowClient(cfg.tracking.uri)  # creates the store (and a new database's schema) at once
+            client.search_experiments(max_results=1)
+    except Exception as error:  # noqa: BLE001 - any store or driver error: name the key and stop before training
+        raise ConfigError(
+            "tracking.uri",
+            cfg.tracking.uri,
+            f"cannot reach the MLflow tracking store ({type(error).__name__}: {error})",
+        ) from None
+    return client
+
+
 def _param_value(value: Any) -> str:
     text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
     return text[:MAX_PARAM_LENGTH]
@@ -73,7 +107,7 @@ def experiment_id(client: MlflowClient, name: str, artifact_location: str | None
 
 def parent_run(client: MlflowClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]) -> str:
     """The study's parent run: reused (and set RUNNING again) when the study already has one here."""
-    run_id = study.user_attrs.get("mlflow_parent_run_id")
+    run_id = study.user_attrs.get(ATTR_MLFLOW_PARENT_RUN_ID)
     if run_id is not None:
         try:
             run = client.get_run(run_id)
@@ -82,11 +116,52 @@ def parent_run(client: MlflowClient, study: optuna.Study, exp_id: str, params: M
         if run is not None and run.info.experiment_id == exp_id:
             client.update_run(run_id, status="RUNNING")
             return run_id
-    tags = {"sweep.role": "study", "sweep.study_name": study.study_name, "mlflow.runName": study.study_name}
+    tags = {TAG_ROLE: ROLE_STUDY, TAG_STUDY_NAME: study.study_name, TAG_RUN_NAME: study.study_name}
     run_id = client.create_run(exp_id, tags=tags, run_name=study.study_name).info.run_id
     log_params(client, run_id, params)
-    study.set_user_attr("mlflow_parent_run_id", run_id)
+    study.set_user_attr(ATTR_MLFLOW_PARENT_RUN_ID, run_id)
     return run_id
+
+
+def write_shared(write: Callable[[], object], attempts: int = 3) -> None:
+    """A write to the study's parent run, which every worker that finishes at the same moment also writes.
+
+    MLflow's SQL store inserts a tag (or latest metric) after checking that it is absent, so two workers can
+    collide on the unique key (IntegrityError); a retry then updates the row the other worker inserted.
+    """
+    for attempt in range(attempts):
+        try:
+            write()
+            return
+        except MlflowException as error:
+            if "IntegrityError" not in str(error) or attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+
+
+def close_parent_run(
+    client: MlflowClient,
+    run_id: str,
+    summary: Mapping[str, float],
+    best_params: str | None,
+    results_csv: str,
+    status: str,
+) -> None:
+    """End the parent run with the study's summary metrics, its best params (when a trial completed) and the
+    results table as ``results.csv``."""
+    for key, value in summary.items():
+        write_shared(lambda key=key, value=value: client.log_metric(run_id, key, value))
+    if best_params is not None:
+        write_shared(lambda: client.set_tag(run_id, TAG_BEST_PARAMS, best_params))
+    client.log_text(run_id, results_csv, "results.csv")
+    client.set_terminated(run_id, status=status)
+
+
+def kill_trial_run(client: MlflowClient, run_id: str, reason: str) -> None:
+    """End the run of a trial whose worker died: Optuna state FAIL, MLflow status KILLED."""
+    client.set_tag(run_id, TAG_OPTUNA_STATE, "FAIL")
+    client.set_tag(run_id, TAG_END_REASON, reason)
+    client.set_terminated(run_id, status="KILLED")
 
 
 class TrialRun:
@@ -97,11 +172,11 @@ class TrialRun:
     ) -> None:
         self.client = client
         tags = {
-            "mlflow.parentRunId": parent_id,
-            "sweep.role": "trial",
-            "sweep.study_name": study_name,
-            "sweep.trial_number": str(trial_number),
-            "sweep.optuna_state": "RUNNING",
+            TAG_PARENT_RUN_ID: parent_id,
+            TAG_ROLE: ROLE_TRIAL,
+            TAG_STUDY_NAME: study_name,
+            TAG_TRIAL_NUMBER: str(trial_number),
+            TAG_OPTUNA_STATE: "RUNNING",
         }
         self.run_id = client.create_run(exp_id, tags=tags, run_name=run_name).info.run_id
 
@@ -121,9 +196,9 @@ class TrialRun:
         self.client.log_dict(self.run_id, data, artifact_file)
 
     def end(self, state: optuna.trial.TrialState, reason: str | None = None) -> None:
-        tags = {"sweep.optuna_state": state.name}
+        tags = {TAG_OPTUNA_STATE: state.name}
         if reason:
-            tags["sweep.end_reason"] = reason
+            tags[TAG_END_REASON] = reason
         self.set_tags(tags)
         status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state.name, "FAILED")
         self.client.set_terminated(self.run_id, status=status)

@@ -25,6 +25,13 @@ from sweep import data as data_module
 from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
 from sweep.losses import build_loss, learning_rate_mapping
 from sweep.model import build_model
+from sweep.names import (
+    ATTR_TEST_SPEARMAN,
+    ATTR_TRAIN_SECONDS,
+    ATTR_VALIDATION_SPEARMAN,
+    SCALE_ZERO_MODE,
+    TAG_SCALE_ZERO,
+)
 from sweep.preprocess_cache import PreprocessCache
 from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
 from sweep.tracking import TrialRun
@@ -33,7 +40,6 @@ log = logging.getLogger(__name__)
 
 VALIDATION = "stsb_validation"
 TEST = "stsb_test"
-SCALE_ZERO_MODE = "trained_with_zero_gradient"
 
 
 def _cache_key(*parts: Any) -> str:
@@ -229,7 +235,8 @@ def device_of(cfg: DictConfig) -> str | None:
 def train_and_evaluate(
     trial: optuna.Trial, cfg: DictConfig, resources: StudyResources, run: TrialRun, quiet: bool
 ) -> float:
-    """Train one trial and return its STSB validation Spearman. Raises optuna.TrialPruned when pruned."""
+    """Train one trial and return its objective (`eval.objective`; by default the STSB validation Spearman).
+    Raises optuna.TrialPruned when pruned."""
     if cfg.trial.torch_threads:
         torch.set_num_threads(cfg.trial.torch_threads)
     stats = cfg.stats
@@ -258,7 +265,7 @@ def train_and_evaluate(
     loss = build_loss(model, cfg)
     scale_zero = cfg.loss.get("scale") == 0
     if scale_zero:
-        run.set_tags({"sweep.scale_zero": SCALE_ZERO_MODE})
+        run.set_tags({TAG_SCALE_ZERO: SCALE_ZERO_MODE})
         initial_weights = {name: p.detach().clone() for name, p in model.named_parameters()}
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
@@ -308,8 +315,9 @@ def train_and_evaluate(
     objective = objective_value(cfg.eval, val, grid)
     metrics["objective"] = objective
     run.log_metrics(metrics, step=steps)
-    trial.set_user_attr(f"{TEST}_spearman", test_value)
-    trial.set_user_attr("train_seconds", train_seconds)
+    trial.set_user_attr(ATTR_VALIDATION_SPEARMAN, val)
+    trial.set_user_attr(ATTR_TEST_SPEARMAN, test_value)
+    trial.set_user_attr(ATTR_TRAIN_SECONDS, train_seconds)
     return objective
 
 

@@ -9,8 +9,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep import search_space
-from sweep.config import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten, resolve_scale, validate_trial_config
-from sweep.study import validate
+from sweep.config import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten, resolve_scale
+from sweep.study import open_sweep
+from sweep.study_setup import declared_space, validate
+from sweep.validation import validate_trial_config
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
 
@@ -75,8 +77,6 @@ def test_search_space_grid_and_distributions():
 
 
 def test_seeds_become_a_trial_seed_axis(compose_cfg):
-    from sweep.study import declared_space
-
     cfg = compose_cfg("+experiment=mnrl_scale", "study.seeds=[0,1,2]", tiny=False)
     space = search_space.parse(declared_space(cfg))
     assert space["trial.seed"] == [0, 1, 2] and search_space.grid_size(space) == 3 * len(space["loss.scale"])
@@ -124,8 +124,6 @@ def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overr
 
 
 def test_unknown_model_is_refused_before_training(compose_cfg, monkeypatch):
-    from sweep.study import open_sweep
-
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cfg = compose_cfg("model.name_or_path=no-such-org/no-such-model", "name=unknown_model")
     with pytest.raises(ConfigError) as error:
@@ -142,8 +140,6 @@ def test_unknown_model_is_refused_before_training(compose_cfg, monkeypatch):
     ],
 )
 def test_unreachable_storage_or_tracking_is_named(compose_cfg, monkeypatch, override, key):
-    from sweep.study import open_sweep
-
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
     with pytest.raises(ConfigError) as error:

@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 
+from sweep.names import ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
 from tests.conftest import TINY
 
 REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.e2e
 
 
 def sweep_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -37,8 +41,8 @@ def test_mnrl_scale_end_to_end_and_rerun_trains_nothing(tmp_path):
     client = MlflowClient(f"sqlite:///{db}")
     experiment = client.get_experiment_by_name("mnrl_scale")
     runs = client.search_runs([experiment.experiment_id])
-    assert sum(r.data.tags.get("sweep.role") == "study" for r in runs) == 1
-    assert sorted(float(r.data.params["loss.scale"]) for r in runs if r.data.tags.get("sweep.role") == "trial") == [
+    assert sum(r.data.tags.get(TAG_ROLE) == ROLE_STUDY for r in runs) == 1
+    assert sorted(float(r.data.params["loss.scale"]) for r in runs if r.data.tags.get(TAG_ROLE) == ROLE_TRIAL) == [
         0,
         1,
         20,

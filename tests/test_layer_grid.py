@@ -10,20 +10,18 @@ import torch
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
-from sweep.config import ConfigError
+from sweep.config import ConfigError, parse_numbers
 from sweep.data import load_split
 from sweep.layer_grid import (
     grid_metrics,
     grid_sets,
     layer_dim_spearman,
     log_layer_grid,
-    model_shape,
     objective_value,
-    parse_numbers,
     stsb_layer_grid,
     validate_layer_grid,
 )
-from sweep.model import build_model
+from sweep.model import build_model, model_shape
 
 LAYERS, DIMS = (0, 1, 2), (32, 16, 8)
 

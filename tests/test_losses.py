@@ -21,7 +21,9 @@ from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
 from sweep.model import build_model
-from sweep.study import finish, open_sweep, validate
+from sweep.names import ROLE_TRIAL, TAG_ROLE
+from sweep.study import finish, open_sweep
+from sweep.study_setup import validate
 from sweep.trial import TrialTrainer
 
 LOSS_CONFIGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "loss").glob("*.yaml"))
@@ -65,7 +67,7 @@ def run_sweep(cfg):
 def metric_history(cfg, key: str) -> list[float]:
     client = MlflowClient(cfg.tracking.uri)
     experiment = client.get_experiment_by_name(cfg.tracking.experiment_name)
-    (run,) = [r for r in client.search_runs([experiment.experiment_id]) if r.data.tags.get("sweep.role") == "trial"]
+    (run,) = [r for r in client.search_runs([experiment.experiment_id]) if r.data.tags.get(TAG_ROLE) == ROLE_TRIAL]
     return [m.value for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)]
 
 

@@ -15,6 +15,7 @@ import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 
+from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_TRIAL, TAG_END_REASON, TAG_PARENT_RUN_ID, TAG_ROLE
 from sweep.study import finish, open_sweep
 from tests.conftest import TINY
 
@@ -43,7 +44,7 @@ def completed_points(storage: str, name: str = "mnrl_scale") -> Counter:
 def child_runs(tracking_uri: str, name: str = "mnrl_scale") -> list:
     client = MlflowClient(tracking_uri)
     experiment = client.get_experiment_by_name(name)
-    return [r for r in client.search_runs([experiment.experiment_id]) if r.data.tags.get("sweep.role") == "trial"]
+    return [r for r in client.search_runs([experiment.experiment_id]) if r.data.tags.get(TAG_ROLE) == ROLE_TRIAL]
 
 
 def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
@@ -62,7 +63,7 @@ def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
             study = optuna.load_study(study_name="mnrl_scale", storage=storage)
         except (KeyError, Exception):  # noqa: BLE001 - not created yet
             continue
-        if any(t.state == optuna.trial.TrialState.RUNNING and "mlflow_run_id" in t.user_attrs for t in study.trials):
+        if any(t.state == optuna.trial.TrialState.RUNNING and ATTR_MLFLOW_RUN_ID in t.user_attrs for t in study.trials):
             break
     else:
         victim.kill()
@@ -86,7 +87,7 @@ def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
     statuses = Counter(r.info.status for r in runs)
     assert statuses == {"FINISHED": 3, "KILLED": 1}
     killed = next(r for r in runs if r.info.status == "KILLED")
-    assert "heartbeat" in killed.data.tags["sweep.end_reason"]
+    assert "heartbeat" in killed.data.tags[TAG_END_REASON]
 
 
 def two_workers_cover_the_grid_once(tmp_path: Path, storage: str) -> None:
@@ -96,7 +97,7 @@ def two_workers_cover_the_grid_once(tmp_path: Path, storage: str) -> None:
     assert all(w.returncode == 0 for w in workers), "\n".join(o[-2000:] for o in outputs)
     assert completed_points(storage) == {s: 1 for s in (0, 1, 2, 5, 10, 20)}
     runs = child_runs(f"sqlite:///{tmp_path}/mlflow.db")
-    assert len(runs) == 6 and len({r.data.tags["mlflow.parentRunId"] for r in runs}) == 1
+    assert len(runs) == 6 and len({r.data.tags[TAG_PARENT_RUN_ID] for r in runs}) == 1
     trained_by = Counter(r.data.params["trial.torch_threads"] for r in runs)
     assert sum(trained_by.values()) == 6
 
@@ -136,8 +137,8 @@ def test_diverging_trial_fails_with_its_reason_and_the_study_goes_on(compose_cfg
     failed = next(t for t in sweep.study.trials if t.state == optuna.trial.TrialState.FAIL)
     assert failed.user_attrs["fail_reason"].startswith("diverged: training loss became NaN/inf at step 1")
     client = MlflowClient(cfg.tracking.uri)
-    run = client.get_run(failed.user_attrs["mlflow_run_id"])
-    assert run.info.status == "FAILED" and "diverged" in run.data.tags["sweep.end_reason"]
+    run = client.get_run(failed.user_attrs[ATTR_MLFLOW_RUN_ID])
+    assert run.info.status == "FAILED" and "diverged" in run.data.tags[TAG_END_REASON]
 
 
 def test_failure_cap_stops_a_study_that_fails_everywhere(compose_cfg):

@@ -8,6 +8,17 @@ import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 
+from sweep.names import (
+    ROLE_STUDY,
+    ROLE_TRIAL,
+    SCALE_ZERO_MODE,
+    TAG_END_REASON,
+    TAG_OPTUNA_STATE,
+    TAG_PARENT_RUN_ID,
+    TAG_ROLE,
+    TAG_SCALE_ZERO,
+    TAG_STUDY_NAME,
+)
 from sweep.study import finish, open_sweep
 
 GRID = "+study.search_space.loss.scale=[0,20]"
@@ -23,8 +34,8 @@ def trial_runs(cfg):
     client = MlflowClient(cfg.tracking.uri)
     experiment = client.get_experiment_by_name(cfg.tracking.experiment_name)
     runs = client.search_runs([experiment.experiment_id])
-    parents = [r for r in runs if r.data.tags.get("sweep.role") == "study"]
-    children = [r for r in runs if r.data.tags.get("sweep.role") == "trial"]
+    parents = [r for r in runs if r.data.tags.get(TAG_ROLE) == ROLE_STUDY]
+    children = [r for r in runs if r.data.tags.get(TAG_ROLE) == ROLE_TRIAL]
     return client, parents, children
 
 
@@ -35,6 +46,7 @@ def test_grid_study_logs_parent_and_one_child_per_trial(compose_cfg):
     assert sorted(table.scale) == [0.0, 20.0]
     assert (table.state == "COMPLETE").all()
     assert all(math.isfinite(v) for v in table.stsb_val) and all(math.isfinite(v) for v in table.stsb_test)
+    assert table.objective.equals(table.stsb_val), "eval.objective=full: the objective is the STSB validation"
 
     client, parents, children = trial_runs(cfg)
     assert len(parents) == 1 and len(children) == 2
@@ -42,8 +54,8 @@ def test_grid_study_logs_parent_and_one_child_per_trial(compose_cfg):
     assert parent.info.status == "FINISHED" and parent.info.run_id == sweep.parent_run_id
     for child in children:
         tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
-        assert tags["mlflow.parentRunId"] == parent.info.run_id
-        assert tags["sweep.study_name"] == "grid_test" and tags["sweep.optuna_state"] == "COMPLETE"
+        assert tags[TAG_PARENT_RUN_ID] == parent.info.run_id
+        assert tags[TAG_STUDY_NAME] == "grid_test" and tags[TAG_OPTUNA_STATE] == "COMPLETE"
         assert child.info.status == "FINISHED"
         assert float(params["loss.scale"]) in (0.0, 20.0)
         assert params["loss.temperature"] in ("inf", "0.05")
@@ -82,7 +94,7 @@ def test_scale_zero_trains_with_zero_gradient(compose_cfg):
     _, table = run_study(cfg)
     assert table.state.tolist() == ["COMPLETE"]
     _, _, (child,) = trial_runs(cfg)
-    assert child.data.tags["sweep.scale_zero"] == "trained_with_zero_gradient"
+    assert child.data.tags[TAG_SCALE_ZERO] == SCALE_ZERO_MODE
     assert child.data.metrics["max_weight_change"] == 0.0
     # ln(candidates): batch 8 anchors against 8 positives + 8 negatives
     assert child.data.metrics["train_loss"] == pytest.approx(math.log(16), abs=1e-5)
@@ -125,8 +137,8 @@ def test_a_failed_grid_point_is_queued_again_once(compose_cfg, monkeypatch):
     complete = [t for t in sweep.study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert sorted(t.params["loss.scale"] for t in complete) == [0, 20], "every grid point done exactly once"
     _, _, children = trial_runs(cfg)
-    failed = [c for c in children if c.data.tags["sweep.optuna_state"] == "FAIL"]
-    assert failed[0].info.status == "FAILED" and "boom" in failed[0].data.tags["sweep.end_reason"]
+    failed = [c for c in children if c.data.tags[TAG_OPTUNA_STATE] == "FAIL"]
+    assert failed[0].info.status == "FAILED" and "boom" in failed[0].data.tags[TAG_END_REASON]
 
     sweep, _ = run_study(compose_cfg(GRID, "name=retry"))
     assert len(sweep.study.trials) == 3, "a rerun trains nothing"
@@ -164,7 +176,7 @@ def test_parent_run_writes_retry_a_concurrent_insert_collision():
     IntegrityError on the tag's unique key, which a retry (now an update) resolves. Other errors are raised."""
     from mlflow.exceptions import MlflowException
 
-    from sweep.study import write_shared
+    from sweep.tracking import write_shared
 
     calls = []
 

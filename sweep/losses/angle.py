@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AnglELoss
 
+from sweep.losses.spec import SCORED_PAIRS_OR_TEXT_TUPLES, LossSpec
 
-def angle_loss(model: SentenceTransformer, scale: float = 20.0) -> AnglELoss:
-    r"""sentence-transformers' AnglELoss: CoSENT on the angle difference in complex space.
+
+def from_config(model: SentenceTransformer, cfg: DictConfig) -> AnglELoss:
+    r"""sentence-transformers' AnglELoss at scale `loss.scale`: CoSENT on the angle difference in complex space.
 
     Each embedding is split into real and imaginary halves, z = a + bi; for a pair (u, v), ``pairwise_angle_sim``
     scores the normalized complex division u / v, and
@@ -25,4 +28,7 @@ def angle_loss(model: SentenceTransformer, scale: float = 20.0) -> AnglELoss:
     Data: (sentence1, sentence2, score) pairs, or (anchor, positive, negative...) text tuples (positives get
     label 1, negatives 0).
     """
-    return AnglELoss(model, scale=scale)
+    return AnglELoss(model, scale=cfg.loss.scale)
+
+
+SPEC = LossSpec(from_config, SCORED_PAIRS_OR_TEXT_TUPLES)

@@ -5,14 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
+from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss
 from torch import Tensor, nn
 
+from sweep.config import ConfigError, parse_numbers, require_number
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
+from sweep.losses.spec import SCORED_PAIRS, LossSpec
 
 TERMS = ("cos", "ibn", "angle")
+
+
+def check_weights(key: str, weights: tuple[float, float, float]) -> None:
+    """(w1, w2, w3) are >= 0 and not all zero."""
+    if min(weights) < 0 or max(weights) == 0:
+        raise ConfigError(
+            key, list(weights), "weights must be >= 0 and not all zero (w1 cosine, w2 in-batch negatives, w3 angle)"
+        )
 
 
 class AnglECompositeLoss(nn.Module):
@@ -51,8 +62,7 @@ class AnglECompositeLoss(nn.Module):
     ) -> None:
         super().__init__()
         weights = (w1, w2, w3)
-        if min(weights) < 0 or max(weights) == 0:
-            raise ValueError(f"weights must be >= 0 and not all zero, got {weights}")
+        check_weights("w1/w2/w3", weights)
         self.model = model
         self.weights = dict(zip(TERMS, map(float, weights), strict=True))
         self.positive_threshold = positive_threshold
@@ -85,3 +95,44 @@ class AnglECompositeLoss(nn.Module):
 
     def logged_metrics(self) -> dict[str, float]:
         return dict(self.last_terms)
+
+
+def weights(loss: DictConfig) -> tuple[float, float, float]:
+    """(w1, w2, w3): `loss.weights` ("w1,w2,w3", a grid-friendly string) wins over w1/w2/w3."""
+    if loss.weights is not None:
+        parsed = parse_numbers("loss.weights", loss.weights, float)
+        if len(parsed) != 3:
+            raise ConfigError(
+                "loss.weights", loss.weights, 'must be three numbers "w1,w2,w3" (cosine, in-batch negatives, angle)'
+            )
+        return parsed
+    return tuple(require_number(f"loss.{key}", loss[key], low=0) for key in ("w1", "w2", "w3"))
+
+
+def check(cfg: DictConfig) -> None:
+    loss = cfg.loss
+    check_weights("loss.weights" if loss.weights is not None else "loss.w1/w2/w3", weights(loss))
+    for name in ("cos_scale", "ibn_scale", "angle_scale"):
+        require_number(f"loss.{name}", loss[name], low=0)
+    require_number("loss.positive_threshold", loss.positive_threshold)
+
+
+def resolve(cfg: DictConfig) -> None:
+    """Make the logged params show what trains: a `loss.weights` string sets w1, w2, w3."""
+    if cfg.loss.weights is not None:
+        cfg.loss.w1, cfg.loss.w2, cfg.loss.w3 = weights(cfg.loss)
+
+
+def from_config(model: SentenceTransformer, cfg: DictConfig) -> AnglECompositeLoss:
+    loss = cfg.loss
+    return AnglECompositeLoss(
+        model,
+        *weights(loss),
+        cos_scale=loss.cos_scale,
+        ibn_scale=loss.ibn_scale,
+        angle_scale=loss.angle_scale,
+        positive_threshold=loss.positive_threshold,
+    )
+
+
+SPEC = LossSpec(from_config, SCORED_PAIRS, check=check, resolve=resolve)

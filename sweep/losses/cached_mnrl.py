@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
 
-from sweep.losses.mnrl import SIMILARITIES
+from sweep.config import require_int
+from sweep.losses import mnrl
+from sweep.losses.spec import TEXT_TUPLES, LossSpec
 
 
 class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLoss):
@@ -37,7 +40,22 @@ class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLos
         super().__init__(
             model,
             scale=scale if scale > 0 else 1.0,
-            similarity_fct=SIMILARITIES[similarity],
+            similarity_fct=mnrl.SIMILARITIES[similarity],
             mini_batch_size=mini_batch_size,
         )
         self.scale = float(scale)  # delegated to the wrapped MultipleNegativesRankingLoss
+
+
+def check(cfg: DictConfig) -> None:
+    mnrl.check(cfg)
+    require_int("loss.mini_batch_size", cfg.loss.mini_batch_size)
+
+
+def from_config(model: SentenceTransformer, cfg: DictConfig) -> ScaledCachedMultipleNegativesRankingLoss:
+    loss = cfg.loss
+    return ScaledCachedMultipleNegativesRankingLoss(
+        model, scale=loss.scale, similarity=loss.similarity, mini_batch_size=loss.mini_batch_size
+    )
+
+
+SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, transformer_only=True, gradient_cache=True)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 from sentence_transformers.util import pairwise_cos_sim, pairwise_dot_score
 
+from sweep.config import require_choice
+from sweep.losses.spec import SCORED_PAIRS, LossSpec
+
 PAIRWISE_SIMILARITIES = {"cosine": pairwise_cos_sim, "dot": pairwise_dot_score}
 
 
-def cosent_loss(model: SentenceTransformer, scale: float = 20.0, similarity: str = "cosine") -> CoSENTLoss:
-    r"""sentence-transformers' CoSENTLoss with a named similarity.
+def from_config(model: SentenceTransformer, cfg: DictConfig) -> CoSENTLoss:
+    r"""sentence-transformers' CoSENTLoss with the similarity `loss.similarity` at scale `loss.scale`.
 
     .. math::
         L = \log\Big(1 + \sum_{(i,j), (k,l):\ y_{ij} > y_{kl}}
@@ -23,4 +27,11 @@ def cosent_loss(model: SentenceTransformer, scale: float = 20.0, similarity: str
 
     Data: (sentence1, sentence2, score) with a float score (STSB: 0..1); only the order of the scores matters.
     """
-    return CoSENTLoss(model, scale=scale, similarity_fct=PAIRWISE_SIMILARITIES[similarity])
+    return CoSENTLoss(model, scale=cfg.loss.scale, similarity_fct=PAIRWISE_SIMILARITIES[cfg.loss.similarity])
+
+
+def check(cfg: DictConfig) -> None:
+    require_choice("loss.similarity", cfg.loss.similarity, PAIRWISE_SIMILARITIES)
+
+
+SPEC = LossSpec(from_config, SCORED_PAIRS, check=check)

@@ -8,9 +8,12 @@ from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 
+from sweep.config import ConfigError, require_choice, require_number
+from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, LossSpec
 from sweep.model import build_model, resolve_path
 
 BASE_GUIDE = "base"
+MARGIN_STRATEGIES = ("absolute", "relative")
 
 
 @functools.lru_cache(maxsize=2)
@@ -29,7 +32,7 @@ def guide_model(cfg: DictConfig, device: str) -> SentenceTransformer:
     return _pretrained_guide(path, device)
 
 
-def gist_loss(model: SentenceTransformer, cfg: DictConfig) -> GISTEmbedLoss:
+def from_config(model: SentenceTransformer, cfg: DictConfig) -> GISTEmbedLoss:
     r"""sentence-transformers' GISTEmbedLoss with the guide of `loss.guide`, at temperature 1/`loss.scale`.
 
     For anchors a_i, positives p_i (and negatives n_i), candidates are the positives, other anchors, other
@@ -58,3 +61,19 @@ def gist_loss(model: SentenceTransformer, cfg: DictConfig) -> GISTEmbedLoss:
         contrast_anchors=loss.contrast_anchors,
         contrast_positives=loss.contrast_positives,
     )
+
+
+def check(cfg: DictConfig) -> None:
+    loss = cfg.loss
+    require_number("loss.scale", loss.scale, low=0, strict=True)  # temperature inf: the masked -inf logits turn NaN
+    require_choice("loss.margin_strategy", loss.margin_strategy, MARGIN_STRATEGIES)
+    require_number("loss.margin", loss.margin)
+    if not isinstance(loss.guide, str) or not loss.guide:
+        raise ConfigError(
+            "loss.guide",
+            loss.guide,
+            f"must be {BASE_GUIDE!r} (a frozen copy of the base model) or a SentenceTransformer name or path",
+        )
+
+
+SPEC = LossSpec(from_config, TEXT_PAIRS_OR_TRIPLETS, check=check, transformer_only=True)

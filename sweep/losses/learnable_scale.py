@@ -5,11 +5,21 @@ from __future__ import annotations
 import math
 
 import torch
+from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch import Tensor, nn
 
-from sweep.losses.mnrl import SIMILARITIES
+from sweep.config import ConfigError, require_number
+from sweep.losses import mnrl
+from sweep.losses.spec import TEXT_TUPLES, LossSpec
+
+
+def check_scales(scale: float, max_scale: float | None, prefix: str = "") -> None:
+    """The initial scale is > 0 (it is stored as its log) and the clamp, when set, is >= it."""
+    require_number(f"{prefix}scale", scale, low=0, strict=True, note="the initial scale, stored as its log")
+    if max_scale is not None:
+        require_number(f"{prefix}max_scale", max_scale, low=scale)
 
 
 class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
@@ -39,11 +49,8 @@ class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         similarity: str = "cosine",
         max_scale: float | None = None,
     ) -> None:
-        if not scale > 0:
-            raise ValueError(f"the initial scale must be > 0 (it is stored as its log), got {scale}")
-        if max_scale is not None and not max_scale >= scale:
-            raise ValueError(f"max_scale must be >= the initial scale {scale}, got {max_scale}")
-        super().__init__(model, scale=scale, similarity_fct=SIMILARITIES[similarity])
+        check_scales(scale, max_scale)
+        super().__init__(model, scale=scale, similarity_fct=mnrl.SIMILARITIES[similarity])
         self.max_scale = max_scale
 
     @property
@@ -63,3 +70,34 @@ class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
     def logged_metrics(self) -> dict[str, float]:
         scale = float(self.scale.detach())
         return {"learned_scale": scale, "learned_temperature": 1.0 / scale}
+
+
+def check(cfg: DictConfig) -> None:
+    loss = cfg.loss
+    mnrl.check(cfg)
+    check_scales(loss.scale, loss.max_scale, prefix="loss.")
+    if loss.scale_learning_rate is not None:
+        require_number("loss.scale_learning_rate", loss.scale_learning_rate, low=0, strict=True)
+    if cfg.trial.weight_decay > 0:
+        raise ConfigError(
+            "trial.weight_decay",
+            cfg.trial.weight_decay,
+            "must be 0 with loss.name=learnable_scale: decay would pull logit_scale towards 0 (scale 1)",
+        )
+
+
+def from_config(model: SentenceTransformer, cfg: DictConfig) -> LearnableScaleMultipleNegativesRankingLoss:
+    loss = cfg.loss
+    return LearnableScaleMultipleNegativesRankingLoss(
+        model, scale=loss.scale, similarity=loss.similarity, max_scale=loss.max_scale
+    )
+
+
+def learning_rates(cfg: DictConfig) -> dict[str, float]:
+    """`loss.scale_learning_rate` for the logit_scale parameter (null: the trial's learning rate)."""
+    if cfg.loss.scale_learning_rate is None:
+        return {}
+    return {r"logit_scale$": float(cfg.loss.scale_learning_rate)}
+
+
+SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, learning_rates=learning_rates)

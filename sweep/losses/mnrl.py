@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 
+from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from sentence_transformers.util import cos_sim, dot_score
+
+from sweep.config import require_choice
+from sweep.losses.spec import TEXT_TUPLES, LossSpec
 
 SIMILARITIES = {"cosine": cos_sim, "dot": dot_score}
 
@@ -40,3 +44,14 @@ class ScaledMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
     @property
     def temperature(self) -> float:
         return math.inf if self.scale == 0 else 1.0 / self.scale
+
+
+def check(cfg: DictConfig) -> None:
+    require_choice("loss.similarity", cfg.loss.similarity, SIMILARITIES)
+
+
+def from_config(model: SentenceTransformer, cfg: DictConfig) -> ScaledMultipleNegativesRankingLoss:
+    return ScaledMultipleNegativesRankingLoss(model, scale=cfg.loss.scale, similarity=cfg.loss.similarity)
+
+
+SPEC = LossSpec(from_config, TEXT_TUPLES, check=check)

@@ -16,8 +16,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss, MatryoshkaLoss
 from torch import nn
 
-from sweep.config import ConfigError
-from sweep.layer_grid import model_shape, parse_numbers
+from sweep.config import ConfigError, parse_numbers, require_choice, require_int, require_number
+from sweep.model import model_shape
 
 WRAPPERS = ("matryoshka", "adaptive_layer", "matryoshka2d")
 LAYER_WEIGHTINGS = ("uniform", "log", "linear")
@@ -69,14 +69,9 @@ def wrap(model: SentenceTransformer, loss: nn.Module, wrapper: DictConfig) -> nn
     return wrapped
 
 
-def _check_number(key: str, value: Any, low: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
-        raise ConfigError(key, value, f"must be a number >= {low}")
-
-
 def _check_step(key: str, value: Any, count: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= count):
-        raise ConfigError(key, value, f"must be -1 (all) or an integer in 1..{count} ({what})")
+    if not (isinstance(value, int) and value == -1):  # -1: all of them
+        require_int(key, value, minimum=1, maximum=count, note=f"or -1 for all; {what}")
 
 
 def validate_wrapper(cfg: DictConfig, gradient_cache: bool) -> None:
@@ -85,8 +80,7 @@ def validate_wrapper(cfg: DictConfig, gradient_cache: bool) -> None:
     wrapper = cfg.loss.wrapper
     if wrapper.name is None:
         return
-    if wrapper.name not in WRAPPERS:
-        raise ConfigError("loss.wrapper.name", wrapper.name, f"must be null or one of {', '.join(WRAPPERS)}")
+    require_choice("loss.wrapper.name", wrapper.name, WRAPPERS)
     if wrapper.name in LAYER_WRAPPERS:
         if cfg.model.kind != "transformer":
             raise ConfigError(
@@ -127,8 +121,5 @@ def validate_wrapper(cfg: DictConfig, gradient_cache: bool) -> None:
             f"the model has {shape.layers} layers",
         )
         for key in ("last_layer_weight", "prior_layers_weight", "kl_div_weight", "kl_temperature"):
-            _check_number(f"loss.wrapper.{key}", wrapper[key], 0)
-        if wrapper.layer_weighting not in LAYER_WEIGHTINGS:
-            raise ConfigError(
-                "loss.wrapper.layer_weighting", wrapper.layer_weighting, f"must be one of {', '.join(LAYER_WEIGHTINGS)}"
-            )
+            require_number(f"loss.wrapper.{key}", wrapper[key], low=0)
+        require_choice("loss.wrapper.layer_weighting", wrapper.layer_weighting, LAYER_WEIGHTINGS)

@@ -1,0 +1,62 @@
+"""What every loss module declares for the registry: its training-columns rule, its checks, its construction from
+the config and the model it needs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from omegaconf import DictConfig
+from sentence_transformers import SentenceTransformer
+from torch import nn
+
+LABELS = {"score", "label"}
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A training-columns rule: what a loss needs, in words, and whether a list of columns fits it."""
+
+    description: str
+    accepts: Callable[[list[str]], bool]
+
+
+def _text_tuples(columns: list[str]) -> bool:
+    return len(columns) >= 2 and not LABELS & set(columns)
+
+
+def _scored_pairs(columns: list[str]) -> bool:
+    return len(columns) == 3 and len(LABELS & set(columns)) == 1
+
+
+TEXT_TUPLES = Columns("(anchor, positive[, negative...]) text columns, no score/label", _text_tuples)
+TEXT_PAIRS_OR_TRIPLETS = Columns(
+    "(anchor, positive) or (anchor, positive, negative) text columns, no score/label",
+    lambda columns: _text_tuples(columns) and len(columns) <= 3,
+)
+SCORED_PAIRS = Columns("(sentence1, sentence2, score) pairs with a float score", _scored_pairs)
+SCORED_PAIRS_OR_TEXT_TUPLES = Columns(
+    "(sentence1, sentence2, score) pairs, or (anchor, positive, negative...) text tuples",
+    lambda columns: _scored_pairs(columns) or (_text_tuples(columns) and len(columns) >= 3),
+)
+
+
+def _nothing(cfg: DictConfig) -> None:
+    return None
+
+
+def _no_learning_rates(cfg: DictConfig) -> dict[str, float]:
+    return {}
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    """One loss of `loss.name`, as its module declares it."""
+
+    from_config: Callable[[SentenceTransformer, DictConfig], nn.Module]  # (model, the trial's whole config)
+    columns: Columns
+    check: Callable[[DictConfig], None] = _nothing  # raises ConfigError on a bad loss parameter
+    resolve: Callable[[DictConfig], None] = _nothing  # makes derived loss keys consistent in place
+    learning_rates: Callable[[DictConfig], dict[str, float]] = _no_learning_rates  # per-parameter, by name pattern
+    transformer_only: bool = False  # needs model.kind=transformer
+    gradient_cache: bool = False  # back-propagates from a hook (no layer wrappers)

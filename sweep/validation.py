@@ -1,0 +1,58 @@
+"""Whole-config validation, above the config sections, the losses and the layer grid: one trial's config, and every
+point of a study's search space, before any training."""
+
+from __future__ import annotations
+
+import json
+
+from omegaconf import DictConfig, OmegaConf
+
+from sweep import search_space
+from sweep.config import (
+    ConfigError,
+    resolve_eval_batch_size,
+    resolve_scale,
+    validate_data,
+    validate_model,
+    validate_trial,
+)
+from sweep.data import SPLITS, resolve_source
+from sweep.layer_grid import validate_layer_grid
+from sweep.losses import resolve_loss, validate_loss
+
+
+def resolve_trial_config(cfg: DictConfig) -> None:
+    """Make derived keys consistent in place: scale/temperature, AnglE weights, the evaluation batch size."""
+    resolve_scale(cfg)
+    resolve_loss(cfg)
+    resolve_eval_batch_size(cfg)
+
+
+def validate_trial_config(cfg: DictConfig) -> None:
+    """Check one trial's config (after search-space values are applied). Raises ConfigError."""
+    resolve_trial_config(cfg)
+    validate_model(cfg.model)
+    validate_trial(cfg.trial)
+    validate_data(cfg.data)
+    validate_loss(cfg)
+    validate_layer_grid(cfg)
+
+
+def validate_space(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
+    """Check every grid point (or distribution bound) of `space` applied to `cfg`, and where the data comes from.
+
+    Returns the distinct model configs of those points (for the availability check before training)."""
+    models: dict[str, DictConfig] = {}
+    for point in search_space.candidate_points(space) or [{}]:
+        trial_cfg = search_space.apply(cfg, point)
+        try:
+            validate_trial_config(trial_cfg)
+        except ConfigError as error:
+            where = ", ".join(f"{k}={v}" for k, v in point.items())
+            raise ConfigError(
+                error.key, error.value, error.allowed + (f" (grid point {where})" if where else "")
+            ) from None
+        models.setdefault(json.dumps(OmegaConf.to_container(trial_cfg.model), sort_keys=True), trial_cfg.model)
+    for split in SPLITS:
+        resolve_source(cfg.data, split)
+    return list(models.values())
