@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from sweep.bench.inprocess import minilm_overrides, timed, validation_pairs
 from sweep.bench.settings import Settings
-from sweep.bench.table import Row, Stat
+from sweep.bench.table import Row
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -71,14 +71,8 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
             ("cold: a study's first evaluation", cold),
         ):
             rows.append(
-                Row(
-                    "6",
-                    f"STSB validation encoding throughput, {label}, {state}",
-                    Stat.of(ours).fmt("sent/s", 0),
-                    Stat.of(theirs).fmt("sent/s", 0),
-                    Stat.ratios(ours, theirs),
-                    "",
-                    note,
+                Row.compare(
+                    "6", f"STSB validation encoding throughput, {label}, {state}", ours, theirs, "sent/s", 0, "", note
                 )
             )
     return rows

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from sweep.bench.inprocess import minilm_overrides, timed, validation_pairs
 from sweep.bench.settings import Settings
-from sweep.bench.table import Row, Stat
+from sweep.bench.table import Row
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -77,24 +77,22 @@ def measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None]) -
         f"{len(s.layers)} layers x {len(s.dims)} dims, {len(s1)} pairs, batch {batch}; "
         f"MiniLM cut to {max(s.layers)} layers"
     )
-    full_stat = Stat.of(full).fmt("s", 2)
     return [
-        Row(
+        Row.compare(
             "5",
             "layer x dim grid, `sweep.layer_grid.layer_dim_spearman` / one full-model STSB evaluation",
-            Stat.of(grid).fmt("s", 2),
-            full_stat,
-            Stat.ratios(grid, full),
-            "<= 1.2",
-            f"{cells}; max |grid - naive| Spearman {max(diffs):.1e}",
+            grid,
+            full,
+            "s",
+            goal="<= 1.2",
+            note=f"{cells}; max |grid - naive| Spearman {max(diffs):.1e}",
         ),
-        Row(
+        Row.compare(
             "5",
             "layer x dim grid, naive (re-encode once per layer with `model.encode`) / one full-model STSB evaluation",
-            Stat.of(naive).fmt("s", 2),
-            full_stat,
-            Stat.ratios(naive, full),
-            "",
-            cells,
+            naive,
+            full,
+            "s",
+            note=cells,
         ),
     ]

@@ -95,27 +95,18 @@ def trial_overhead_rows(m: SweepMeasurements) -> list[Row]:
         base = [b.result["trial_s"] + (b.result["load_s"] if t.first_in_process else 0.0) for t, b in pairs]
         later = [t.wall_s / b.result["trial_s"] for t, b in pairs if not t.first_in_process]
         note = f"trials after the first: {Stat.of(later).fmt(digits=3)}" if later else ""
-        rows.append(
-            Row(
-                "2",
-                f"per-trial wall time, {label}",
-                Stat.of(fw).fmt("s", 2),
-                Stat.of(base).fmt("s", 2),
-                Stat.ratios(fw, base),
-                "<= 1.05",
-                note,
-            )
-        )
+        rows.append(Row.compare("2", f"per-trial wall time, {label}", fw, base, "s", 2, "<= 1.05", note))
     pairs = _pairs(m, m.framework_off)
     fw = [t.train_s for t, _ in pairs]
     base = [b.result["train_s"] for _, b in pairs]
     rows.append(
-        Row(
+        Row.compare(
             "2",
             "trainer time only (construction + train), statistics disabled",
-            Stat.of(fw).fmt("s", 2),
-            Stat.of(base).fmt("s", 2),
-            Stat.ratios(fw, base),
+            fw,
+            base,
+            "s",
+            2,
             "<= 1.05",
             f"MLflow `{ATTR_TRAIN_SECONDS}` vs the baseline's train_s",
         )
@@ -130,12 +121,13 @@ def whole_sweep_rows(m: SweepMeasurements) -> list[Row]:
     for label, sweeps in m.by_statistics():
         fw = [sweep.wall_s for sweep in sweeps]
         rows.append(
-            Row(
+            Row.compare(
                 "3",
                 f"whole sweep of {len(m.baseline[0])} scales, {label} (process wall time)",
-                Stat.of(fw).fmt("s", 1),
-                Stat.of(base).fmt("s", 1),
-                Stat.ratios(fw, base),
+                fw,
+                base,
+                "s",
+                1,
                 "<= 0.75",
                 "baseline: sum of one process per scale",
             )

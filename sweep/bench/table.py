@@ -58,6 +58,29 @@ class Row:
     note: str = ""
     status: str | None = None  # forces the verdict ("skipped", "not met", ...)
 
+    @classmethod
+    def compare(
+        cls,
+        item: str,
+        measurement: str,
+        ours: Sequence[float],
+        theirs: Sequence[float],
+        unit: str,
+        digits: int = 2,
+        goal: str = "",
+        note: str = "",
+    ) -> Row:
+        """A row from paired repeated measurements of the framework (``ours``) and its baseline (``theirs``)."""
+        return cls(
+            item,
+            measurement,
+            Stat.of(ours).fmt(unit, digits),
+            Stat.of(theirs).fmt(unit, digits),
+            Stat.ratios(ours, theirs),
+            goal,
+            note,
+        )
+
     @property
     def verdict(self) -> str:
         if self.status is not None:
