@@ -24,6 +24,7 @@ PAPER_RC = {
     "lines.linewidth": 1.0,
     "lines.markersize": 3,
     "svg.fonttype": "none",  # keep text editable in the SVG
+    "svg.hashsalt": "sweep",  # stable element ids: a redrawn SVG differs only where the figure does
 }
 COLUMN_SIZE = (3.5, 2.6)  # inches, one column of a two-column paper
 DOUBLE_COLUMN_WIDTH = 7.0
@@ -48,7 +49,7 @@ def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> li
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg, csv = (out_dir / f"{stem}.{ext}" for ext in ("png", "svg", "csv"))
     fig.savefig(png, dpi=DPI)
-    fig.savefig(svg)
+    fig.savefig(svg, metadata={"Date": None})
     data.to_csv(csv, index=False)
     return [png, svg, csv]
 
