@@ -35,6 +35,8 @@ INDISTINGUISHABLE = "indistinguishable_from_best"  # optional boolean column of 
 SUMMARY_COLUMNS = {"scale", "split", "n", "mean", "ci_low", "ci_high", INDISTINGUISHABLE}
 CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
 SPLIT_STYLES = {"validation": "-", "test": "--"}
+# panel titles: SIM_KINDS, shortened to fit five panels in a row
+KIND_TITLES = {**SIM_KINDS, "high": "STSB, high gold score", "low": "STSB, low gold score"}
 
 
 def _conditions(table: pd.DataFrame, own: set[str]) -> list[str]:
@@ -118,9 +120,10 @@ def write_concentration_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, ou
             ax = grid[row][column]
             _concentration_panel(ax, rows[rows["kind"] == kind], top_row=row == 0)
             if row == 0:
-                ax.set_title(SIM_KINDS[kind])
+                ax.set_title(KIND_TITLES[kind].replace(", ", ",\n") if len(kinds) > 4 else KIND_TITLES[kind])
             if column == 0:
-                ax.set_ylabel(f"{condition}\ncosine" if condition else "cosine similarity")
+                lines = condition.replace(", ", "\n")
+                ax.set_ylabel(f"{lines}\ncosine" if condition else "cosine similarity")
             ax.label_outer()
         label = scale_axis_label(trials)
         for ax in grid[-1]:
