@@ -15,7 +15,7 @@ from typing import TypeVar
 import pandas as pd
 
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
-from sweep.report.scale_figures import write_loss_vs_scale
+from sweep.report.loss_figures import write_loss_vs_scale
 from sweep.report.study_figures import write_study_figures
 
 T = TypeVar("T")
@@ -40,6 +40,10 @@ def _profile(text: str) -> tuple[str, list[float]]:
 
 def loss_vs_scale_command(args: argparse.Namespace) -> list[Path]:
     """The analytic MNRL loss (and gradient) vs scale for each similarity profile."""
+    if args.from_csv:  # redraw a published loss_vs_scale.csv (analytic and measured curves alike)
+        from sweep.report.results_folder import read_csv
+
+        return write_loss_vs_scale(read_csv(args.from_csv / "loss_vs_scale.csv"), args.out, gradient=args.gradient)
     if args.similarities:
         profiles = dict(args.similarities)
     else:
@@ -55,7 +59,12 @@ def loss_vs_scale_command(args: argparse.Namespace) -> list[Path]:
 
 
 def study_command(args: argparse.Namespace) -> list[Path]:
-    """The figures of one study's trials, read from MLflow."""
+    """The figures of one study's trials, read from MLflow or redrawn from a results folder's CSVs."""
+    if args.from_csv:
+        from sweep.report.results_folder import load_results_folder
+        from sweep.report.study_figures import write_results_folder
+
+        return write_results_folder(load_results_folder(args.from_csv, args.untrained_from), args.out)
     from sweep.report.runs import load_study  # imported here: mlflow is slow to import and only needed here
 
     trials, histories = load_study(args.tracking_uri, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
@@ -109,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="Hydra override of the project config for the measured batches, e.g. data=nli_stsb or model=minilm "
         "(repeatable)",
     )
+    loss.add_argument(
+        "--from-csv", type=Path, metavar="DIR", help="redraw DIR/loss_vs_scale.csv instead of computing the curves"
+    )
     loss.add_argument("--out", type=Path, required=True, help="output directory")
     loss.add_argument(
         "--gradient",
@@ -128,6 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
     which = study.add_mutually_exclusive_group(required=True)
     which.add_argument("--experiment", help="experiment (= study) name; uses its newest study run")
     which.add_argument("--parent-run-id", help="run id of the study's parent run")
+    which.add_argument(
+        "--from-csv",
+        type=Path,
+        metavar="DIR",
+        help="redraw a published results folder from its trials.csv, config.yaml and figure CSVs (no MLflow)",
+    )
+    study.add_argument(
+        "--untrained-from",
+        type=Path,
+        metavar="DIR",
+        help="with --from-csv: a results folder with the same base model whose scale-0 rows give the untrained "
+        "baseline when DIR has none (the configs are checked)",
+    )
     study.add_argument("--out", type=Path, required=True, help="output directory")
     study.set_defaults(run=study_command)
     return parser
@@ -145,22 +170,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not paths:
         logging.warning("nothing written: the runs lack the columns the figures need")
         return 0
-    for path in [*paths, write_provenance(args.out, argv)]:
+    for path in [*paths, write_provenance(args.out, argv, args.from_csv)]:
         print(path)
     return 0
 
 
-def write_provenance(out_dir: Path, argv: Sequence[str] | None) -> Path:
-    """Record next to the figures the command that made them, the library versions and the git commit."""
+def write_provenance(out_dir: Path, argv: Sequence[str] | None, source: Path | None = None) -> Path:
+    """Record next to the figures the command that made them, the library versions and the git commit; for
+    figures redrawn from the results folder ``source``, also its record of the run that made the data."""
     from sweep.tracking import library_versions  # imported here: mlflow and optuna are slow to import
 
     command = ["python", "-m", "sweep.report", *(sys.argv[1:] if argv is None else argv)]
     path = Path(out_dir) / "provenance.json"
-    record = {
+    record: dict[str, object] = {
         "command": shlex.join(command),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": library_versions(),
     }
+    if source is not None and (source / "provenance.json").exists():  # redrawn: keep how the data was made
+        earlier = json.loads((source / "provenance.json").read_text())
+        record["data_from"] = earlier.get("data_from", earlier)
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
 

@@ -3,7 +3,7 @@ colour norms and panel grids (column width, Agg, no display)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ PAPER_RC = {
     "lines.linewidth": 1.0,
     "lines.markersize": 3,
     "svg.fonttype": "none",  # keep text editable in the SVG
+    "svg.hashsalt": "sweep",  # stable element ids: a redrawn SVG differs only where the figure does
 }
 COLUMN_SIZE = (3.5, 2.6)  # inches, one column of a two-column paper
 DOUBLE_COLUMN_WIDTH = 7.0
@@ -31,7 +32,8 @@ DPI = 200
 MAX_PANEL_COLUMNS = 3
 SCALE_LABEL = "scale"
 # round temperatures offered as ticks on the top axis, by priority: decades, then 5 and 2 multiples where room
-_NICE_TEMPERATURES = (10.0, 1.0, 0.1, 0.01, 0.001, 5.0, 0.5, 0.05, 0.005, 2.0, 0.2, 0.02, 0.002)
+# (none above 1: on a linear axis from scale 0 they would crowd its first unit)
+_NICE_TEMPERATURES = (1.0, 0.1, 0.01, 0.001, 0.5, 0.05, 0.005, 0.2, 0.02, 0.002)
 
 
 # ---------------------------------------------------------------- figures
@@ -47,7 +49,7 @@ def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> li
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg, csv = (out_dir / f"{stem}.{ext}" for ext in ("png", "svg", "csv"))
     fig.savefig(png, dpi=DPI)
-    fig.savefig(svg)
+    fig.savefig(svg, metadata={"Date": None})
     data.to_csv(csv, index=False)
     return [png, svg, csv]
 
@@ -110,6 +112,72 @@ def format_scale_axis(ax: Axes, symlog: bool = True) -> None:
     add_temperature_axis(ax)
 
 
+def _spaced(positions: dict[float, float], min_gap: float) -> list[float]:
+    """Keys whose positions (axes fraction) are at least ``min_gap`` apart, taken in the mapping's order."""
+    kept: dict[float, float] = {}
+    for key, position in positions.items():
+        if all(abs(position - other) >= min_gap for other in kept.values()):
+            kept[key] = position
+    return sorted(kept)
+
+
+def format_swept_axis(
+    ax: Axes, scales: Sequence[float], label: str = SCALE_LABEL, min_gap: float = 0.06, temperature: bool = True
+) -> None:
+    """A log scale axis ticked only at the swept (positive) scales, with their temperatures 1/scale on top.
+
+    Scale 0 has no place on it: the untrained control is drawn as a reference line (``baseline_lines``).
+    Ticks closer than ``min_gap`` (axes fraction) to a kept one are dropped, round temperatures kept first;
+    ``temperature=False`` leaves out the top axis (inner panels of a grid).
+    """
+    swept = sorted({float(s) for s in scales if s > 0})
+    ax.set_xscale("log")
+    if len(swept) > 1:
+        span = np.log(swept[-1] / swept[0])
+        ax.set_xlim(swept[0] * np.exp(-0.06 * span), swept[-1] * np.exp(0.06 * span))
+    ax.xaxis.set_minor_locator(NullLocator())
+    to_axes = _on_x(ax.transData + ax.transAxes.inverted())
+    round_first = sorted(swept, key=lambda s: (len(f"{1 / s:g}"), swept.index(s)))
+    ticks = _spaced({s: float(to_axes(s)) for s in round_first}, min_gap)
+    ax.set_xticks(ticks, [plain_number(s) for s in ticks])
+    ax.set_xlabel(label)
+    if not temperature:
+        return
+    top = ax.secondary_xaxis("top")  # temperatures need more room than scales: thinned again, round ones first
+    top_ticks = _spaced({s: float(to_axes(s)) for s in round_first if s in ticks}, 1.6 * min_gap)
+    top.set_xticks(top_ticks, [f"{1 / s:.2g}" for s in top_ticks])
+    top.xaxis.set_minor_locator(NullLocator())
+    top.set_xlabel("temperature = 1/" + label.split()[-1])
+
+
+def mark_default(ax: Axes, scale: float | None, text: str) -> None:
+    """A dotted vertical line at a library's default scale, labelled in the legend, when it is on the axis."""
+    low, high = ax.get_xlim()
+    if scale is not None and low <= scale <= high:
+        ax.axvline(scale, color="0.35", linestyle=":", linewidth=0.8, label=text, zorder=0)
+
+
+def baseline_lines(ax: Axes, values: Mapping[str, float], label: str = "untrained") -> None:
+    """Horizontal reference lines (grey; validation solid, test dashed) for the untrained model's values."""
+    for split, value in values.items():
+        style = "--" if split == "test" else "-"
+        ax.axhline(value, color="0.55", linestyle=style, linewidth=0.8, label=f"{label}, {split}", zorder=0)
+
+
+def shade_members(ax: Axes, scales: Sequence[float], members: Sequence[bool], label: str, colour: str) -> None:
+    """Shade the x range of each member scale (to the geometric midpoints of its neighbours) on a log axis."""
+    order = np.argsort(scales)
+    xs, flags = np.asarray(scales, dtype=float)[order], np.asarray(members, dtype=bool)[order]
+    edges = np.sqrt(xs[1:] * xs[:-1]) if len(xs) > 1 else np.array([])
+    low_edges = np.concatenate([[xs[0] / 1.15], edges]) if len(xs) else xs
+    high_edges = np.concatenate([edges, [xs[-1] * 1.15]]) if len(xs) else xs
+    for index in np.flatnonzero(flags):
+        first = index == np.flatnonzero(flags)[0]
+        ax.axvspan(
+            low_edges[index], high_edges[index], color=colour, alpha=0.12, linewidth=0, label=label if first else None
+        )
+
+
 def scale_norm(scales: pd.Series) -> Normalize:
     """Colour norm for scales: symlog (linthresh 1) so that 0 and large scales both get colours."""
     low, high = float(scales.min()), float(scales.max())
@@ -119,10 +187,12 @@ def scale_norm(scales: pd.Series) -> Normalize:
 # ---------------------------------------------------------------- legends and error bars
 
 
-def legend_below(ax: Axes, title: str) -> None:
-    """The axes' legend under the figure, so that it hides no data (needs constrained layout)."""
+def legend_below(ax: Axes, title: str, columns: int | None = None) -> None:
+    """The axes' legend under the figure, so that it hides no data (needs constrained layout); ``columns``
+    defaults to 1 for long labels, else 2."""
     handles, labels = ax.get_legend_handles_labels()
-    columns = 1 if max(map(len, labels), default=0) > 30 else min(len(labels), 2)
+    if columns is None:
+        columns = 1 if max(map(len, labels), default=0) > 30 else min(len(labels), 2)
     ax.get_figure().legend(handles, labels, title=title, loc="outside lower center", ncols=columns, title_fontsize=6)
 
 
@@ -134,25 +204,36 @@ def interval_errors(rows: pd.DataFrame) -> np.ndarray:
 # ---------------------------------------------------------------- panel grids
 
 
-def panel_shape(n: int) -> tuple[int, int]:
-    """(rows, columns) of a grid of ``n`` panels, at most ``MAX_PANEL_COLUMNS`` wide."""
-    columns = min(n, MAX_PANEL_COLUMNS)
+def panel_shape(n: int, max_columns: int = MAX_PANEL_COLUMNS) -> tuple[int, int]:
+    """(rows, columns) of a grid of ``n`` panels, at most ``max_columns`` wide."""
+    columns = min(n, max_columns)
     return -(-n // columns), columns
 
 
-def panel_axes(fig: Figure, n: int, sharex: bool) -> tuple[list[Axes], list[Axes]]:
+def panel_axes(
+    fig: Figure, n: int, sharex: bool, sharey: bool = True, max_columns: int = MAX_PANEL_COLUMNS
+) -> tuple[list[Axes], list[Axes]]:
     """The grid's axes (all, for a shared colour bar) and its first ``n`` (the panels; the rest are hidden)."""
-    rows, columns = panel_shape(n)
-    axes = list(fig.subplots(rows, columns, sharex=sharex, sharey=True, squeeze=False).ravel())
+    rows, columns = panel_shape(n, max_columns)
+    axes = list(fig.subplots(rows, columns, sharex=sharex, sharey=sharey, squeeze=False).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
     return axes, axes[:n]
 
 
-def facets(n: int, height: float = 2.0) -> tuple[Figure, list[Axes]]:
-    """A figure with ``n`` panels sharing both axes: one column wide for one panel, two otherwise."""
-    rows, _ = panel_shape(n)
+def facets(
+    n: int, height: float = 2.0, sharey: bool = True, max_columns: int = MAX_PANEL_COLUMNS
+) -> tuple[Figure, list[Axes]]:
+    """A figure with ``n`` panels sharing x (and y unless told): one column wide for one panel, two otherwise;
+    ``height`` inches per row of panels."""
+    rows, _ = panel_shape(n, max_columns)
     fig = new_figure(
-        COLUMN_SIZE[0] if n == 1 else DOUBLE_COLUMN_WIDTH, COLUMN_SIZE[1] if n == 1 else height * rows + 0.5
+        COLUMN_SIZE[0] if n == 1 else DOUBLE_COLUMN_WIDTH, COLUMN_SIZE[1] if n == 1 else height * rows + 0.6
     )
-    return fig, panel_axes(fig, n, sharex=True)[1]
+    return fig, panel_axes(fig, n, sharex=True, sharey=sharey, max_columns=max_columns)[1]
+
+
+def n_label(n: pd.Series | int) -> str:
+    """``n=3`` or ``n=1-3`` for the seeds behind a series."""
+    low, high = (int(n), int(n)) if isinstance(n, int) else (int(n.min()), int(n.max()))
+    return f"n={low}" if low == high else f"n={low}-{high}"

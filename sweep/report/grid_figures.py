@@ -10,8 +10,9 @@ from pathlib import Path
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-from matplotlib.colors import Normalize
+from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from sweep.report.axes import (
@@ -21,6 +22,7 @@ from sweep.report.axes import (
     facets,
     interval_errors,
     legend_below,
+    n_label,
     new_figure,
     panel_axes,
     panel_shape,
@@ -31,7 +33,6 @@ from sweep.report.summaries import (
     ANGLE_WEIGHTS,
     SPLITS,
     layer_grid_panels,
-    layer_grid_summary,
     mean_by,
 )
 
@@ -41,48 +42,86 @@ def _label(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+UNTRAINED = "untrained"  # optional column of a heatmap table: the untrained model's value (one constant)
+# AnglE paper's settings, boxed in the heatmaps: w1 = w2 = w3 = 1 (weights) and scales 20 / 20 / 1
+PAPER_CELLS = {"w3": (1.0, 1.0, 1.0), "angle_scale": (20.0, 20.0, 1.0)}
+
+
+def _with_untrained(table: pd.DataFrame, untrained: float | None) -> pd.DataFrame:
+    """The table with the untrained model's validation Spearman as a constant ``untrained`` column, if known."""
+    return table.assign(**{UNTRAINED: untrained}) if untrained is not None and not table.empty else table
+
+
+def _norm(table: pd.DataFrame) -> tuple[Normalize, float | None]:
+    """A colour norm over ``mean``, diverging at the untrained value when the table has one inside its range
+    (cells worse than untraining are then red, better ones blue)."""
+    low, high = float(table["mean"].min()), float(table["mean"].max())
+    untrained = float(table[UNTRAINED].iloc[0]) if UNTRAINED in table and table[UNTRAINED].notna().any() else None
+    if untrained is not None and low < untrained < high:
+        return TwoSlopeNorm(untrained, low, high), untrained
+    return Normalize(low, high), untrained
+
+
 def _panel_heatmaps(
-    table: pd.DataFrame, x: str, y: str, panel: str, labels: Mapping[str, str], colorbar_label: str
+    table: pd.DataFrame,
+    keys: tuple[str, str, str],
+    labels: Mapping[str, str],
+    colorbar_label: str,
+    paper_cell: tuple[float, float, float] | None = None,
 ) -> Figure:
-    """One annotated heatmap of ``table['mean']`` over (x, y) per value of ``panel``, sharing one colour scale.
-    ``labels`` names the axes: keys x, y and panel (the panel title prefix)."""
-    xs, ys, panels = (sorted(table[key].unique()) for key in (x, y, panel))
+    """One annotated heatmap of ``table['mean']`` over (x, y) = ``keys[:2]`` per value of ``keys[2]``, sharing one
+    colour scale (diverging at the untrained value, marked on the colour bar); ``labels`` names the axes by key
+    and ``paper_cell`` (x, y, panel), when given, is outlined."""
+    x, y, panel = keys
+    xs, ys, panels = (sorted(table[key].unique()) for key in keys)
     rows, columns = panel_shape(len(panels))
-    fig = new_figure(min(DOUBLE_COLUMN_WIDTH, max(COLUMN_SIZE[0], 1.0 + 1.9 * columns)), 0.3 + 2.0 * rows)
+    fig = new_figure(min(DOUBLE_COLUMN_WIDTH, max(COLUMN_SIZE[0], 1.2 + 1.9 * columns)), 0.5 + 2.0 * rows)
     grid_axes, axes = panel_axes(fig, len(panels), sharex=False)
-    norm = Normalize(table["mean"].min(), table["mean"].max())
+    norm, untrained = _norm(table)
+    cmap = "RdBu" if isinstance(norm, TwoSlopeNorm) else "viridis"
     for ax, value in zip(axes, panels, strict=True):
         grid = table[table[panel] == value].pivot(index=y, columns=x, values="mean").reindex(index=ys, columns=xs)
-        image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", cmap="viridis", norm=norm, aspect="auto")
+        image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", cmap=cmap, norm=norm, aspect="auto")
         for (row, col), cell in np.ndenumerate(grid.to_numpy(dtype=float)):
             if np.isfinite(cell):
-                colour = "w" if norm(cell) < 0.5 else "k"
+                dark = abs(norm(cell) - 0.5) > 0.35 if cmap == "RdBu" else norm(cell) < 0.5
+                colour = "w" if dark else "k"
                 ax.text(col, row, f"{cell:.3f}", ha="center", va="center", fontsize=5, color=colour)
+        if paper_cell is not None and paper_cell[2] == value and paper_cell[0] in xs and paper_cell[1] in ys:
+            corner = (xs.index(paper_cell[0]) - 0.5, ys.index(paper_cell[1]) - 0.5)
+            ax.add_patch(Rectangle(corner, 1, 1, fill=False, edgecolor="k", linewidth=1.2))
         ax.set_xticks(range(len(xs)), [_label(v) for v in xs])
         ax.set_yticks(range(len(ys)), [_label(v) for v in ys])
         ax.set_title(labels[panel] + _label(value).replace(", ", "\n"))
         ax.set_xlabel(labels[x])
         ax.set_ylabel(labels[y])
         ax.label_outer()
-    fig.colorbar(image, ax=grid_axes, label=colorbar_label)
+    label = f"{colorbar_label} ({n_label(table['n'])} per cell)"
+    if untrained is not None:
+        label += f"\nblack line: untrained, {untrained:.3f}"
+    colorbar = fig.colorbar(image, ax=grid_axes, label=label)
+    if untrained is not None:
+        colorbar.ax.axhline(untrained, color="k", linewidth=1.2)
+    if paper_cell is not None:
+        fig.suptitle("outlined: the AnglE paper's setting", fontsize=6)
     return fig
 
 
 @mpl.rc_context(PAPER_RC)
-def write_angle_weights_heatmap(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+def write_angle_weights_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: float | None = None) -> list[Path]:
     """Mean validation Spearman over the AnglE weights: a (w1, w2) heatmap per w3 value."""
-    table = mean_by(trials, ANGLE_WEIGHTS, SPLITS["validation"])
+    table = _with_untrained(mean_by(trials, ANGLE_WEIGHTS, SPLITS["validation"]), untrained)
     if len(table) < 2:  # one weight triple: nothing to compare
         return []
     labels = {"w1": "w1 (cosine)", "w2": "w2 (in-batch)", "w3": "w3 (angle) = "}
-    fig = _panel_heatmaps(table, "w1", "w2", "w3", labels, "validation Spearman (mean)")
+    fig = _panel_heatmaps(table, ("w1", "w2", "w3"), labels, "validation Spearman", PAPER_CELLS["w3"])
     return save_figure(fig, table, out_dir, "angle_weights_heatmap")
 
 
 @mpl.rc_context(PAPER_RC)
-def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: float | None = None) -> list[Path]:
     """Mean validation Spearman over the AnglE objectives' scales: (cos_scale, ibn_scale) per angle_scale."""
-    table = mean_by(trials, ANGLE_SCALES, SPLITS["validation"])
+    table = _with_untrained(mean_by(trials, ANGLE_SCALES, SPLITS["validation"]), untrained)
     if table.empty or not all(table[key].nunique() > 1 for key in ("cos_scale", "ibn_scale")):
         return []
     labels = {
@@ -90,21 +129,21 @@ def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path) -> list[Path
         "ibn_scale": "in-batch objective scale",
         "angle_scale": "angle scale = ",
     }
-    fig = _panel_heatmaps(table, "cos_scale", "ibn_scale", "angle_scale", labels, "validation Spearman (mean)")
+    keys = ("cos_scale", "ibn_scale", "angle_scale")
+    fig = _panel_heatmaps(table, keys, labels, "validation Spearman", PAPER_CELLS["angle_scale"])
     return save_figure(fig, table, out_dir, "angle_scales_heatmap")
 
 
 @mpl.rc_context(PAPER_RC)
-def write_layer_grid_figures(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """For layer x dim studies: a test-Spearman heatmap per (layer, dim) and condition, and the speed/quality
-    trade-off (Spearman vs encoder layers kept, one line per dim; encoding cost grows linearly with layers,
-    index size and search cost with dim)."""
-    summary = layer_grid_summary(trials)
+def write_layer_grid_figures(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """For layer x dim studies, from a ``layer_grid_summary``: a test-Spearman heatmap per (layer, dim) and
+    condition, and the speed/quality trade-off (Spearman vs encoder layers kept, one line per dim; encoding cost
+    grows linearly with layers, index size and search cost with dim)."""
     if summary.empty or summary["layer"].nunique() * summary["dim"].nunique() < 2:
         return []
     test = layer_grid_panels(summary)
     labels = {"dim": "embedding dims kept", "layer": "encoder layers kept", "panel": ""}
-    heatmap = _panel_heatmaps(test, "dim", "layer", "panel", labels, "test Spearman (mean over seeds)")
+    heatmap = _panel_heatmaps(test, ("dim", "layer", "panel"), labels, "test Spearman")
     paths = save_figure(heatmap, summary, out_dir, "layer_grid_heatmap")
 
     panels = list(test.groupby("panel", sort=True))
@@ -116,11 +155,11 @@ def write_layer_grid_figures(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
             ax.errorbar(
                 line["layer"],
                 line["mean"],
-                yerr=interval_errors(line),
+                yerr=interval_errors(line) if (line["n"] > 1).all() else None,
                 marker="o",
                 capsize=2,
                 color=f"C{index}",
-                label=f"{dim} dims",
+                label=f"{dim} dims ({n_label(line['n'])})",
             )
         if panel:
             ax.set_title(panel.replace(", ", "\n"))
@@ -128,5 +167,5 @@ def write_layer_grid_figures(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.set_xlabel("encoder layers kept (encoding cost)")
         ax.label_outer()
     axes[0].set_ylabel("STSB test Spearman")
-    legend_below(axes[0], "embedding dims kept (index size)")
+    legend_below(axes[0], "embedding dims kept (index size); bars: 95% t-interval where n > 1")
     return paths + save_figure(fig, test, out_dir, "layer_grid_tradeoff")

@@ -114,13 +114,13 @@ def load_metric_history(client: MlflowClient, run_ids: Iterable[str], key: str) 
     return history.sort_values(["run_id", "step"], kind="stable", ignore_index=True)
 
 
-HISTORY_KEYS = ("train_loss", "learned_scale")
+HISTORY_KEYS = ("train_loss", "learned_scale", "stsb_validation_spearman")  # the last for its step 0: untrained
 
 
 def load_study(
     tracking_uri: str, experiment_name: str | None = None, parent_run_id: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """A study's trials and the metric histories the figures need (``train_loss``, ``learned_scale``)."""
+    """A study's trials and the metric histories the figures need (``HISTORY_KEYS``)."""
     client = MlflowClient(tracking_uri=tracking_uri)
     trials = load_trials(client, experiment_name=experiment_name, parent_run_id=parent_run_id)
     log.info("%d trials, %d COMPLETE", len(trials), (trials["state"] == "COMPLETE").sum())

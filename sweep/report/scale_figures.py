@@ -1,166 +1,132 @@
-"""Figures against the scale: analytic loss vs scale, STSB Spearman and similarity concentration vs scale, and
-per-trial metric histories coloured by scale. Each writer saves PNG + SVG + the CSV behind the figure into
-``out_dir`` and returns the paths it wrote, or ``[]`` when the trials lack its columns."""
+"""Figures against the swept scale: STSB Spearman and similarity concentration, drawn from their summary tables.
+
+The x axis is logarithmic and ticked only at the swept scales (temperatures on top); scale 0, the untrained
+control, is a horizontal reference line, not a point of the curve; the loss's library default is a dotted
+vertical line; intervals are drawn only where n > 1. Each writer saves PNG + SVG + the table as CSV into
+``out_dir`` and returns the paths it wrote, or ``[]`` when the table is empty.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import matplotlib as mpl
-import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.ticker import MaxNLocator
 
 from sweep.report.axes import (
-    COLUMN_SIZE,
+    DOUBLE_COLUMN_WIDTH,
     PAPER_RC,
-    SCALE_LABEL,
+    baseline_lines,
     facets,
-    format_scale_axis,
+    format_swept_axis,
     interval_errors,
     legend_below,
+    mark_default,
+    n_label,
     new_figure,
-    plain_number,
     save_figure,
-    scale_norm,
+    shade_members,
 )
-from sweep.report.loss_curves import gradient_long
-from sweep.report.summaries import (
-    SIM_KINDS,
-    SIM_STAGES,
-    SPLITS,
-    by_condition,
-    concentration_summary,
-    condition_names,
-    metric_history_table,
-    spearman_summary,
-    swept_scales,
-)
+from sweep.report.study_context import UNTRAINED_SCALE, library_default, scale_axis_label, untrained_values
+from sweep.report.summaries import SIM_KINDS, by_condition
 
-LINESTYLES = ("-", "--", ":", "-.")
-MAX_LABELLED_SCALES = 8  # colour bars get a tick at each swept scale up to this many
-CONDITION_LEGEND_HEIGHT = 0.3  # inches added under a single-panel figure whose legend lists conditions
+INDISTINGUISHABLE = "indistinguishable_from_best"  # optional boolean column of a Spearman summary (paired test)
+SUMMARY_COLUMNS = {"scale", "split", "n", "mean", "ci_low", "ci_high", INDISTINGUISHABLE}
+CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
+SPLIT_STYLES = {"validation": "-", "test": "--"}
+# panel titles: SIM_KINDS, shortened to fit five panels in a row
+KIND_TITLES = {**SIM_KINDS, "high": "STSB, high gold score", "low": "STSB, low gold score"}
 
 
-def _profile_lines(ax: Axes, table: pd.DataFrame, y: str) -> None:
-    """One line of ``y`` vs scale per similarity profile."""
-    for profile, group in table.groupby("profile", sort=False):
-        ax.plot(group["scale"], group[y], label=profile)
-    legend_below(ax, "similarities (positive first)")
+def _conditions(table: pd.DataFrame, own: set[str]) -> list[str]:
+    """The condition columns of a summary table: every column that is not one of its own."""
+    return [column for column in table.columns if column not in own]
+
+
+def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
+    """Validation and test Spearman vs scale of one condition, the untrained lines, the default, the shading."""
+    trained = rows[rows["scale"] != UNTRAINED_SCALE]
+    for split, group in trained.groupby("split", sort=False):
+        with_interval = bool((group["n"] > 1).all())
+        ax.errorbar(
+            group["scale"],
+            group["mean"],
+            yerr=interval_errors(group) if with_interval else None,
+            marker="o",
+            capsize=2,
+            color="C0" if split == "validation" else "C1",
+            linestyle=SPLIT_STYLES.get(str(split), "-"),
+            label=f"{split} ({n_label(group['n'])}{', mean and 95% t-interval' if with_interval else ''})",
+        )
+    format_swept_axis(ax, trained["scale"], scale_axis_label(trials))
+    baseline_lines(ax, untrained_values(rows))
+    if INDISTINGUISHABLE in trained:
+        validation = trained[trained["split"] == "validation"]
+        members = validation[INDISTINGUISHABLE].fillna(False).astype(bool)
+        shade_members(ax, validation["scale"], members, "not distinguishable from the best (paired)", "C0")
+    mark_default(ax, *library_default(trials))
 
 
 @mpl.rc_context(PAPER_RC)
-def write_loss_vs_scale(table: pd.DataFrame, out_dir: Path, gradient: bool = False) -> list[Path]:
-    """The ``loss_vs_scale`` figure from a ``loss_curves.loss_table``; with ``gradient`` also its gradients.
-
-    With ``gradient`` the loss CSV keeps the ``grad_i`` columns when all profiles have the same length, and
-    ``loss_vs_scale_gradient`` shows d loss / d positive similarity (its CSV: every similarity, long format).
-    """
-    fig = new_figure()
-    ax = fig.add_subplot()
-    _profile_lines(ax, table, "loss")
-    ax.set_ylabel("MNRL loss on one anchor (nats)")
-    format_scale_axis(ax, symlog=False)
-    keep_gradients = gradient and not table.isna().any().any()
-    paths = save_figure(fig, table if keep_gradients else table[["profile", "scale", "loss"]], out_dir, "loss_vs_scale")
-    if not gradient:
-        return paths
-
-    gradients = gradient_long(table)
-    fig = new_figure()
-    ax = fig.add_subplot()
-    ax.axhline(0, color="0.6", linewidth=0.5)
-    _profile_lines(ax, gradients[gradients["index"] == 0], "grad")
-    ax.set_ylabel("d loss / d positive similarity")
-    format_scale_axis(ax, symlog=False)
-    return paths + save_figure(fig, gradients, out_dir, "loss_vs_scale_gradient")
-
-
-@mpl.rc_context(PAPER_RC)
-def write_spearman_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Validation (solid) and test (dashed) Spearman vs scale with 95% t-interval error bars over seeds;
-    one colour per condition."""
-    if not swept_scales(trials) or not any(column in trials for column in SPLITS.values()):
+def write_spearman_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """STSB Spearman (validation solid, test dashed) vs scale from a ``spearman_summary``: one panel per
+    condition; ``trials`` gives the loss (its default) and the axis label."""
+    if summary.empty or summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    summary = spearman_summary(trials)
-    if summary.empty:
-        return []
-    conditions = condition_names(trials)
-    fig = new_figure(height=COLUMN_SIZE[1] + (CONDITION_LEGEND_HEIGHT if conditions else 0))
-    ax = fig.add_subplot()
-    for colour, (condition, rows) in enumerate(by_condition(summary, conditions)):
-        for split, group in rows.groupby("split", sort=False):
-            ax.errorbar(
-                group["scale"],
-                group["mean"],
-                yerr=interval_errors(group),
-                marker="o",
-                capsize=2,
-                color=f"C{colour}",
-                linestyle="-" if split == "validation" else "--",
-                label=f"{split}, {condition}" if condition else split,
-            )
-    ax.set_ylabel("STSB Spearman (cosine)")
-    legend_below(ax, "STSB split: mean and 95% t-interval over seeds")
-    format_scale_axis(ax)
+    panels = by_condition(summary, _conditions(summary, SUMMARY_COLUMNS))
+    fig, axes = facets(len(panels), height=2.0, max_columns=2)
+    for ax, (condition, rows) in zip(axes, panels, strict=True):
+        _spearman_panel(ax, rows, trials)
+        if condition:
+            ax.set_title(condition)
+        ax.grid(True, axis="y", color="0.92", linewidth=0.5)
+        ax.label_outer()
+    axes[0].set_ylabel("STSB Spearman (cosine)")
+    legend_below(axes[0], "STSB split (n = seeds per point)", columns=2)
     return save_figure(fig, summary, out_dir, "spearman_vs_scale")
 
 
+def _concentration_panel(ax: Axes, rows: pd.DataFrame, top_row: bool) -> None:
+    """One pair kind: mean and q05-q95 band vs scale after training; the untrained model's mean (dashed) and
+    q05/q95 (dotted) as reference lines."""
+    final = rows[(rows["stage"] == "final") & (rows["scale"] != UNTRAINED_SCALE)]
+    init = rows[rows["stage"] == "init"]
+    ax.fill_between(final["scale"], final["q05"], final["q95"], color="C0", alpha=0.2, linewidth=0, label="q05-q95")
+    ax.plot(final["scale"], final["mean"], marker="o", color="C0", label=f"mean ({n_label(final['n'])})")
+    if not init.empty:
+        ax.axhline(init["mean"].mean(), color="0.4", linestyle="--", linewidth=0.8, label="untrained, mean")
+        for quantile in ("q05", "q95"):
+            label = "untrained, q05 and q95" if quantile == "q05" else None
+            ax.axhline(init[quantile].mean(), color="0.6", linestyle=":", linewidth=0.8, label=label)
+    format_swept_axis(ax, final["scale"], min_gap=0.12, temperature=top_row)
+
+
 @mpl.rc_context(PAPER_RC)
-def write_concentration_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Cosine similarity of each logged pair kind vs scale: mean, q05-q95 band, before training dashed;
-    one panel per condition."""
-    if not swept_scales(trials):
-        return []
-    summary = concentration_summary(trials)
-    summary = summary[summary["n"] > 0]
+def write_concentration_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Small multiples of cosine similarity vs scale from a ``concentration_summary``: one column per pair kind,
+    one row per condition, each panel one mean line, its q05-q95 band and the untrained reference lines."""
     if summary.empty:
         return []
-    panels = by_condition(summary, condition_names(trials))
-    fig, axes = facets(len(panels))
-    for ax, (condition, rows) in zip(axes, panels, strict=True):
-        for kind, group in rows.groupby("kind", sort=False):
-            final, init = (group[group["stage"] == stage] for stage in SIM_STAGES)
-            (line,) = ax.plot(final["scale"], final["mean"], marker="o", label=SIM_KINDS[kind])
-            ax.fill_between(final["scale"], final["q05"], final["q95"], color=line.get_color(), alpha=0.2, linewidth=0)
-            ax.plot(init["scale"], init["mean"], color=line.get_color(), linestyle="--")
-        if condition:
-            ax.set_title(condition.replace(", ", "\n"))
-        format_scale_axis(ax)
-        ax.label_outer()
-    axes[0].set_ylabel("cosine similarity")
-    legend_below(axes[0], "mean over seeds, q05-q95 band; dashed: before training")
-    return save_figure(fig, summary, out_dir, "concentration_vs_scale")
-
-
-@mpl.rc_context(PAPER_RC)
-def write_metric_histories(
-    trials: pd.DataFrame, history: pd.DataFrame, out_dir: Path, stem: str, ylabel: str, scale_label: str = SCALE_LABEL
-) -> list[Path]:
-    """One line per trial of a metric vs step, coloured by scale (symlog colour bar, ticks at the swept scales);
-    one line style per condition."""
-    data = metric_history_table(trials, history)
-    if data.empty:
+    summary = summary[summary["n"] > 0]
+    if summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    conditions = condition_names(trials)
-    norm, cmap = scale_norm(data["scale"]), mpl.colormaps["viridis"]
-    fig = new_figure(height=COLUMN_SIZE[1] + (CONDITION_LEGEND_HEIGHT if conditions else 0))
-    ax = fig.add_subplot()
-    for index, (condition, rows) in enumerate(by_condition(data, conditions)):
-        style = LINESTYLES[index % len(LINESTYLES)]
-        for (_, scale), run in rows.groupby(["run_id", "scale"], sort=False):
-            ax.plot(run["step"], run["value"], color=cmap(norm(scale)), alpha=0.8, linestyle=style)
-        if condition:
-            ax.plot([], [], color="0.3", linestyle=style, label=condition)
-    colorbar = fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label=scale_label)
-    swept = np.sort(data["scale"].unique())
-    if len(swept) <= MAX_LABELLED_SCALES:
-        colorbar.set_ticks(swept)
-    colorbar.ax.yaxis.set_major_formatter(plain_number)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("training step")
-    ax.set_ylabel(ylabel)
-    if conditions:
-        legend_below(ax, "line style: condition")
-    return save_figure(fig, data, out_dir, stem)
+    panels = by_condition(summary, _conditions(summary, CONCENTRATION_COLUMNS))
+    kinds = [kind for kind in SIM_KINDS if kind in set(summary["kind"])]
+    fig = new_figure(DOUBLE_COLUMN_WIDTH, 0.9 + 1.45 * len(panels))
+    grid = fig.subplots(len(panels), len(kinds), sharex=True, sharey=True, squeeze=False)
+    for row, (condition, rows) in enumerate(panels):
+        for column, kind in enumerate(kinds):
+            ax = grid[row][column]
+            _concentration_panel(ax, rows[rows["kind"] == kind], top_row=row == 0)
+            if row == 0:
+                ax.set_title(KIND_TITLES[kind].replace(", ", ",\n") if len(kinds) > 4 else KIND_TITLES[kind])
+            if column == 0:
+                lines = condition.replace(", ", "\n")
+                ax.set_ylabel(f"{lines}\ncosine" if condition else "cosine similarity")
+            ax.label_outer()
+        label = scale_axis_label(trials)
+        for ax in grid[-1]:
+            ax.set_xlabel(label)
+    legend_below(grid[0][0], "cosine similarity after training (n = seeds averaged per scale)")
+    return save_figure(fig, summary, out_dir, "concentration_vs_scale")

@@ -1,5 +1,5 @@
 """Everything ``python -m sweep.report study`` writes for one study: the trials table and every figure whose
-columns the trials have."""
+columns the trials have, from MLflow's trials and histories or from a published results folder's CSVs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,22 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
-from sweep.report.scale_figures import write_concentration_vs_scale, write_metric_histories, write_spearman_vs_scale
-from sweep.report.summaries import trials_table
+from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
+from sweep.report.results_folder import ResultsFolder
+from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
+from sweep.report.study_context import UNTRAINED_SCALE, untrained_rows
+from sweep.report.summaries import (
+    SPLITS,
+    concentration_summary,
+    condition_columns,
+    layer_grid_summary,
+    metric_history_table,
+    spearman_summary,
+    swept_scales,
+    trials_table,
+)
+
+EMPTY_HISTORY = pd.DataFrame(columns=["run_id", "step", "value"])
 
 
 def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -23,26 +37,65 @@ def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
     return [path]
 
 
-def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    """Every study figure whose columns exist, and the trials table; ``histories`` maps metric key to
-    ``load_metric_history``."""
-    empty = pd.DataFrame(columns=["run_id", "step", "value"])
+def with_untrained(summary: pd.DataFrame, untrained: pd.DataFrame) -> pd.DataFrame:
+    """The Spearman summary with the untrained model's rows at scale 0, unless it has trials there already;
+    rows without the summary's condition columns stand for every condition."""
+    if summary.empty or untrained.empty or (summary["scale"] == UNTRAINED_SCALE).any():
+        return summary
+    conditions = [c for c in summary.columns if c not in {"scale", "split", "n", "mean", "ci_low", "ci_high"}]
+    if conditions and not set(conditions) <= set(untrained.columns):
+        combos = summary[conditions].drop_duplicates()
+        untrained = combos.merge(untrained.drop(columns=conditions, errors="ignore"), how="cross")
+    rows = untrained.reindex(columns=summary.columns)
+    merged = pd.concat([rows, summary], ignore_index=True).astype({"n": int})
+    return merged.sort_values([*conditions, "scale"], kind="stable", ignore_index=True)
+
+
+def write_study_figures(
+    trials: pd.DataFrame,
+    histories: Mapping[str, pd.DataFrame],
+    out_dir: Path,
+    tables: Mapping[str, pd.DataFrame] | None = None,
+    untrained: pd.DataFrame | None = None,
+    write_trials: bool = True,
+) -> list[Path]:
+    """Every study figure whose columns exist, and the trials table.
+
+    ``histories`` maps metric key to ``load_metric_history`` (``stsb_validation_spearman`` at step 0 gives the
+    untrained baseline); ``tables`` gives figure tables by stem that replace the ones computed from ``trials``
+    (a results folder's CSVs); ``untrained``: scale-0 Spearman rows to draw when no trial ran at scale 0;
+    ``write_trials=False`` leaves ``trials.csv`` alone.
+    """
+    tables = dict(tables or {})
+    if "spearman_vs_scale" not in tables and swept_scales(trials) and any(c in trials for c in SPLITS.values()):
+        tables["spearman_vs_scale"] = spearman_summary(trials)
+    if untrained is None:
+        history = histories.get("stsb_validation_spearman", EMPTY_HISTORY)
+        untrained = untrained_rows(trials, history, condition_columns(trials))
+    spearman = with_untrained(tables.get("spearman_vs_scale", pd.DataFrame()), untrained)
+    baseline = untrained.loc[untrained["split"] == "validation", "mean"] if not untrained.empty else pd.Series()
+    validation = float(baseline.mean()) if len(baseline) else None
+    if "concentration_vs_scale" not in tables and swept_scales(trials):
+        tables["concentration_vs_scale"] = concentration_summary(trials)
+    for stem, key in (("train_loss_curves", "train_loss"), ("learned_scale_trajectory", "learned_scale")):
+        if stem not in tables:
+            tables[stem] = metric_history_table(trials, histories.get(key, EMPTY_HISTORY))
+    if "layer_grid_heatmap" not in tables:
+        tables["layer_grid_heatmap"] = layer_grid_summary(trials)
     return [
-        *write_trials_table(trials, out_dir),
-        *write_spearman_vs_scale(trials, out_dir),
-        *write_concentration_vs_scale(trials, out_dir),
-        *write_metric_histories(
-            trials, histories.get("train_loss", empty), out_dir, "train_loss_curves", "training loss"
-        ),
-        *write_metric_histories(
-            trials,
-            histories.get("learned_scale", empty),
-            out_dir,
-            "learned_scale_trajectory",
-            "learned scale",
-            scale_label="initial scale",
-        ),
-        *write_angle_weights_heatmap(trials, out_dir),
-        *write_angle_scales_heatmap(trials, out_dir),
-        *write_layer_grid_figures(trials, out_dir),
+        *(write_trials_table(trials, out_dir) if write_trials else []),
+        *write_spearman_vs_scale(spearman, trials, out_dir),
+        *write_concentration_vs_scale(tables.get("concentration_vs_scale", pd.DataFrame()), trials, out_dir),
+        *write_train_loss_curves(tables["train_loss_curves"], trials, out_dir),
+        *write_learned_scale_trajectory(tables["learned_scale_trajectory"], trials, out_dir),
+        *write_angle_weights_heatmap(trials, out_dir, validation),
+        *write_angle_scales_heatmap(trials, out_dir, validation),
+        *write_layer_grid_figures(tables["layer_grid_heatmap"], out_dir),
     ]
+
+
+def write_results_folder(folder: ResultsFolder, out_dir: Path) -> list[Path]:
+    """Redraw a published results folder's figures from its CSVs into ``out_dir`` (``trials.csv`` and
+    ``config.yaml`` copied unchanged)."""
+    figures = write_study_figures(folder.trials, {}, out_dir, folder.tables, folder.untrained, write_trials=False)
+    return [*folder.copy_sources(out_dir), *figures]

@@ -1,0 +1,133 @@
+"""Read a published ``results/<study>/`` folder back into what ``write_study_figures`` draws, without MLflow.
+
+``trials.csv`` becomes a trials frame (``param.<key>`` columns, the swept keys marked as
+``param.study.search_space.<key>``), ``config.yaml`` adds the study's config as constant ``param.*`` columns, and
+the figure CSVs whose inputs ``trials.csv`` does not hold (concentration quantiles, metric histories, the layer
+grid; the Spearman table when there is no ``trials.csv``) are read as the tables themselves.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from sweep.report.study_context import UNTRAINED_SCALE
+from sweep.report.summaries import ANGLE_WEIGHTS, SEARCH_SPACE
+
+TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
+TABLE_STEMS = ("concentration_vs_scale", "train_loss_curves", "learned_scale_trajectory", "layer_grid_heatmap")
+SPEARMAN_STEM = "spearman_vs_scale"
+HEATMAP_STEMS = ("angle_weights_heatmap", "angle_scales_heatmap")
+# the untrained Spearman is one model's: these config keys must match for a sibling's value to stand in
+# (model.normalize may differ: the cosine of the evaluation does not depend on it)
+SAME_MODEL_KEYS = ("model.name_or_path", "model.kind", "model.static_init", "model.num_layers", "model.reinit")
+SAME_EVAL_KEYS = ("data.validation", "data.test", "data.local_dir", "data.source")
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A results CSV with only empty fields as missing (``None`` and ``nan`` stay the labels they were)."""
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+def flat_config(folder: Path) -> dict[str, object]:
+    """``config.yaml`` flattened to dotted keys; lists as their string form (one hashable value per key)."""
+    path = folder / CONFIG_YAML
+    if not path.exists():
+        return {}
+
+    def walk(node: object, prefix: str) -> dict[str, object]:
+        if isinstance(node, dict):
+            return {k: v for key, value in node.items() for k, v in walk(value, f"{prefix}{key}.").items()}
+        return {prefix[:-1]: str(node) if isinstance(node, list) else node}
+
+    return walk(yaml.safe_load(path.read_text()) or {}, "")
+
+
+@dataclass
+class ResultsFolder:
+    """A results folder read back: the trials frame (config params even without trials), the tables read as
+    they are, and the untrained model's Spearman rows (scale 0) where the folder or a sibling has them."""
+
+    path: Path
+    trials: pd.DataFrame
+    has_trials: bool
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    untrained: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def copy_sources(self, out_dir: Path) -> list[Path]:
+        """Copy ``trials.csv`` and ``config.yaml`` unchanged into ``out_dir`` (nothing when it is the folder)."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        copied = []
+        for name in (TRIALS_CSV, CONFIG_YAML):
+            source, target = self.path / name, out_dir / name
+            if source.exists() and source.resolve() != target.resolve():
+                shutil.copyfile(source, target)
+                copied.append(target)
+        return copied
+
+
+def _trials_frame(folder: Path, config: dict[str, object]) -> tuple[pd.DataFrame, bool]:
+    """``trials.csv`` as a ``load_trials``-like frame, or one config-only row when the folder has none."""
+    path = folder / TRIALS_CSV
+    if not path.exists():
+        return pd.DataFrame([{f"param.{key}": value for key, value in config.items()} | {"state": None}]), False
+    table = read_csv(path)
+    params = [column for column in table.columns if "." in column]
+    trials = table.rename(columns={column: f"param.{column}" for column in params})
+    for column in params:  # every config column of trials.csv is swept (or the scale or the seed)
+        trials[SEARCH_SPACE + column] = "swept"
+    if "param.loss.weights" in trials:  # the AnglE weights, logged as "w1,w2,w3"
+        weights = trials["param.loss.weights"].astype(str).str.split(",", expand=True).astype(float)
+        for index, column in enumerate(ANGLE_WEIGHTS):
+            trials[column] = weights[index]
+    constants = {f"param.{key}": value for key, value in config.items() if f"param.{key}" not in trials}
+    return pd.concat([trials, pd.DataFrame(constants, index=trials.index)], axis=1), True
+
+
+def _own_untrained(folder: Path) -> pd.DataFrame:
+    """Scale-0 rows of the folder's Spearman table, or the ``untrained`` column of an AnglE heatmap."""
+    spearman = folder / f"{SPEARMAN_STEM}.csv"
+    if spearman.exists():
+        table = read_csv(spearman)
+        return table[table["scale"] == UNTRAINED_SCALE]
+    for stem in HEATMAP_STEMS:
+        path = folder / f"{stem}.csv"
+        if path.exists() and "untrained" in (table := read_csv(path)):
+            return pd.DataFrame(
+                [
+                    {"scale": UNTRAINED_SCALE, "split": "validation", "n": 1}
+                    | {"mean": float(table["untrained"].iloc[0])}
+                ]
+            )
+    return pd.DataFrame()
+
+
+def sibling_untrained(folder: Path, sibling: Path) -> pd.DataFrame:
+    """The untrained rows of ``sibling`` (its scale-0 Spearman rows), after checking that both folders' configs
+    name the same base model and evaluation data; ValueError otherwise."""
+    mine, theirs = flat_config(folder), flat_config(sibling)
+    keys = [k for k in {*mine, *theirs} if k.startswith(SAME_MODEL_KEYS + SAME_EVAL_KEYS)]
+    different = sorted(k for k in keys if mine.get(k) != theirs.get(k))
+    if different:
+        raise ValueError(f"--untrained-from {sibling}: its model or evaluation data differ ({', '.join(different)})")
+    rows = _own_untrained(sibling)
+    if rows.empty:
+        raise ValueError(f"--untrained-from {sibling}: it has no scale-0 (untrained) rows in {SPEARMAN_STEM}.csv")
+    return rows[["scale", "split", "n", "mean"]].groupby(["scale", "split"], sort=False).mean().reset_index()
+
+
+def load_results_folder(folder: Path, untrained_from: Path | None = None) -> ResultsFolder:
+    """Read ``folder``; ``untrained_from``: a sibling results folder with the same base model and scale-0 rows,
+    used when ``folder`` has no untrained value of its own."""
+    config = flat_config(folder)
+    trials, has_trials = _trials_frame(folder, config)
+    stems = [*TABLE_STEMS, *([] if has_trials else [SPEARMAN_STEM])]
+    tables = {stem: read_csv(folder / f"{stem}.csv") for stem in stems if (folder / f"{stem}.csv").exists()}
+    untrained = _own_untrained(folder)
+    if untrained.empty and untrained_from is not None:
+        untrained = sibling_untrained(folder, untrained_from)
+    return ResultsFolder(folder, trials, has_trials, tables, untrained)

@@ -1,0 +1,161 @@
+"""What the study figures draw (baseline lines, n, intervals, defaults, shading, panels) and that every published
+results folder redraws from its own CSVs to the same CSVs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from sweep.report import history_figures, scale_figures
+from sweep.report.results_folder import load_results_folder, read_csv
+from sweep.report.study_context import lr_schedule, n_candidates
+from sweep.report.study_figures import with_untrained, write_results_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+STUDY_FOLDERS = sorted(p.parent for p in RESULTS.glob("*/spearman_vs_scale.csv")) + [
+    RESULTS / "angle_weights",
+    RESULTS / "angle_scales",
+]
+STATIC_SIBLING = RESULTS / "mnrl_scale"  # scale-0 rows of the same static base model
+
+
+def context(loss: str = "mnrl", **params: object) -> pd.DataFrame:
+    """A one-row trials frame carrying config params only."""
+    return pd.DataFrame([{"state": None, "param.loss.name": loss, **{f"param.{k}": v for k, v in params.items()}}])
+
+
+def summary(n: int, scales: tuple[float, ...] = (0.0, 1.0, 10.0, 50.0)) -> pd.DataFrame:
+    rows = []
+    for scale in scales:
+        for split, offset in (("validation", 0.0), ("test", -0.1)):
+            mean = 0.6 + 0.01 * scale + offset
+            half = 0.01 if n > 1 else np.nan
+            rows.append(
+                {"scale": scale, "split": split, "n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half}
+            )
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
+    """The figures the writers would save, by stem (nothing is written)."""
+    figures: dict[str, Figure] = {}
+
+    def save(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> list[Path]:
+        figures[stem] = fig
+        return [out_dir / f"{stem}.png"]
+
+    for module in (scale_figures, history_figures):
+        monkeypatch.setattr(module, "save_figure", save)
+    return figures
+
+
+def test_spearman_draws_scale_zero_as_reference_lines(captured: dict[str, Figure], tmp_path: Path) -> None:
+    scale_figures.write_spearman_vs_scale(summary(3), context(), tmp_path)
+    ax = captured["spearman_vs_scale"].axes[0]
+    assert ax.get_xscale() == "log"
+    assert list(ax.get_xticks()) == [1.0, 10.0, 50.0]  # ticks only at the swept scales, none at 0
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
+    assert all(0.0 not in line.get_xdata() for line in curves)
+    labels = ax.get_legend_handles_labels()[1]
+    assert "untrained, validation" in labels and "untrained, test" in labels
+    assert "library default, scale 20" in labels
+    assert "validation (n=3, mean and 95% t-interval)" in labels
+
+
+def test_spearman_single_seed_says_n1_and_draws_no_interval(captured: dict[str, Figure], tmp_path: Path) -> None:
+    scale_figures.write_spearman_vs_scale(summary(1), context("gist"), tmp_path)
+    ax = captured["spearman_vs_scale"].axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert "validation (n=1)" in labels and not any("interval" in label for label in labels)
+    assert not any(collection.get_segments() for collection in ax.collections if hasattr(collection, "get_segments"))
+    assert "library default, temperature 0.01" not in labels  # GIST's default is scale 100, off this axis
+
+
+def test_spearman_shades_the_indistinguishable_set_only_when_given(captured: dict[str, Figure], tmp_path: Path) -> None:
+    scale_figures.write_spearman_vs_scale(summary(3), context(), tmp_path)
+    assert not captured["spearman_vs_scale"].axes[0].patches
+    table = summary(3).assign(indistinguishable_from_best=lambda t: t["scale"].isin([10.0, 50.0]))
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    ax = captured["spearman_vs_scale"].axes[0]
+    assert len(ax.patches) == 2
+    assert "not distinguishable from the best (paired)" in ax.get_legend_handles_labels()[1]
+
+
+def test_learned_scale_on_log_axis_with_lr_schedule(captured: dict[str, Figure], tmp_path: Path) -> None:
+    data = pd.DataFrame(
+        {
+            "run_id": ["a"] * 3,
+            "trial_number": 0,
+            "state": "COMPLETE",
+            "scale": 5.0,
+            "step": [10, 20, 30],
+            "value": [6, 9, 12],
+        }
+    )
+    params = {
+        "trial.learning_rate": 0.05,
+        "trial.max_steps": 30,
+        "trial.warmup_ratio": 0.1,
+        "trial.lr_scheduler": "linear",
+    }
+    history_figures.write_learned_scale_trajectory(data, context("learnable_scale", **params), tmp_path)
+    top, bottom = captured["learned_scale_trajectory"].axes[:2]
+    assert top.get_yscale() == "log" and bottom.get_ylabel() == "learning rate"
+    assert (
+        top.get_legend() is None
+        and "initial scale" in captured["learned_scale_trajectory"].legends[0].get_title().get_text()
+    )
+
+
+def test_train_loss_panels_divide_mnrl_by_ln_candidates(captured: dict[str, Figure], tmp_path: Path) -> None:
+    data = pd.DataFrame(
+        {"run_id": ["a", "a", "b", "b"], "trial_number": [0, 0, 1, 1], "state": "COMPLETE"}
+        | {"scale": [0.0, 0.0, 20.0, 20.0], "step": [10, 20, 10, 20], "value": [np.log(128)] * 2 + [1.0, 0.5]}
+    )
+    trials = context(**{"trial.batch_size": 64, "data.train.columns": "['anchor', 'positive', 'negative']"})
+    assert n_candidates(trials) == 128
+    history_figures.write_train_loss_curves(data, trials, tmp_path)
+    axes = [ax for ax in captured["train_loss_curves"].axes if ax.get_visible()]
+    assert len(axes) == 2 and axes[0].get_yscale() == "log"
+    np.testing.assert_allclose(axes[0].get_lines()[0].get_ydata(), 1.0)  # scale 0 sits at chance
+
+
+def test_lr_schedule_linear_with_warmup() -> None:
+    params = {
+        "trial.learning_rate": 0.05,
+        "trial.max_steps": 300,
+        "trial.warmup_ratio": 0.1,
+        "trial.lr_scheduler": "linear",
+    }
+    schedule = lr_schedule(context(**params)).set_index("step")["learning_rate"]
+    assert schedule[0] == 0 and schedule[30] == pytest.approx(0.05) and schedule[300] == 0
+    assert schedule[165] == pytest.approx(0.025)
+
+
+def test_with_untrained_broadcasts_to_every_condition() -> None:
+    table = summary(1, scales=(1.0, 10.0)).assign(normalize=True)
+    table = pd.concat([table, table.assign(normalize=False)], ignore_index=True)
+    untrained = pd.DataFrame([{"scale": 0.0, "split": "validation", "n": 3, "mean": 0.645}])
+    merged = with_untrained(table, untrained)
+    assert sorted(merged.loc[merged["scale"] == 0, "normalize"]) == [False, True]
+
+
+def test_untrained_from_a_sibling_needs_the_same_model(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="model"):
+        load_results_folder(RESULTS / "gist_temperature", untrained_from=STATIC_SIBLING)
+
+
+@pytest.mark.parametrize("folder", STUDY_FOLDERS, ids=[p.name for p in STUDY_FOLDERS])
+def test_results_folder_redraws_to_the_same_csvs(folder: Path, tmp_path: Path) -> None:
+    written = write_results_folder(load_results_folder(folder), tmp_path)
+    csvs = [path for path in written if path.suffix == ".csv"]
+    assert {p.with_suffix(".png").name for p in csvs if p.name != "trials.csv"} <= {p.name for p in written}
+    for path in csvs:
+        pd.testing.assert_frame_equal(read_csv(path), read_csv(folder / path.name), check_dtype=False)
+    assert {p.name for p in folder.glob("*.png")} == {p.name for p in written if p.suffix == ".png"}

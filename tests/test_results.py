@@ -1,0 +1,301 @@
+"""Every number quoted in a results README's finding and in the top README's results table is read back from the
+CSVs it comes from, through an explicit map (quoted text -> CSV cell or aggregate); every results folder holds
+the same files."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweep.report.results_folder import flat_config, read_csv
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.]*\d)")  # 0.749, -5.3181; not versions or file names
+STUDY_FILES = {"README.md", "config.yaml", "provenance.json", "trials.csv"}
+LOSS_FILES = {"README.md", "provenance.json", "loss_vs_scale.csv", "loss_vs_scale.png", "loss_vs_scale.svg"}
+# the one known gap: the mnrl_scale study's MLflow database is gone and its per-trial values are in no CSV
+KNOWN_MISSING = {("mnrl_scale", "trials.csv")}
+
+
+@cache
+def table(path: str) -> pd.DataFrame:
+    return read_csv(RESULTS / path)
+
+
+def cell(path: str, column: str, agg: str | None = None, **where: object) -> float:
+    """``column`` of the rows of ``results/path`` matching ``where`` (``__`` in a key stands for ``.``): the single
+    value, or ``agg`` (min/max/mean) over them."""
+    frame = table(path)
+    for key, value in where.items():
+        frame = frame[frame[key.replace("__", ".")] == value]
+    if agg is None:
+        assert len(frame) == 1, f"{path} {where}: {len(frame)} rows"
+        return float(frame[column].iloc[0])
+    return float(getattr(frame[column], agg)())
+
+
+def setting(folder: str, key: str) -> float:
+    """A config value of the study (``config.yaml``): quoted settings are checked too."""
+    return float(flat_config(RESULTS / folder)[key])
+
+
+# training rows of the NLI triplets after the 1,024 held out for the statistics (the study's log; in no CSV)
+TRAIN_ROWS = 7815
+
+
+def epochs(folder: str) -> float:
+    return setting(folder, "trial.max_steps") * setting(folder, "trial.batch_size") / TRAIN_ROWS
+
+
+def sp(folder: str, scale: float, column: str = "mean", split: str = "validation") -> float:
+    return cell(f"{folder}/spearman_vs_scale.csv", column, scale=scale, split=split)
+
+
+def rand(folder: str, scale: float, stage: str = "final", column: str = "mean") -> float:
+    return cell(f"{folder}/concentration_vs_scale.csv", column, agg="mean", scale=scale, kind="rand", stage=stage)
+
+
+def spread(folder: str, scale: float, kind: str = "rand") -> float:
+    return cell(f"{folder}/concentration_vs_scale.csv", "q95", kind=kind, scale=scale, stage="final") - cell(
+        f"{folder}/concentration_vs_scale.csv", "q05", kind=kind, scale=scale, stage="final"
+    )
+
+
+def trial(folder: str, metric: str, agg: str | None = None, **where: object) -> float:
+    return cell(f"{folder}/trials.csv", metric, agg, **where)
+
+
+def loss(folder: str, profile: str, scale: float, column: str = "loss") -> float:
+    return cell(f"{folder}/loss_vs_scale.csv", column, profile=profile, scale=scale)
+
+
+def grid(scale: float, layer: int, dim: int, wrapper: str = "None") -> float:
+    return cell(
+        "matryoshka2d/layer_grid_heatmap.csv",
+        "mean",
+        wrapper__name=wrapper,
+        scale=scale,
+        split="test",
+        layer=layer,
+        dim=dim,
+    )
+
+
+VAL, TEST, RAND, UNIF = "stsb_validation_spearman", "stsb_test_spearman", "sim_rand_mean", "sim_uniformity"
+CONFIDENT, ABOVE, BELOW, BAD = "0.78,0.08,0.06,0.06", "0.55,0.5,0.48,0.45", "0.45,0.5,0.48,0.4", "0.1,0.7,0.65,0.6"
+MEASURED = "measured: base all-MiniLM-L6-v2 static, 4 x 64 anchor/positive/negative"
+UNTRAINED = ("mnrl_scale", 0.0)
+AS = {"loss__cos_scale": 10.0, "loss__ibn_scale": 10.0, "loss__angle_scale": 1.0}
+W1 = {"0": "0,0,1|0,0.5,1|0,1,0|0,1,0.5|0,1,1"}
+
+
+def weights(metric: str, agg: str, zero: bool) -> float:
+    frame = table("angle_weights/trials.csv")
+    rows = frame[(frame["loss.weights"].str.split(",").str[0].astype(float) == 0) == zero]
+    return float(getattr(rows[metric], agg)())
+
+
+def norm(metric: str, normalize: bool, similarity: str, scale: float) -> float:
+    return trial("normalize", metric, model__normalize=normalize, loss__similarity=similarity, loss__scale=scale)
+
+
+def gist(metric: str, temperature: float) -> float:
+    return trial("gist_temperature", metric, loss__temperature=temperature)
+
+
+def learned(initial: float, agg: str, metric: str = "learned_scale") -> float:
+    return trial("learnable_scale", metric, agg, loss__scale=initial)
+
+
+Claims = list[tuple[str, Callable[[], float]]]
+MNRL: Claims = [
+    ("0.749", lambda: sp("mnrl_scale", 10)), ("0.743", lambda: sp("mnrl_scale", 10, "ci_low")),
+    ("0.754", lambda: sp("mnrl_scale", 10, "ci_high")), ("0.652", lambda: sp("mnrl_scale", 10, split="test")),
+    ("0.743", lambda: sp("mnrl_scale", 15)), ("0.736", lambda: sp("mnrl_scale", 15, "ci_low")),
+    ("0.751", lambda: sp("mnrl_scale", 15, "ci_high")), ("0.734", lambda: sp("mnrl_scale", 20)),
+    ("0.605", lambda: sp("mnrl_scale", 50)), ("0.606", lambda: sp("mnrl_scale", 1)),
+    ("0.645", lambda: sp(*UNTRAINED)), ("0.457", lambda: rand("mnrl_scale", 10, "init")),
+    ("0.083", lambda: rand("mnrl_scale", 1)), ("0.021", lambda: rand("mnrl_scale", 15)),
+    ("0.023", lambda: rand("mnrl_scale", 10)), ("0.038", lambda: rand("mnrl_scale", 20)),
+    ("0.272", lambda: rand("mnrl_scale", 50)),
+    ("0.392", lambda: cell("mnrl_scale/concentration_vs_scale.csv", "mean", scale=50, kind="neg", stage="final")),
+    ("0.003", lambda: cell("mnrl_scale/concentration_vs_scale.csv", "mean", scale=10, kind="neg", stage="final")),
+    ("1.059", lambda: spread("mnrl_scale", 1)), ("0.372", lambda: spread("mnrl_scale", 10)),
+    ("0.02", lambda: 1 / 50), ("2.5", lambda: epochs("mnrl_scale")), ("7.8", lambda: TRAIN_ROWS / 1000),
+]  # fmt: skip
+COSENT: Claims = [
+    ("0.739", lambda: sp("cosent_scale", 1)), ("0.730", lambda: sp("cosent_scale", 1, "ci_low")),
+    ("0.749", lambda: sp("cosent_scale", 1, "ci_high")), ("0.738", lambda: sp("cosent_scale", 2)),
+    ("0.728", lambda: sp("cosent_scale", 2, "ci_low")), ("0.747", lambda: sp("cosent_scale", 2, "ci_high")),
+    ("0.652", lambda: sp("cosent_scale", 5)), ("0.532", lambda: sp("cosent_scale", 20)),
+    ("0.513", lambda: sp("cosent_scale", 20, "ci_low")), ("0.551", lambda: sp("cosent_scale", 20, "ci_high")),
+    ("0.465", lambda: sp("cosent_scale", 100)), ("0.645", lambda: sp("cosent_scale", 0)),
+    ("0.457", lambda: rand("cosent_scale", 1, "init")), ("0.045", lambda: rand("cosent_scale", 1)),
+    ("0.791", lambda: rand("cosent_scale", 20)), ("0.038", lambda: rand("mnrl_scale", 20)),
+    ("0.05", lambda: setting("cosent_scale", "trial.learning_rate")),
+]  # fmt: skip
+ANGLE_SCALES: Claims = [
+    ("0.688", lambda: trial("angle_scales", VAL, **AS)), ("0.559", lambda: trial("angle_scales", TEST, **AS)),
+    ("0.593", lambda: trial("angle_scales", VAL, loss__cos_scale=20.0, loss__ibn_scale=20.0, loss__angle_scale=1.0)),
+    ("0.554", lambda: trial("angle_scales", VAL, loss__cos_scale=50.0, loss__ibn_scale=50.0, loss__angle_scale=20.0)),
+    ("0.645", lambda: sp(*UNTRAINED)),
+    ("0.651", lambda: trial("angle_scales", VAL, loss__cos_scale=10.0, loss__ibn_scale=10.0, loss__angle_scale=20.0)),
+    ("0.650", lambda: trial("angle_scales", VAL, loss__cos_scale=10.0, loss__ibn_scale=20.0, loss__angle_scale=1.0)),
+    ("0.037", lambda: trial("angle_scales", VAL, **AS)
+     - trial("angle_scales", VAL, loss__cos_scale=10.0, loss__ibn_scale=10.0, loss__angle_scale=20.0)),
+    ("0.334", lambda: trial("angle_scales", RAND, **AS)),
+    ("0.754", lambda: trial("angle_scales", RAND, loss__cos_scale=50.0, loss__ibn_scale=50.0, loss__angle_scale=20.0)),
+    ("0.457", lambda: trial("angle_scales", "sim_rand_mean_init", "mean")),
+    ("0.05", lambda: setting("angle_scales", "trial.learning_rate")), ("0.01", lambda: 0.01),  # a resolution threshold
+]  # fmt: skip
+ANGLE_WEIGHTS: Claims = [
+    ("0.682", lambda: weights(VAL, "min", True)), ("0.738", lambda: weights(VAL, "max", True)),
+    ("0.640", lambda: trial("angle_weights", TEST, loss__weights="0,0.5,1")),
+    ("0.525", lambda: weights(VAL, "min", False)), ("0.618", lambda: weights(VAL, "max", False)),
+    ("0.593", lambda: trial("angle_weights", VAL, loss__weights="1,1,1")),
+    ("0.452", lambda: trial("angle_weights", TEST, loss__weights="1,1,1")), ("0.645", lambda: sp(*UNTRAINED)),
+    ("0.580", lambda: weights(RAND, "min", False)), ("0.782", lambda: weights(RAND, "max", False)),
+    ("0.457", lambda: trial("angle_weights", "sim_rand_mean_init", "mean")),
+    ("0.040", lambda: weights(RAND, "min", True)), ("0.337", lambda: weights(RAND, "max", True)),
+    ("0.5", lambda: 0.5), ("0.01", lambda: 0.01),  # a weight of the grid; a resolution threshold
+]  # fmt: skip
+TEMPERATURES = (0.1, 0.05, 0.02, 0.01, 0.005)
+GIST: Claims = [
+    *[(f"{gist(VAL, t):.3f}", lambda t=t: gist(VAL, t)) for t in TEMPERATURES],
+    *[(f"{gist(TEST, t):.3f}", lambda t=t: gist(TEST, t)) for t in TEMPERATURES],
+    ("0.614", lambda: trial("gist_temperature", "sim_rand_mean_init", "mean")), ("0.25", lambda: gist(RAND, 0.1)),
+    ("0.75", lambda: gist(RAND, 0.01)), ("0.79", lambda: gist(RAND, 0.005)),
+    ("-2.76", lambda: gist(UNIF, 0.1)), ("-0.82", lambda: gist(UNIF, 0.005)),
+    *[(f"{t:g}", lambda t=t: t) for t in TEMPERATURES],  # the grid (config.yaml), checked below
+]  # fmt: skip
+LEARNABLE: Claims = [
+    ("23.2", lambda: learned(1, "min")), ("23.9", lambda: learned(1, "max")), ("24.8", lambda: learned(5, "min")),
+    ("25.3", lambda: learned(5, "max")), ("28.0", lambda: learned(20, "min")), ("28.5", lambda: learned(20, "max")),
+    ("26.9", lambda: learned(50, "min")), ("27.5", lambda: learned(50, "max")),
+    *[(q, lambda s=s, c=c: sp("learnable_scale", s, c)) for q, s, c in [
+        ("0.716", 1, "mean"), ("0.713", 1, "ci_low"), ("0.719", 1, "ci_high"), ("0.727", 5, "mean"),
+        ("0.723", 5, "ci_low"), ("0.730", 5, "ci_high"), ("0.727", 20, "mean"), ("0.715", 20, "ci_low"),
+        ("0.739", 20, "ci_high"), ("0.725", 50, "mean"), ("0.710", 50, "ci_low"), ("0.740", 50, "ci_high")]],
+    ("0.749", lambda: sp("mnrl_scale", 10)), ("0.743", lambda: sp("mnrl_scale", 10, "ci_low")),
+    ("0.754", lambda: sp("mnrl_scale", 10, "ci_high")),
+    ("0.457", lambda: learned(100, "min", VAL)), ("0.462", lambda: learned(100, "max", VAL)),
+    ("0.503", lambda: learned(100, "min", RAND)), ("0.514", lambda: learned(100, "max", RAND)),
+    ("2.5", lambda: epochs("learnable_scale")),
+]  # fmt: skip
+NORMALIZE: Claims = [
+    *[(q, lambda s=s: norm(VAL, True, "dot", s))
+      for q, s in [("0.611", 1.0), ("0.738", 5.0), ("0.733", 20.0), ("0.605", 50.0)]],
+    ("0.737785", lambda: norm(VAL, True, "cosine", 5.0)), ("0.737788", lambda: norm(VAL, False, "cosine", 5.0)),
+    *[(q, lambda s=s: norm(VAL, False, "dot", s))
+      for q, s in [("0.653", 1.0), ("0.697", 5.0), ("0.691", 20.0), ("0.702", 50.0)]],
+    ("0.042", lambda: norm(VAL, True, "dot", 20.0) - norm(VAL, False, "dot", 20.0)),
+    ("0.587", lambda: norm(TEST, False, "dot", 20.0)), ("0.636", lambda: norm(TEST, True, "dot", 20.0)),
+    ("0.122", lambda: trial("normalize", RAND, "min", model__normalize=False, loss__similarity="dot")),
+    ("0.161", lambda: trial("normalize", RAND, "max", model__normalize=False, loss__similarity="dot")),
+    ("0.026", lambda: trial("normalize", RAND, "min", loss__similarity="cosine")),
+    ("0.279", lambda: trial("normalize", RAND, "max", loss__similarity="cosine")),
+]  # fmt: skip
+MATRYOSHKA: Claims = [
+    *[(q, lambda s=s, w=w: grid(s, 3, 384, w)) for q, s, w in [
+        ("0.710", 10.0, "matryoshka2d"), ("0.722", 20.0, "matryoshka2d"), ("0.697", 50.0, "matryoshka2d"),
+        ("0.705", 10.0, "None"), ("0.721", 20.0, "None"), ("0.719", 50.0, "None")]],
+    ("0.435", lambda: grid(10.0, 1, 64)), ("0.509", lambda: grid(10.0, 1, 64, "matryoshka2d")),
+    ("0.478", lambda: grid(10.0, 2, 64)), ("0.561", lambda: grid(10.0, 2, 64, "matryoshka2d")),
+    ("0.426", lambda: grid(50.0, 1, 64, "matryoshka2d")), ("0.425", lambda: grid(50.0, 1, 64)),
+    ("0.01", lambda: 0.01),  # a resolution threshold, not a measurement
+]  # fmt: skip
+LOSS: Claims = [
+    ("1.3863", lambda: loss("loss_vs_scale", CONFIDENT, 0)), ("0.0024", lambda: loss("loss_vs_scale", CONFIDENT, 10)),
+    ("-0.8375", lambda: loss("loss_vs_scale", CONFIDENT, 2, "grad_0")),
+    ("-8.7936", lambda: loss("loss_vs_scale", ABOVE, 24, "grad_0")),
+    ("-5.3181", lambda: loss("loss_vs_scale", ABOVE, 50, "grad_0")),
+    ("-16.6149", lambda: loss("loss_vs_scale", BELOW, 20, "grad_0")),
+    ("-19.9999", lambda: loss("loss_vs_scale", BAD, 20, "grad_0")),
+    ("-47.1825", lambda: loss("loss_vs_scale", BELOW, 50, "grad_0")),
+    ("-50.0000", lambda: loss("loss_vs_scale", BAD, 50, "grad_0")),
+    ("0.01", lambda: 0.01),  # the symlog threshold of the axis
+    *[(s, lambda s=s: float(s)) for s in ("0.78", "0.08", "0.06", "0.55", "0.50", "0.48", "0.45", "0.40", "0.10",
+                                          "0.70", "0.65", "0.60")],  # the profiles' own similarities (inputs)
+]  # fmt: skip
+MEASURED_CLAIMS: Claims = [
+    ("4.8520", lambda: loss("loss_vs_scale_measured", MEASURED, 0)),
+    ("3.1375", lambda: loss("loss_vs_scale_measured", MEASURED, 10)),
+    ("2.3218", lambda: loss("loss_vs_scale_measured", MEASURED, 20)),
+    ("2.1351", lambda: cell("loss_vs_scale_measured/loss_vs_scale.csv", "loss", "min", profile=MEASURED)),
+    ("2.4519", lambda: loss("loss_vs_scale_measured", MEASURED, 50)),
+]  # fmt: skip
+TOP: Claims = [
+    ("0.645", lambda: sp(*UNTRAINED)), *MEASURED_CLAIMS[3:4], *MNRL[:3], ("0.743", lambda: sp("mnrl_scale", 15)),
+    ("0.734", lambda: sp("mnrl_scale", 20)), ("0.605", lambda: sp("mnrl_scale", 50)), *MNRL[13:14], *MNRL[16:17],
+    *COSENT[:3], *COSENT[7:8], *COSENT[14:15], *LEARNABLE[:1], *LEARNABLE[5:6],
+    ("0.716", lambda: sp("learnable_scale", 1)), ("0.727", lambda: sp("learnable_scale", 20)), *MNRL[:1],
+    *ANGLE_WEIGHTS[:2], *ANGLE_WEIGHTS[3:5], *ANGLE_SCALES[:1],
+    ("0.653", lambda: norm(VAL, False, "dot", 1.0)), ("0.702", lambda: norm(VAL, False, "dot", 50.0)),
+    ("0.742", lambda: gist(VAL, 0.05)), ("0.684", lambda: gist(VAL, 0.01)), ("0.75", lambda: gist(RAND, 0.01)),
+    ("0.082", lambda: grid(10.0, 2, 64, "matryoshka2d") - grid(10.0, 2, 64)),
+    ("2.5", lambda: epochs("mnrl_scale")),
+    ("0.01", lambda: setting("gist_temperature", "loss.temperature")),  # GIST's default temperature
+    ("0.05", lambda: 1 / 20),  # temperature of scale 20
+]  # fmt: skip
+FINDINGS: dict[str, Claims] = {
+    "mnrl_scale": MNRL, "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
+    "gist_temperature": GIST, "learnable_scale": LEARNABLE, "normalize": NORMALIZE, "matryoshka2d": MATRYOSHKA,
+    "loss_vs_scale": LOSS, "loss_vs_scale_measured": MEASURED_CLAIMS,
+}  # fmt: skip
+
+
+def finding(folder: str) -> str:
+    """The ``**Finding.**`` paragraph of a results README."""
+    text = (RESULTS / folder / "README.md").read_text()
+    start = text.index("**Finding.**")
+    end = text.find("\n\n", start)
+    return text[start : end if end > 0 else None]
+
+
+def results_table() -> str:
+    """The rows of the top README's results table."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("| folder | experiment |")
+    return text[start : text.index("\n\n", start)]
+
+
+def check(text: str, claims: Claims) -> None:
+    """Each quoted number of ``text`` is claimed, and each claim's value rounds to what is quoted."""
+    quoted = DECIMAL.findall(text)
+    claimed = [q for q, _ in claims]
+    assert not (missing := sorted(set(quoted) - set(claimed))), f"numbers quoted without a source: {missing}"
+    for q, value in claims:
+        assert q in quoted, f"claim {q} is not quoted"
+        places = len(q.split(".")[1])
+        assert math.isclose(round(value(), places), float(q), abs_tol=10 ** -(places + 3)), f"{q}: data {value():.6f}"
+
+
+@pytest.mark.parametrize("folder", sorted(FINDINGS))
+def test_finding_numbers_come_from_the_csvs(folder: str) -> None:
+    check(finding(folder), FINDINGS[folder])
+
+
+def test_top_readme_table_numbers_come_from_the_csvs() -> None:
+    check(results_table().replace("ln 4", "").replace("ln 128", ""), TOP)
+
+
+def test_gist_temperatures_are_the_grid() -> None:
+    swept = set(table("gist_temperature/trials.csv")["loss.temperature"])
+    assert swept == set(TEMPERATURES)
+
+
+def test_every_results_folder_has_the_same_files() -> None:
+    for folder in sorted(p for p in RESULTS.iterdir() if p.is_dir() and p.name != "bench"):
+        names = {p.name for p in folder.iterdir()}
+        expected = LOSS_FILES if folder.name.startswith("loss_vs_scale") else STUDY_FILES
+        absent = {name for name in expected - names if (folder.name, name) not in KNOWN_MISSING}
+        assert not absent, f"{folder.name} lacks {absent}"
+        figures = {p.stem for p in folder.glob("*.png")}
+        assert figures and all({f"{s}.svg", f"{s}.csv"} <= names for s in figures), folder.name
