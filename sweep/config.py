@@ -20,6 +20,7 @@ DATA_SOURCES = ("auto", "local", "hub")
 PRECISIONS = ("fp32", "bf16", "fp16")
 BATCH_SAMPLERS = ("no_duplicates", "batch_sampler")
 DIRECTIONS = ("maximize", "minimize")
+SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.model_store)
 
 
 class ConfigError(ValueError):
@@ -128,6 +129,7 @@ def validate_trial(trial: DictConfig) -> None:
     _check_range("trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
     _check_choice("trial.precision", trial.precision, PRECISIONS)
     _check_choice("trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
+    _check_choice("trial.save_model", trial.get("save_model", "none"), SAVE_MODELS)
     if trial.torch_threads is not None:
         _check_positive_int("trial.torch_threads", trial.torch_threads)
 
@@ -182,6 +184,7 @@ def resolve_trial_config(cfg: DictConfig) -> None:
 
 def validate_trial_config(cfg: DictConfig) -> None:
     """Check one trial's config (after search-space values are applied). Raises ConfigError."""
+    from sweep import extra_eval
     from sweep.layer_grid import validate_layer_grid
     from sweep.losses import validate_loss
 
@@ -190,6 +193,7 @@ def validate_trial_config(cfg: DictConfig) -> None:
     validate_trial(cfg.trial)
     validate_data(cfg.data)
     validate_loss(cfg)
+    extra_eval.validate(cfg)
     validate_layer_grid(cfg)
 
 

@@ -39,6 +39,7 @@ from sentence_transformers.sentence_transformer.losses.adaptive_layer import Tra
 from sentence_transformers.util import batch_to_device
 from transformers import AutoConfig, PretrainedConfig
 
+from sweep import extra_eval
 from sweep.config import ConfigError, eval_batch_size
 from sweep.model import resolve_path
 
@@ -118,8 +119,9 @@ def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def validate_layer_grid(cfg: DictConfig) -> None:
     """Check `eval.*`: layers within the model, dims within its dimension, the objective and its cell."""
     ev = cfg.eval
-    if ev.objective not in OBJECTIVES:
-        raise ConfigError("eval.objective", ev.objective, f"must be one of {', '.join(OBJECTIVES)}")
+    allowed = (*OBJECTIVES, *extra_eval.objectives(cfg))
+    if ev.objective not in allowed:
+        raise ConfigError("eval.objective", ev.objective, f"must be one of {', '.join(allowed)}")
     if ev.objective != "full" and cfg.study.pruner.name != "none":
         raise ConfigError(
             "study.pruner.name",
@@ -127,7 +129,7 @@ def validate_layer_grid(cfg: DictConfig) -> None:
             f"must be none with eval.objective={ev.objective}: the pruner sees the full model's Spearman",
         )
     if not ev.layer_grid.enabled:
-        if ev.objective != "full":
+        if ev.objective in OBJECTIVES and ev.objective != "full":
             raise ConfigError("eval.objective", ev.objective, "needs eval.layer_grid.enabled=true (else use full)")
         return
     if cfg.model.kind != "transformer":

@@ -11,6 +11,7 @@ the same point.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import logging
 import math
@@ -33,7 +34,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep import data as data_module
-from sweep import search_space, tracking
+from sweep import extra_eval, model_store, search_space, tracking, ui_links
 from sweep.config import ConfigError, check_auto_or_positive_int, flatten, resolve_trial_config, validate_trial_config
 from sweep.data import resolve_source
 from sweep.model import check_available
@@ -235,7 +236,14 @@ class Sweep:
         run.log_params({**flatten(cfg), **{f"version.{k}": v for k, v in tracking.library_versions().items()}})
         start = time.perf_counter()
         try:
-            value = train_and_evaluate(trial, cfg, self.resources, run, quiet=self.cfg.quiet)
+            value = train_and_evaluate(
+                trial,
+                cfg,
+                self.resources,
+                run,
+                quiet=self.cfg.quiet,
+                on_trained=functools.partial(model_store.keep, cfg, trial_number=trial.number, run=run),
+            )
         except optuna.TrialPruned as pruned:
             self._end(trial, run, start, TrialState.PRUNED, str(pruned))
             raise
@@ -396,12 +404,14 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     for model in validate(cfg, space):
         check_available(model)
     data_module.check_available(cfg.data)
+    extra_eval.check_sets(cfg)
     client = open_tracking(cfg)
     versions = {f"version.{k}": v for k, v in tracking.library_versions().items()}  # pinned at start
     holder: dict[str, Sweep] = {}
     storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
     study, created = _create_or_load(cfg, storage, space)
     exp_id = tracking.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
+    ui_links.mark_model_development(client, exp_id)
     if created:
         study.set_user_attr("search_space", declared)
         parent = tracking.parent_run(
@@ -446,6 +456,7 @@ def results_table(study: optuna.Study) -> pd.DataFrame:
                 "temperature": t.user_attrs.get("temperature"),
                 "stsb_val": t.value,
                 "stsb_test": t.user_attrs.get("stsb_test_spearman"),
+                **extra_eval.table_columns(t.user_attrs, t.value),
                 "wall_s": t.user_attrs.get("wall_time_s"),
                 "state": t.state.name,
             }
@@ -481,6 +492,8 @@ def finish(sweep: Sweep, interrupted: bool = False) -> pd.DataFrame:
         best = sweep.study.best_trial
         write_shared(lambda: client.log_metric(run_id, f"best_{sweep.cfg.study.metric}", best.value))
         write_shared(lambda: client.set_tag(run_id, "sweep.best_params", str(best.params)))
+    for key, value in model_store.parent_tags(sweep.cfg).items():
+        write_shared(lambda key=key, value=value: client.set_tag(run_id, key, value))
     write_shared(lambda: client.log_metric(run_id, "n_complete_trials", len(complete)))
     client.log_text(run_id, table.to_csv(index=False), "results.csv")
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"

@@ -560,6 +560,7 @@ def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
 def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFrame], out_dir: Path) -> list[Path]:
     """Every study figure whose columns exist, and the trials table; ``histories`` maps metric key to
     ``load_metric_history``."""
+    from sweep.report.extra_sets import write_extra_sets_vs_scale  # imports this module: imported when called
     empty = pd.DataFrame(columns=["run_id", "step", "value"])
     return [
         *write_trials_table(trials, out_dir),
@@ -579,4 +580,5 @@ def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFra
         *write_angle_weights_heatmap(trials, out_dir),
         *write_angle_scales_heatmap(trials, out_dir),
         *write_layer_grid_figures(trials, out_dir),
+        *write_extra_sets_vs_scale(trials, out_dir),
     ]
