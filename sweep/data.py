@@ -70,6 +70,8 @@ def resolve_source(data: DictConfig, split: str, where: str | None = None) -> Sp
         local_file = base / local_file if base is not None else None
     hub = (spec.hub_name, spec.hub_subset, spec.hub_split) if spec.hub_name else None
     if data.source == "hub" or (data.source == "auto" and (local_file is None or not local_file.is_file())):
+        if hub is None and data.source == "auto" and local_file is not None:
+            raise ConfigError(key, str(local_file), "file not found (and no hub_name to read it from the hub)")
         if hub is None:
             raise ConfigError(f"{where}.hub_name", spec.hub_name, "is needed when the data is read from the hub")
         if data.source == "auto" and local_file is not None:
@@ -96,6 +98,9 @@ def load_split(data: DictConfig, split: str, where: str | None = None) -> Datase
     if source.local_file is not None:
         if source.local_file.stat().st_size == 0:
             raise ConfigError(f"{where}.local_file", str(source.local_file), "is empty")
+        with source.local_file.open() as handle:
+            if not (handle.readline() and handle.readline().strip()):  # a header alone: the csv loader fails
+                raise ConfigError(where, str(source.local_file), "has no rows")
         dataset = load_dataset("csv", data_files=str(source.local_file), split="train")
     else:
         name, subset, hub_split = source.hub

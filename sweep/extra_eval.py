@@ -235,7 +235,8 @@ def check_sets(cfg: DictConfig) -> None:
             raise
         except Exception as error:  # noqa: BLE001 - hub errors (offline, unknown name): name the entry
             reason = f"{type(error).__name__}: {error}".splitlines()[0]
-            raise ConfigError(f"eval.extra.{index}", spec.get("hub_name"), f"cannot be read ({reason})") from None
+            where = spec.get("local_file") or spec.get("hub_name")
+            raise ConfigError(f"eval.extra.{index}", where, f"cannot be read ({reason})") from None
 
 
 def names_objective(ev: DictConfig, cfg: DictConfig) -> bool:
@@ -258,11 +259,25 @@ def record(trial: Any, scores: Mapping[str, float], stsb_validation: float) -> N
         trial.set_user_attr(ATTR_EXTRA_PREFIX + key, value)
 
 
-def every_eval_logger(
-    extra: ExtraEvaluators, model: SentenceTransformer, log_metrics: Callable[..., None]
-) -> Callable[[int], None]:
-    """A callback scoring the sets at an evaluation step (``eval.extra_every_eval=true``)."""
-    return lambda step: log_metrics(extra.score(model), step=step)
+@dataclass
+class TrialScorer:
+    """Scores one trial's model on the extra sets and logs them: at evaluation steps (as a step callback, with
+    ``eval.extra_every_eval=true``) and at the end, without scoring the last step twice."""
+
+    extra: ExtraEvaluators
+    model: SentenceTransformer
+    log_metrics: Callable[..., None]
+    last: tuple[int, dict[str, float]] | None = None
+
+    def __call__(self, step: int) -> None:
+        self.last = (step, self.extra.score(self.model))
+        self.log_metrics(self.last[1], step=step)
+
+    def final(self, step: int) -> dict[str, float]:
+        """The scores at the last training step, logged there (once)."""
+        if self.last is None or self.last[0] != step:
+            self(step)
+        return self.last[1]
 
 
 def chain(*callbacks: Callable[[int], None] | None) -> Callable[[int], None] | None:

@@ -270,8 +270,9 @@ def train_and_evaluate(
         initial_weights = {name: p.detach().clone() for name, p in model.named_parameters()}
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
     extra = resources.extra.get(cfg)
+    scorer = extra_eval.TrialScorer(extra, model, run.log_metrics)
     if cfg.eval.extra_every_eval:
-        every_eval = extra_eval.chain(every_eval, extra_eval.every_eval_logger(extra, model, run.log_metrics))
+        every_eval = extra_eval.chain(every_eval, scorer)
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
@@ -316,8 +317,7 @@ def train_and_evaluate(
         grid = stsb_layer_grid(model, splits["validation"], cfg)
         log_layer_grid(run, grid, "validation", step=steps)
         log_layer_grid(run, stsb_layer_grid(model, splits["test"], cfg), "test", step=steps)
-    extra_scores = extra.score(model)
-    metrics.update(extra_scores)
+    extra_scores = scorer.final(steps)
     if extra_eval.names_objective(cfg.eval, cfg):
         objective = extra_eval.objective(cfg.eval, val, extra, extra_scores)
     else:
@@ -328,7 +328,7 @@ def train_and_evaluate(
     trial.set_user_attr("train_seconds", train_seconds)
     extra_eval.record(trial, extra_scores, stsb_validation=val)
     if on_trained is not None:
-        on_trained(model, objective, {f"{VALIDATION}_spearman": val, **metrics})
+        on_trained(model, objective, {f"{VALIDATION}_spearman": val, **metrics, **extra_scores})
     return objective
 
 

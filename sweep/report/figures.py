@@ -561,6 +561,7 @@ def write_study_figures(trials: pd.DataFrame, histories: Mapping[str, pd.DataFra
     """Every study figure whose columns exist, and the trials table; ``histories`` maps metric key to
     ``load_metric_history``."""
     from sweep.report.extra_sets import write_extra_sets_vs_scale  # imports this module: imported when called
+
     empty = pd.DataFrame(columns=["run_id", "step", "value"])
     return [
         *write_trials_table(trials, out_dir),
