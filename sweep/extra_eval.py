@@ -216,7 +216,7 @@ class ExtraCache:
 
     def get(self, cfg: DictConfig) -> ExtraEvaluators:
         key = json.dumps(
-            [OmegaConf.to_container(cfg.eval.get("extra") or [], resolve=True), cfg.data.source, cfg.data.local_dir]
+            [[OmegaConf.to_container(spec, resolve=True) for spec in specs(cfg)], cfg.data.source, cfg.data.local_dir]
             + [cfg.data.seed, eval_batch_size(cfg)],
             sort_keys=True,
         )
