@@ -239,9 +239,9 @@ def check_sets(cfg: DictConfig) -> None:
             raise ConfigError(f"eval.extra.{index}", where, f"cannot be read ({reason})") from None
 
 
-def names_objective(ev: DictConfig, cfg: DictConfig) -> bool:
+def names_objective(cfg: DictConfig) -> bool:
     """Whether ``eval.objective`` is one of the extra sets' metrics or their mean."""
-    return ev.objective in objectives(cfg)
+    return cfg.eval.objective in objectives(cfg)
 
 
 def objective(ev: DictConfig, stsb_validation: float, extra: ExtraEvaluators, scores: Mapping[str, float]) -> float:

@@ -318,7 +318,7 @@ def train_and_evaluate(
         log_layer_grid(run, grid, "validation", step=steps)
         log_layer_grid(run, stsb_layer_grid(model, splits["test"], cfg), "test", step=steps)
     extra_scores = scorer.final(steps)
-    if extra_eval.names_objective(cfg.eval, cfg):
+    if extra_eval.names_objective(cfg):
         objective = extra_eval.objective(cfg.eval, val, extra, extra_scores)
     else:
         objective = objective_value(cfg.eval, val, grid)
