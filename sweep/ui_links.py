@@ -7,6 +7,7 @@ page directly.
 
 from __future__ import annotations
 
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
@@ -36,9 +37,13 @@ def chart_view(uri: str, experiment_id: str) -> str:
 
 def mark_model_development(client: MlflowClient, experiment_id: str) -> None:
     """Tag the experiment as model development, so MLflow 3's UI opens on its runs (kept if already set)."""
-    experiment = client.get_experiment(experiment_id)
-    if TAG_EXPERIMENT_KIND not in experiment.tags:
+    if TAG_EXPERIMENT_KIND in client.get_experiment(experiment_id).tags:
+        return
+    try:
         client.set_experiment_tag(experiment_id, TAG_EXPERIMENT_KIND, EXPERIMENT_KIND_MODELS)
+    except MlflowException:  # workers starting together: another one set it first (unique key)
+        if TAG_EXPERIMENT_KIND not in client.get_experiment(experiment_id).tags:
+            raise
 
 
 def open_lines(tracking_uri: str, experiment_id: str, storage: str) -> list[str]:
