@@ -14,7 +14,9 @@ import pandas as pd
 import transformers
 from omegaconf import DictConfig
 
+from sweep import model_store, ui_links
 from sweep.config import CONFIG_DIR, ConfigError
+from sweep.names import TAG_BEST_MODEL_PATH
 from sweep.results import OBJECTIVE, STSB_TEST, STSB_VALIDATION, objective_is_stsb_validation
 from sweep.study import Sweep, finish, open_sweep
 
@@ -56,10 +58,11 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
     lines += [
         f"Optuna storage: {sweep.cfg.study.storage} (study {sweep.study.study_name})",
         f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
-        f"Open the runs: mlflow ui --backend-store-uri {uri}"
-        if uri.startswith(("sqlite:", "file:", "/"))
-        else f"Open the runs: {uri}",
+        *ui_links.open_lines(uri, sweep.experiment_id, sweep.cfg.study.storage),
     ]
+    best_model = model_store.parent_tags(sweep.cfg).get(TAG_BEST_MODEL_PATH)
+    if best_model:
+        lines.append(f"Best model: {best_model} (SentenceTransformer(path); rescore: python -m sweep.evaluate)")
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 BATCH_SAMPLERS = ("no_duplicates", "batch_sampler")
 DIRECTIONS = ("maximize", "minimize")
 METRICS = ("stsb_validation_spearman",)
+SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.model_store)
 
 
 class ConfigError(ValueError):
@@ -163,6 +164,7 @@ def validate_trial(trial: DictConfig) -> None:
     require_number("trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
     require_choice("trial.precision", trial.precision, PRECISIONS)
     require_choice("trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
+    require_choice("trial.save_model", trial.get("save_model", "none"), SAVE_MODELS)
     if trial.torch_threads is not None:
         require_int("trial.torch_threads", trial.torch_threads)
 

@@ -57,18 +57,23 @@ class SplitSource:
         return f"hub:{name}" + (f"/{subset}" if subset else "") + f"[{split}]"
 
 
-def resolve_source(data: DictConfig, split: str) -> SplitSource:
-    """Decide where a split is read from, checking local files exist (before any training)."""
+def resolve_source(data: DictConfig, split: str, where: str | None = None) -> SplitSource:
+    """Decide where a split is read from, checking local files exist (before any training).
+
+    ``where`` is the config path of the split's spec in messages (default ``data.<split>``)."""
     spec = data[split]
-    key = f"data.{split}.local_file"
+    where = where or f"data.{split}"
+    key = f"{where}.local_file"
     local_file = Path(spec.local_file).expanduser() if spec.local_file else None
     if local_file is not None and not local_file.is_absolute():
         base = find_local_dir(data.local_dir) if data.source != "hub" else None
         local_file = base / local_file if base is not None else None
     hub = (spec.hub_name, spec.hub_subset, spec.hub_split) if spec.hub_name else None
     if data.source == "hub" or (data.source == "auto" and (local_file is None or not local_file.is_file())):
+        if hub is None and data.source == "auto" and local_file is not None:
+            raise ConfigError(key, str(local_file), "file not found (and no hub_name to read it from the hub)")
         if hub is None:
-            raise ConfigError(f"data.{split}.hub_name", spec.hub_name, "is needed when the data is read from the hub")
+            raise ConfigError(f"{where}.hub_name", spec.hub_name, "is needed when the data is read from the hub")
         if data.source == "auto" and local_file is not None:
             log.warning("%s not found; reading %s from the hub", local_file, split)
         return SplitSource(split, None, hub)
@@ -85,13 +90,17 @@ def resolve_source(data: DictConfig, split: str) -> SplitSource:
     return SplitSource(split, local_file, None)
 
 
-def load_split(data: DictConfig, split: str) -> Dataset:
+def load_split(data: DictConfig, split: str, where: str | None = None) -> Dataset:
     """Load one split, keep its configured columns (in order) and, if asked, a seeded random subset."""
     spec = data[split]
-    source = resolve_source(data, split)
+    where = where or f"data.{split}"
+    source = resolve_source(data, split, where)
     if source.local_file is not None:
         if source.local_file.stat().st_size == 0:
-            raise ConfigError(f"data.{split}.local_file", str(source.local_file), "is empty")
+            raise ConfigError(f"{where}.local_file", str(source.local_file), "is empty")
+        with source.local_file.open() as handle:
+            if not (handle.readline() and handle.readline().strip()):  # a header alone: the csv loader fails
+                raise ConfigError(where, str(source.local_file), "has no rows")
         dataset = load_dataset("csv", data_files=str(source.local_file), split="train")
     else:
         name, subset, hub_split = source.hub
@@ -100,17 +109,17 @@ def load_split(data: DictConfig, split: str) -> Dataset:
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
         raise ConfigError(
-            f"data.{split}.columns",
+            f"{where}.columns",
             columns,
             f"{source.describe()} has columns {dataset.column_names}, missing {missing}",
         )
     if len(dataset) == 0:
-        raise ConfigError(f"data.{split}", source.describe(), "has no rows")
+        raise ConfigError(where, source.describe(), "has no rows")
     dataset = dataset.select_columns(columns)
     for column in columns:
         if None in dataset.unique(column):
             raise ConfigError(
-                f"data.{split}.columns",
+                f"{where}.columns",
                 column,
                 f"{source.describe()} has empty values in column {column!r}; clean the file",
             )
@@ -139,7 +148,7 @@ def check_available(data: DictConfig) -> None:
             ) from None
 
 
-def _subset(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:
+def subset(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:
     if max_samples is None or max_samples >= len(dataset):
         return dataset
     return dataset.shuffle(seed=seed).select(range(max_samples))
@@ -157,6 +166,6 @@ def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
         parts = splits["train"].train_test_split(test_size=heldout_pairs, seed=data.seed)
         splits["train"], splits["heldout"] = parts["train"], parts["test"]
     return {
-        name: _subset(dataset, data[name].max_samples if name in SPLITS else None, data.seed)
+        name: subset(dataset, data[name].max_samples if name in SPLITS else None, data.seed)
         for name, dataset in splits.items()
     }

@@ -36,6 +36,7 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.losses.adaptive_layer import TransformerDecorator
 from sentence_transformers.util import batch_to_device
 
+from sweep import extra_eval
 from sweep.config import ConfigError, eval_batch_size, parse_numbers, require_choice
 from sweep.model import model_shape
 
@@ -62,7 +63,7 @@ def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def validate_layer_grid(cfg: DictConfig) -> None:
     """Check `eval.*`: layers within the model, dims within its dimension, the objective and its cell."""
     ev = cfg.eval
-    require_choice("eval.objective", ev.objective, OBJECTIVES)
+    require_choice("eval.objective", ev.objective, (*OBJECTIVES, *extra_eval.objectives(cfg)))
     if ev.objective != "full" and cfg.study.pruner.name != "none":
         raise ConfigError(
             "study.pruner.name",
@@ -70,7 +71,7 @@ def validate_layer_grid(cfg: DictConfig) -> None:
             f"must be none with eval.objective={ev.objective}: the pruner sees the full model's Spearman",
         )
     if not ev.layer_grid.enabled:
-        if ev.objective != "full":
+        if ev.objective in OBJECTIVES and ev.objective != "full":
             raise ConfigError("eval.objective", ev.objective, "needs eval.layer_grid.enabled=true (else use full)")
         return
     if cfg.model.kind != "transformer":

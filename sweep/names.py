@@ -18,6 +18,15 @@ TAG_BEST_PARAMS = "sweep.best_params"
 TAG_PARENT_RUN_ID = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
 SCALE_ZERO_MODE = "trained_with_zero_gradient"  # the value of TAG_SCALE_ZERO
+# The kept best model, on the parent run (see sweep.model_store).
+TAG_BEST_MODEL_PATH = "sweep.best_model_path"  # the study's best-model folder
+TAG_BEST_MODEL_URI = "sweep.best_model_uri"  # runs:/<trial run id>/model (or models:/<name>/<version>)
+TAG_BEST_MODEL_RUN_ID = "sweep.best_model_run_id"
+TAG_BEST_MODEL_TRIAL = "sweep.best_model_trial"
+TAG_MODEL_LOGGED = "sweep.model_logged"  # on a trial run whose model was logged with the sentence_transformers flavor
+# MLflow experiment tag read by the MLflow 3 UI: "custom_model_development" opens the runs page, not GenAI views.
+TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
+EXPERIMENT_KIND_MODELS = "custom_model_development"
 
 # Optuna study attributes.
 ATTR_READY = "sweep.ready"  # set by the creating process once the grid is queued and the parent run exists
@@ -36,3 +45,4 @@ ATTR_TEMPERATURE = "temperature"
 ATTR_FAIL_REASON = "fail_reason"
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
+ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.extra_eval)

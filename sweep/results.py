@@ -9,6 +9,7 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
+from sweep import extra_eval
 from sweep.names import (
     ATTR_DISCARDED,
     ATTR_SCALE,
@@ -16,6 +17,7 @@ from sweep.names import (
     ATTR_TEST_SPEARMAN,
     ATTR_VALIDATION_SPEARMAN,
     ATTR_WALL_TIME_S,
+    TAG_BEST_PARAMS,
 )
 
 # Columns of the table: `objective` is what Optuna optimised (`eval.objective`: the full model's STSB validation
@@ -41,6 +43,7 @@ def results_table(study: optuna.Study) -> pd.DataFrame:
                 OBJECTIVE: t.value,
                 STSB_VALIDATION: t.user_attrs.get(ATTR_VALIDATION_SPEARMAN),
                 STSB_TEST: t.user_attrs.get(ATTR_TEST_SPEARMAN),
+                **extra_eval.table_columns(t.user_attrs),
                 "wall_s": t.user_attrs.get(ATTR_WALL_TIME_S),
                 "state": t.state.name,
             }
@@ -56,11 +59,11 @@ def objective_is_stsb_validation(table: pd.DataFrame) -> bool:
     return table.empty or table[OBJECTIVE].equals(table[STSB_VALIDATION])
 
 
-def parent_summary(study: optuna.Study, metric: str) -> tuple[dict[str, float], str | None]:
-    """The parent run's summary metrics (``best_{metric}``, ``n_complete_trials``) and best params (None before a
-    trial completes)."""
+def parent_summary(study: optuna.Study, metric: str) -> tuple[dict[str, float], dict[str, str]]:
+    """The parent run's summary metrics (``best_{metric}``, ``n_complete_trials``) and tags (the best params, once
+    a trial completed)."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
-        return {"n_complete_trials": 0}, None
+        return {"n_complete_trials": 0}, {}
     best = study.best_trial
-    return {f"best_{metric}": best.value, "n_complete_trials": len(complete)}, str(best.params)
+    return {f"best_{metric}": best.value, "n_complete_trials": len(complete)}, {TAG_BEST_PARAMS: str(best.params)}

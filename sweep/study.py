@@ -3,6 +3,7 @@ grid points, and opening (`open_sweep`) and closing (`finish`) a study with its 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -17,7 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep import data as data_module
-from sweep import search_space, tracking
+from sweep import extra_eval, model_store, search_space, tracking, ui_links
 from sweep.config import flatten
 from sweep.model import check_available
 from sweep.names import (
@@ -92,7 +93,14 @@ class Sweep:
         run.log_params({**flatten(cfg), **{f"version.{k}": v for k, v in tracking.library_versions().items()}})
         start = time.perf_counter()
         try:
-            value = train_and_evaluate(trial, cfg, self.resources, run, quiet=self.cfg.quiet)
+            value = train_and_evaluate(
+                trial,
+                cfg,
+                self.resources,
+                run,
+                quiet=self.cfg.quiet,
+                on_trained=functools.partial(model_store.keep, cfg, trial_number=trial.number, run=run),
+            )
         except optuna.TrialPruned as pruned:
             self._end(trial, run, start, TrialState.PRUNED, str(pruned))
             raise
@@ -207,12 +215,14 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     for model in validate(cfg, space):
         check_available(model)
     data_module.check_available(cfg.data)
+    extra_eval.check_sets(cfg)
     client = tracking.open_tracking(cfg)
     versions = {f"version.{k}": v for k, v in tracking.library_versions().items()}  # pinned at start
     holder: dict[str, Sweep] = {}
     storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
     study, created = create_or_load(cfg, storage, space)
     exp_id = tracking.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
+    ui_links.mark_model_development(client, exp_id)
     if created:
         study.set_user_attr(ATTR_SEARCH_SPACE, declared)
         parent = tracking.parent_run(
@@ -234,9 +244,8 @@ def open_sweep(cfg: DictConfig) -> Sweep:
 def finish(sweep: Sweep, interrupted: bool = False) -> pd.DataFrame:
     """Close the parent run with the study's best value and the results table as an artifact."""
     table = results_table(sweep.study)
-    summary, best_params = parent_summary(sweep.study, sweep.cfg.study.metric)
+    summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric)
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
-    tracking.close_parent_run(
-        sweep.client, sweep.parent_run_id, summary, best_params, table.to_csv(index=False), status
-    )
+    tags.update(model_store.parent_tags(sweep.cfg))
+    tracking.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
     return table

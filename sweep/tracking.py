@@ -32,7 +32,6 @@ from sweep.names import (
     ATTR_MLFLOW_PARENT_RUN_ID,
     ROLE_STUDY,
     ROLE_TRIAL,
-    TAG_BEST_PARAMS,
     TAG_END_REASON,
     TAG_OPTUNA_STATE,
     TAG_PARENT_RUN_ID,
@@ -143,16 +142,16 @@ def close_parent_run(
     client: MlflowClient,
     run_id: str,
     summary: Mapping[str, float],
-    best_params: str | None,
+    tags: Mapping[str, str],
     results_csv: str,
     status: str,
 ) -> None:
-    """End the parent run with the study's summary metrics, its best params (when a trial completed) and the
-    results table as ``results.csv``."""
+    """End the parent run with the study's summary metrics, its tags (best params, best model) and the results
+    table as ``results.csv``."""
     for key, value in summary.items():
         write_shared(lambda key=key, value=value: client.log_metric(run_id, key, value))
-    if best_params is not None:
-        write_shared(lambda: client.set_tag(run_id, TAG_BEST_PARAMS, best_params))
+    for key, value in tags.items():
+        write_shared(lambda key=key, value=value: client.set_tag(run_id, key, value))
     client.log_text(run_id, results_csv, "results.csv")
     client.set_terminated(run_id, status=status)
 

@@ -22,6 +22,7 @@ from transformers import TrainerCallback, set_seed
 from transformers.trainer_callback import PrinterCallback
 
 from sweep import data as data_module
+from sweep import extra_eval
 from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
 from sweep.losses import build_loss, learning_rate_mapping
 from sweep.model import build_model
@@ -85,6 +86,7 @@ class StudyResources:
     _evaluators: dict[str, tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]] = field(default_factory=dict)
     _preprocess: dict[str, PreprocessCache] = field(default_factory=dict)
     _initial: dict[str, InitialEvaluation] = field(default_factory=dict)
+    extra: extra_eval.ExtraCache = field(default_factory=extra_eval.ExtraCache)
 
     def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
         key = _cache_key(data, heldout_pairs)
@@ -233,10 +235,15 @@ def device_of(cfg: DictConfig) -> str | None:
 
 
 def train_and_evaluate(
-    trial: optuna.Trial, cfg: DictConfig, resources: StudyResources, run: TrialRun, quiet: bool
+    trial: optuna.Trial,
+    cfg: DictConfig,
+    resources: StudyResources,
+    run: TrialRun,
+    quiet: bool,
+    on_trained: Callable[[SentenceTransformer, float, dict[str, float]], None] | None = None,
 ) -> float:
-    """Train one trial and return its objective (`eval.objective`; by default the STSB validation Spearman).
-    Raises optuna.TrialPruned when pruned."""
+    """Train one trial and return its objective (STSB validation Spearman by default). Raises optuna.TrialPruned
+    when pruned. ``on_trained(model, objective, metrics)`` runs once the trial is complete (to keep its model)."""
     if cfg.trial.torch_threads:
         torch.set_num_threads(cfg.trial.torch_threads)
     stats = cfg.stats
@@ -268,6 +275,10 @@ def train_and_evaluate(
         run.set_tags({TAG_SCALE_ZERO: SCALE_ZERO_MODE})
         initial_weights = {name: p.detach().clone() for name, p in model.named_parameters()}
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
+    extra = resources.extra.get(cfg)
+    scorer = extra_eval.TrialScorer(extra, model, run.log_metrics)
+    if cfg.eval.extra_every_eval:
+        every_eval = extra_eval.chain(every_eval, scorer)
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
@@ -312,12 +323,19 @@ def train_and_evaluate(
         grid = stsb_layer_grid(model, splits["validation"], cfg)
         log_layer_grid(run, grid, "validation", step=steps)
         log_layer_grid(run, stsb_layer_grid(model, splits["test"], cfg), "test", step=steps)
-    objective = objective_value(cfg.eval, val, grid)
+    extra_scores = scorer.final(steps)
+    if extra_eval.names_objective(cfg):
+        objective = extra_eval.objective(cfg.eval, val, extra, extra_scores)
+    else:
+        objective = objective_value(cfg.eval, val, grid)
     metrics["objective"] = objective
     run.log_metrics(metrics, step=steps)
     trial.set_user_attr(ATTR_VALIDATION_SPEARMAN, val)
     trial.set_user_attr(ATTR_TEST_SPEARMAN, test_value)
     trial.set_user_attr(ATTR_TRAIN_SECONDS, train_seconds)
+    extra_eval.record(trial, extra_scores)
+    if on_trained is not None:
+        on_trained(model, objective, {f"{VALIDATION}_spearman": val, **metrics, **extra_scores})
     return objective
 
 

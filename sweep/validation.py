@@ -7,7 +7,7 @@ import json
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep import search_space
+from sweep import extra_eval, search_space
 from sweep.config import (
     ConfigError,
     resolve_eval_batch_size,
@@ -35,6 +35,7 @@ def validate_trial_config(cfg: DictConfig) -> None:
     validate_trial(cfg.trial)
     validate_data(cfg.data)
     validate_loss(cfg)
+    extra_eval.validate(cfg)
     validate_layer_grid(cfg)
 
 

@@ -119,6 +119,9 @@ def run_framework(root: Path, overrides: Sequence[str], data_dir: str, timeout_s
         f"paths.root={root}",
         f"data.local_dir={data_dir}",
         "quiet=true",
+        # One seed and no kept models: each framework trial is compared with one plain script run, which saves nothing.
+        "study.seeds=[0]",
+        "trial.save_model=none",
         *overrides,
     ]
     root.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweep.report.extra_sets import write_extra_sets_vs_scale
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
 from sweep.report.results_folder import ResultsFolder
@@ -91,6 +92,7 @@ def write_study_figures(
         *write_angle_weights_heatmap(trials, out_dir, validation),
         *write_angle_scales_heatmap(trials, out_dir, validation),
         *write_layer_grid_figures(tables["layer_grid_heatmap"], out_dir),
+        *write_extra_sets_vs_scale(trials, out_dir),
     ]
 
 

@@ -1,0 +1,124 @@
+"""``python -m sweep.evaluate``: score saved models, MLflow runs or a study's best model on STSB and the extra sets.
+
+Rescores a finished study on a new dataset without retraining: the models come from folders (``--model``), from
+MLflow (``--run-id``, the ``model`` logged with the sentence_transformers flavor) or from a study's kept best model
+(``--study NAME``, under ``<paths.root>/models/NAME/best``); the data and extra sets from the project config and
+Hydra overrides (``eval=offline_extra``, ``data.test.max_samples=...``). One row per model, printed and written
+as CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig
+from sentence_transformers import SentenceTransformer
+
+from sweep import data as data_module
+from sweep import extra_eval, model_store
+from sweep.config import ConfigError, compose_config, eval_batch_size
+
+SPLITS = ("validation", "test")
+
+
+def stsb_scores(cfg: DictConfig, splits: Sequence[str]) -> dict[str, object]:
+    """The STSB evaluators of ``splits``, subset exactly as a trial subsets them (so values match the logged)."""
+    from sweep.trial import stsb_evaluator  # the trial's own evaluator: identical settings
+
+    evaluators = {}
+    for split in splits:
+        dataset = data_module.load_split(cfg.data, split)
+        dataset = data_module.subset(dataset, cfg.data[split].max_samples, cfg.data.seed)
+        evaluators[split] = stsb_evaluator(dataset, f"stsb_{split}", eval_batch_size(cfg))
+    return evaluators
+
+
+def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[str, object], SentenceTransformer]]:
+    """(description, model) for every ``--model``, ``--run-id`` and ``--study`` given, in that order."""
+    models: list[tuple[dict[str, object], SentenceTransformer]] = []
+    for path in args.model:
+        if not Path(path).is_dir():
+            raise ValueError(f"--model {path}: not a folder")
+        models.append(({"source": "folder", "model": str(Path(path).resolve())}, SentenceTransformer(path)))
+    for name in args.study:
+        best = model_store.best_path(cfg.paths.root, name)
+        meta = model_store.read_meta(best)
+        if meta is None:
+            raise ValueError(f"--study {name}: no kept best model in {best} (trial.save_model=best or all)")
+        row = {"source": "study", "model": str(best), "trial": meta["trial_number"], "run_id": meta["mlflow_run_id"]}
+        models.append((row, SentenceTransformer(str(best))))
+    if args.run_id:
+        import mlflow
+        import mlflow.sentence_transformers
+
+        mlflow.set_tracking_uri(args.tracking_uri or cfg.tracking.uri)
+        for run_id in args.run_id:
+            uri = f"runs:/{run_id}/{model_store.MLFLOW_ARTIFACT}"
+            models.append(({"source": "mlflow", "model": uri}, mlflow.sentence_transformers.load_model(uri)))
+    return models
+
+
+def score_table(args: argparse.Namespace, cfg: DictConfig) -> pd.DataFrame:
+    """One row per model: where it came from, STSB Spearman per split and every extra set's metrics."""
+    extra_eval.validate(cfg)
+    extra_eval.check_sets(cfg)
+    stsb = stsb_scores(cfg, args.splits)
+    extra = extra_eval.ExtraEvaluators.from_config(cfg)
+    rows = []
+    for row, model in load_models(args, cfg):
+        for split, evaluator in stsb.items():
+            row[f"stsb_{split}_spearman"] = float(evaluator(model)[f"stsb_{split}_spearman_cosine"])
+        rows.append({**row, **extra.score(model)})
+    return pd.DataFrame(rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sweep.evaluate",
+        description="Score saved models, MLflow runs or a study's best model on STSB and the eval.extra sets.",
+    )
+    parser.add_argument("--model", action="append", default=[], metavar="PATH", help="a SentenceTransformer folder")
+    parser.add_argument("--run-id", action="append", default=[], metavar="ID", help="an MLflow run with a logged model")
+    parser.add_argument("--study", action="append", default=[], metavar="NAME", help="a study's kept best model")
+    parser.add_argument("--tracking-uri", help="MLflow tracking URI for --run-id (default: the config's tracking.uri)")
+    parser.add_argument(
+        "--splits", default="validation,test", help="STSB splits to score, comma-separated (default validation,test)"
+    )
+    parser.add_argument("--out", type=Path, help="write the table as CSV here")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Hydra overrides of the project config: paths.root=..., eval=offline_extra, data.test.max_samples=...",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.splits = [s for s in args.splits.split(",") if s]
+    if not (args.model or args.run_id or args.study):
+        parser.error("give at least one --model, --run-id or --study")
+    if any(split not in SPLITS for split in args.splits):
+        parser.error(f"--splits must name {' and/or '.join(SPLITS)}")
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    try:
+        table = score_table(args, compose_config(args.overrides))
+    except (ConfigError, ValueError, OSError) as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out, index=False)
+        print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Models worth keeping (``trial.save_model``): the study's best model, or every trial's, on disk and in MLflow.
+
+Layout under ``<paths.root>/models/<study name>/``::
+
+    best -> trials/trial-007     a symbolic link to the current best trial's folder
+    trials/trial-007/            a normal sentence-transformers folder, plus sweep_model.json (trial, value, run)
+    .lock                        held while a worker decides and swaps
+
+Safety across workers and restarts: a model is written to a ``.tmp-*`` folder beside ``trials/`` (same
+filesystem), renamed into ``trials/`` once complete, and only then is ``best`` re-pointed by renaming a new link
+over it (``os.replace``, atomic on POSIX). A worker killed at any point leaves ``best`` on the old or the new
+complete folder, never a half-written one; leftover ``.tmp-*`` folders are removed by the next save. The decision
+"better than the current best" compares with the ``sweep_model.json`` of ``best`` under an exclusive file lock, so
+two workers finishing together cannot both win, and a restarted study continues from what is on disk.
+
+Each kept model is also logged to its trial's MLflow run with the ``sentence_transformers`` flavor (``runs:/<run
+id>/model``) and, when it becomes the best and ``tracking.registered_model_name`` is set, registered.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from sentence_transformers import SentenceTransformer
+
+from sweep.names import (
+    TAG_BEST_MODEL_PATH,
+    TAG_BEST_MODEL_RUN_ID,
+    TAG_BEST_MODEL_TRIAL,
+    TAG_BEST_MODEL_URI,
+    TAG_MODEL_LOGGED,
+)
+from sweep.tracking import TrialRun
+
+log = logging.getLogger(__name__)
+
+META_FILE = "sweep_model.json"
+BEST = "best"
+TRIALS = "trials"
+TMP_PREFIX = ".tmp-"
+MLFLOW_ARTIFACT = "model"
+
+
+def study_dir(root: str | Path, study_name: str) -> Path:
+    """Where a study's models live: ``<paths.root>/models/<study name>``."""
+    return Path(root).expanduser().resolve() / "models" / study_name
+
+
+def best_path(root: str | Path, study_name: str) -> Path:
+    """The study's best-model folder (a link to a trial's folder; it may not exist yet)."""
+    return study_dir(root, study_name) / BEST
+
+
+def read_meta(folder: Path) -> dict[str, Any] | None:
+    """The ``sweep_model.json`` of a kept model, or None when there is none (no model kept yet)."""
+    try:
+        return json.loads((folder / META_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _fsync_tree(folder: Path) -> None:
+    """Flush every file of ``folder`` to disk before the rename that publishes it."""
+    for path in [*folder.rglob("*"), folder]:
+        if path.is_file() or path == folder:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _write_complete(model: SentenceTransformer, meta: dict[str, Any], directory: Path, final: Path) -> None:
+    """Save into a temporary folder beside ``final``, then rename it to ``final`` (atomic, same filesystem)."""
+    tmp = directory / f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    model.save(str(tmp))
+    (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    _fsync_tree(tmp)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():  # only after a crash between this rename and the link swap of the same trial
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+
+
+def _point_best(directory: Path, target: Path) -> None:
+    """Re-point ``best`` at ``target`` atomically: a new link under a temporary name, renamed over the old one."""
+    link = directory / f"{TMP_PREFIX}link-{uuid.uuid4().hex[:8]}"
+    os.symlink(os.path.relpath(target, directory), link)
+    os.replace(link, directory / BEST)
+
+
+def _clean_leftovers(directory: Path, keep: Path | None, mode: str) -> None:
+    """Remove temporary folders of killed saves and, in ``best`` mode, trial folders ``best`` no longer uses.
+
+    Runs under the lock, and every writer holds the lock while writing, so nothing here is being written."""
+    for path in directory.glob(f"{TMP_PREFIX}*"):
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    if mode == "best":
+        for path in (directory / TRIALS).glob("trial-*"):
+            if keep is None or path.resolve() != keep.resolve():
+                shutil.rmtree(path)
+
+
+def _better(value: float, current: dict[str, Any] | None, direction: str) -> bool:
+    if current is None:
+        return True
+    return value > current["value"] if direction == "maximize" else value < current["value"]
+
+
+def keep(
+    cfg: DictConfig,
+    model: SentenceTransformer,
+    value: float,
+    metrics: dict[str, float],
+    *,
+    trial_number: int,
+    run: TrialRun,
+) -> Path | None:
+    """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept)."""
+    mode = cfg.trial.save_model
+    if mode == "none":
+        return None
+    directory = study_dir(cfg.paths.root, cfg.study.name)
+    meta = {"trial_number": trial_number, "value": value, "mlflow_run_id": run.run_id, "metrics": metrics}
+    final = directory / TRIALS / f"trial-{trial_number:03d}"
+    with _locked(directory):
+        current_target = (directory / BEST).resolve() if (directory / BEST).exists() else None
+        is_best = _better(value, read_meta(directory / BEST), cfg.study.direction)
+        if mode == "best" and not is_best:
+            _clean_leftovers(directory, current_target, mode)
+            return None
+        _write_complete(model, meta, directory, final)
+        if is_best:
+            _point_best(directory, final)
+        _clean_leftovers(directory, final if is_best else current_target, mode)
+    log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
+    log_to_mlflow(cfg, model, run, registered_model_name=cfg.tracking.get("registered_model_name") if is_best else None)
+    return final
+
+
+def log_to_mlflow(
+    cfg: DictConfig, model: SentenceTransformer, run: TrialRun, registered_model_name: str | None = None
+) -> str:
+    """Log ``model`` to the trial's run with MLflow's sentence_transformers flavor; return ``runs:/<id>/model``.
+
+    Requirements are given, not inferred (inference reloads the model in a subprocess)."""
+    import mlflow
+    import mlflow.sentence_transformers
+
+    requirements = [f"{package}=={metadata.version(package)}" for package in ("sentence-transformers", "torch")]
+    mlflow.set_tracking_uri(cfg.tracking.uri)
+    active = mlflow.active_run()
+    if active is not None and active.info.run_id != run.run_id:
+        raise RuntimeError(f"another MLflow run ({active.info.run_id}) is active in this process")
+    with mlflow.start_run(run_id=run.run_id, nested=False):
+        mlflow.sentence_transformers.log_model(
+            model,
+            name=MLFLOW_ARTIFACT,
+            pip_requirements=requirements,
+            registered_model_name=registered_model_name,
+        )
+    run.set_tags({TAG_MODEL_LOGGED: "true"})
+    return f"runs:/{run.run_id}/{MLFLOW_ARTIFACT}"
+
+
+def parent_tags(cfg: DictConfig) -> dict[str, str]:
+    """Tags linking the study's parent run to its best kept model (empty when none is kept)."""
+    best = best_path(cfg.paths.root, cfg.study.name)
+    meta = read_meta(best) if cfg.trial.get("save_model", "none") != "none" else None
+    if meta is None:
+        return {}
+    return {
+        TAG_BEST_MODEL_PATH: str(best),
+        TAG_BEST_MODEL_RUN_ID: meta["mlflow_run_id"],
+        TAG_BEST_MODEL_URI: f"runs:/{meta['mlflow_run_id']}/{MLFLOW_ARTIFACT}",
+        TAG_BEST_MODEL_TRIAL: str(meta["trial_number"]),
+    }

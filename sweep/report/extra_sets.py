@@ -1,0 +1,89 @@
+"""The ``extra_sets_vs_scale`` figure: every ``eval.extra`` metric vs scale next to STSB validation and test.
+
+The sets a study scored are read from its trials' logged ``eval.extra`` param (the resolved list of entries), so
+the figure needs no naming convention beyond ``sweep.extra_eval.metric_names``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+
+from sweep.extra_eval import KINDS, metric_names
+from sweep.report.axes import DOUBLE_COLUMN_WIDTH, PAPER_RC, format_scale_axis, legend_below, new_figure, save_figure
+from sweep.report.summaries import SCALE, complete_trials, condition_columns, t_interval
+
+EXTRA_PARAM = "param.eval.extra"
+STSB_PANELS = {"stsb_validation_spearman": "STSB validation Spearman", "stsb_test_spearman": "STSB test Spearman"}
+
+
+def extra_metrics(trials: pd.DataFrame) -> list[str]:
+    """The ``<name>_<metric>`` columns of the extra sets the trials logged, in config order."""
+    if EXTRA_PARAM not in trials:
+        return []
+    found: list[str] = []
+    for text in trials[EXTRA_PARAM].dropna().unique():
+        try:
+            entries = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        for spec in entries if isinstance(entries, list) else []:
+            if isinstance(spec, dict) and spec.get("kind") in KINDS and spec.get("name"):
+                found += [m for m in metric_names(spec) if m in trials and m not in found]
+    return found
+
+
+def extra_summary(trials: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Per metric, condition and scale: n seeds, mean and 95% t-interval (COMPLETE trials)."""
+    complete = complete_trials(trials)
+    keys = [*condition_columns(trials).values(), "scale"]
+    rows = [
+        {"metric": metric, **dict(zip(keys, group_keys, strict=True)), **t_interval(group[metric])}
+        for metric in metrics
+        if metric in complete
+        for group_keys, group in complete.groupby(keys, dropna=False)
+    ]
+    summary = pd.DataFrame(rows, columns=["metric", *keys, "n", "mean", "ci_low", "ci_high"])
+    return summary[summary["n"] > 0].reset_index(drop=True)
+
+
+@mpl.rc_context(PAPER_RC)
+def write_extra_sets_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """One panel per metric (STSB validation and test first, then each extra set's metrics) vs scale, mean and
+    95% t-interval over seeds, one colour per condition; ``[]`` without extra sets or without a scale sweep."""
+    extras = extra_metrics(trials)
+    if not extras or SCALE not in trials or trials.loc[trials.state == "COMPLETE", SCALE].nunique() < 2:
+        return []
+    metrics = [m for m in STSB_PANELS if m in trials] + extras
+    summary = extra_summary(trials, metrics)
+    conditions = list(condition_columns(trials).values())
+    columns = min(len(metrics), 3)
+    rows = -(-len(metrics) // columns)
+    fig = new_figure(DOUBLE_COLUMN_WIDTH, 2.0 * rows + 0.6)
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax in axes[len(metrics) :]:
+        ax.set_visible(False)
+    for ax, metric in zip(axes, metrics, strict=False):
+        rows_of_metric = summary[summary.metric == metric]
+        groups = rows_of_metric.groupby(conditions, dropna=False) if conditions else [("", rows_of_metric)]
+        for colour, (condition, group) in enumerate(groups):
+            errors = [group["mean"] - group["ci_low"], group["ci_high"] - group["mean"]]
+            label = ", ".join(map(str, condition)) if isinstance(condition, tuple) else str(condition)
+            ax.errorbar(
+                group["scale"],
+                group["mean"],
+                yerr=np.nan_to_num(errors),
+                marker="o",
+                capsize=2,
+                color=f"C{colour}",
+                label=label or None,
+            )
+        ax.set_title(STSB_PANELS.get(metric, metric))
+        format_scale_axis(ax)
+    if conditions:
+        legend_below(axes[0], ", ".join(conditions))
+    return save_figure(fig, summary, out_dir, "extra_sets_vs_scale")

@@ -1,0 +1,57 @@
+"""Where users look: the MLflow UI addresses of a study's runs and chart views, and the optuna-dashboard command.
+
+MLflow 3's UI lands on GenAI views (traces, token usage) for experiments it takes for GenAI apps; the experiment tag
+``mlflow.experimentKind=custom_model_development`` makes it show the runs, and the printed address opens the runs
+page directly.
+"""
+
+from __future__ import annotations
+
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
+
+LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
+
+
+def is_local_store(uri: str) -> bool:
+    """Whether a tracking URI is a local store (opened with `mlflow ui`) rather than a tracking server."""
+    return uri.startswith(("sqlite:", "file:", "/"))
+
+
+def ui_base(uri: str) -> str:
+    """The address of the UI for a tracking URI: `mlflow ui`'s default for a local store, else the server."""
+    return LOCAL_UI if is_local_store(uri) else uri.rstrip("/")
+
+
+def runs_page(uri: str, experiment_id: str) -> str:
+    """The experiment's runs page (the parent run with its trials nested under it)."""
+    return f"{ui_base(uri)}/#/experiments/{experiment_id}/runs"
+
+
+def chart_view(uri: str, experiment_id: str) -> str:
+    """The runs page in chart mode: scatter/line charts of parameters against metrics across the trials."""
+    return runs_page(uri, experiment_id) + "?compareRunsMode=CHART"
+
+
+def mark_model_development(client: MlflowClient, experiment_id: str) -> None:
+    """Tag the experiment as model development, so MLflow 3's UI opens on its runs (kept if already set)."""
+    if TAG_EXPERIMENT_KIND in client.get_experiment(experiment_id).tags:
+        return
+    try:
+        client.set_experiment_tag(experiment_id, TAG_EXPERIMENT_KIND, EXPERIMENT_KIND_MODELS)
+    except MlflowException:  # workers starting together: another one set it first (unique key)
+        if TAG_EXPERIMENT_KIND not in client.get_experiment(experiment_id).tags:
+            raise
+
+
+def open_lines(tracking_uri: str, experiment_id: str, storage: str) -> list[str]:
+    """The lines the final summary prints on how to open the study in MLflow and in optuna-dashboard."""
+    opener = f"mlflow ui --backend-store-uri {tracking_uri}" if is_local_store(tracking_uri) else tracking_uri
+    return [
+        f"Open the runs: {opener}",
+        f"  runs page (trials nested under the study's parent run): {runs_page(tracking_uri, experiment_id)}",
+        f"  chart view (e.g. loss.scale vs stsb_validation_spearman): {chart_view(tracking_uri, experiment_id)}",
+        f"Optuna dashboard (pip install 'sweep[dashboard]'): optuna-dashboard {storage}",
+    ]

@@ -1,0 +1,176 @@
+"""Kept models (trial.save_model): the best model reloads both ways with the logged Spearman, all/none, crash safety,
+python -m sweep.evaluate."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import mlflow.sentence_transformers
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+from sentence_transformers import SentenceTransformer
+
+from sweep import model_store
+from sweep.evaluate import main as evaluate_main
+from sweep.evaluate import stsb_scores
+from sweep.model import build_model
+from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_URI, TAG_MODEL_LOGGED
+from sweep.study import finish, open_sweep
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_study(cfg):
+    sweep = open_sweep(cfg)
+    sweep.run()
+    return sweep, finish(sweep)
+
+
+def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tmp_path):
+    # The default model (static MiniLM embeddings) with the default trial.save_model=best, a few steps.
+    cfg = compose_cfg(
+        "model=static_minilm",
+        "name=keep_best",
+        "+study.search_space.loss.scale=[0,20]",
+        "tracking.registered_model_name=sweep-best",
+    )
+    assert cfg.trial.save_model == "best"
+    sweep, _ = run_study(cfg)
+    best_trial = sweep.study.best_trial
+    best = model_store.best_path(cfg.paths.root, "keep_best")
+    meta = model_store.read_meta(best)
+    assert best.is_symlink() and meta["trial_number"] == best_trial.number
+    assert [p.name for p in (best.parent / "trials").iterdir()] == [f"trial-{best_trial.number:03d}"]
+
+    client = MlflowClient(cfg.tracking.uri)
+    run = client.get_run(best_trial.user_attrs["mlflow_run_id"])
+    logged = run.data.metrics["stsb_test_spearman"]
+    assert run.data.tags[TAG_MODEL_LOGGED] == "true" and run.info.status == "FINISHED"
+    parent = client.get_run(sweep.parent_run_id)
+    assert parent.data.tags[TAG_BEST_MODEL_PATH] == str(best)
+    assert parent.data.tags[TAG_BEST_MODEL_URI] == f"runs:/{run.info.run_id}/model"
+    versions = client.search_model_versions("name='sweep-best'")
+    assert max(versions, key=lambda v: int(v.version)).run_id == run.info.run_id, "each new best is registered"
+
+    test = stsb_scores(cfg, ["test"])["test"]
+    mlflow.set_tracking_uri(cfg.tracking.uri)
+    for model in (
+        SentenceTransformer(str(best)),
+        mlflow.sentence_transformers.load_model(f"runs:/{run.info.run_id}/model"),
+    ):
+        assert float(test(model)["stsb_test_spearman_cosine"]) == pytest.approx(logged, abs=1e-6)
+
+    out = tmp_path / "scores.csv"
+    overrides = [f"paths.root={cfg.paths.root}", "data.validation.max_samples=200", "data.test.max_samples=200"]
+    assert evaluate_main(["--study", "keep_best", "--run-id", run.info.run_id, "--out", str(out), *overrides]) == 0
+    scores = pd.read_csv(out)
+    assert scores.source.tolist() == ["study", "mlflow"]
+    assert scores.stsb_test_spearman.tolist() == pytest.approx([logged, logged], abs=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["all", "none"])
+def test_all_keeps_one_model_per_trial_and_none_keeps_nothing(compose_cfg, mode):
+    cfg = compose_cfg(f"name=keep_{mode}", "+study.search_space.loss.scale=[0,20]", f"trial.save_model={mode}")
+    sweep, _ = run_study(cfg)
+    directory = model_store.study_dir(cfg.paths.root, f"keep_{mode}")
+    if mode == "none":
+        assert not directory.exists()
+        return
+    kept = sorted(p.name for p in (directory / "trials").iterdir())
+    assert kept == [f"trial-{t.number:03d}" for t in sweep.study.trials]
+    assert model_store.read_meta(directory / "best")["trial_number"] == sweep.study.best_trial.number
+    for trial in sweep.study.trials:
+        SentenceTransformer(str(directory / "trials" / f"trial-{trial.number:03d}"))
+
+
+class FakeRun:
+    run_id = "no-mlflow"
+
+
+@pytest.fixture
+def store_cfg(compose_cfg, monkeypatch):
+    monkeypatch.setattr(model_store, "log_to_mlflow", lambda *args, **kwargs: "")
+    cfg = compose_cfg("name=crash")
+    return cfg, build_model(cfg.model, seed=0, device="cpu")
+
+
+def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatch):
+    cfg, model = store_cfg
+    model_store.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
+    best = model_store.best_path(cfg.paths.root, "crash")
+
+    def crash(*args):
+        raise OSError("simulated crash before the rename")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(model_store.os, "rename", crash)
+        with pytest.raises(OSError, match="simulated"):
+            model_store.keep(cfg, model, 0.9, {}, trial_number=1, run=FakeRun())
+    assert model_store.read_meta(best)["trial_number"] == 0
+    assert list(best.parent.glob(".tmp-*")), "the half-done save is left behind..."
+    SentenceTransformer(str(best))
+
+    model_store.keep(cfg, model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
+    assert not list(best.parent.glob(".tmp-*")), "...and removed by the next save"
+    model_store.keep(cfg, model, 0.7, {}, trial_number=3, run=FakeRun())
+    assert model_store.read_meta(best)["trial_number"] == 3
+    assert [p.name for p in (best.parent / "trials").iterdir()] == ["trial-003"]
+
+
+KILLED_SAVE = """
+import sys, time
+from pathlib import Path
+from omegaconf import OmegaConf
+from sweep import model_store
+from sweep.model import build_model
+
+cfg = OmegaConf.load(sys.argv[1])
+model_store.log_to_mlflow = lambda *args, **kwargs: ""
+model = build_model(cfg.model, seed=0, device="cpu")
+real_save = model.save
+
+def slow_save(path, *args, **kwargs):
+    real_save(path, *args, **kwargs)
+    Path(sys.argv[2]).write_text(path)  # the folder is written: signal the test, then hang before the rename
+    time.sleep(120)
+
+model.save = slow_save
+
+class Run:
+    run_id = "killed"
+
+model_store.keep(cfg, model, 0.9, {}, trial_number=1, run=Run())
+"""
+
+
+def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path):
+    cfg, model = store_cfg
+    model_store.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
+    best = model_store.best_path(cfg.paths.root, "crash")
+    config, marker, script = tmp_path / "cfg.yaml", tmp_path / "saving", tmp_path / "killed_save.py"
+    config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    script.write_text(KILLED_SAVE)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    worker = subprocess.Popen([sys.executable, str(script), str(config), str(marker)], env=env)
+    try:
+        deadline = time.monotonic() + 180
+        while not marker.exists() and worker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), "the worker reached the save"
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+    assert Path(marker.read_text()).is_dir(), "a complete-looking temporary folder was left, never published"
+    assert model_store.read_meta(best)["trial_number"] == 0
+    SentenceTransformer(str(best))
+    model_store.keep(cfg, model, 0.6, {}, trial_number=2, run=FakeRun())  # the lock died with the worker
+    assert model_store.read_meta(best)["trial_number"] == 2
+    assert not list(best.parent.glob(".tmp-*"))

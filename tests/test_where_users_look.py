@@ -1,0 +1,70 @@
+"""Where users look: the printed MLflow runs-page address, the experiment kind, and optuna-dashboard on the storage."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import optuna
+import pytest
+from mlflow.tracking import MlflowClient
+
+from sweep import ui_links
+from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
+from sweep.study import open_sweep
+
+
+def test_runs_page_addresses():
+    assert ui_links.runs_page("sqlite:////x/mlflow.db", "3") == "http://127.0.0.1:5000/#/experiments/3/runs"
+    assert ui_links.chart_view("http://tracking:5000/", "3") == (
+        "http://tracking:5000/#/experiments/3/runs?compareRunsMode=CHART"
+    )
+    lines = ui_links.open_lines("sqlite:////x/mlflow.db", "3", "sqlite:////x/optuna.db")
+    assert lines[0] == "Open the runs: mlflow ui --backend-store-uri sqlite:////x/mlflow.db"
+    assert lines[-1].endswith("optuna-dashboard sqlite:////x/optuna.db")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_study_experiment_opens_on_runs_and_optuna_dashboard_reads_the_storage(compose_cfg):
+    cfg = compose_cfg("name=looked_at", "+study.search_space.loss.scale=[0,20]")
+    sweep = open_sweep(cfg)  # creates the study, its queue and the MLflow experiment; no training needed here
+    experiment = MlflowClient(cfg.tracking.uri).get_experiment(sweep.experiment_id)
+    assert experiment.tags[TAG_EXPERIMENT_KIND] == EXPERIMENT_KIND_MODELS
+
+    pytest.importorskip("optuna_dashboard", reason="optional extra: pip install 'sweep[dashboard]'")
+    executable = shutil.which("optuna-dashboard")
+    assert executable, "the optuna-dashboard command comes with the package"
+    port = _free_port()
+    server = subprocess.Popen(
+        [executable, cfg.study.storage, "--host", "127.0.0.1", "--port", str(port), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline, studies = time.monotonic() + 60, None
+        while studies is None and time.monotonic() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=5) as response:
+                    studies = json.loads(response.read())
+            except OSError:
+                time.sleep(0.5)
+        assert studies is not None, server.stderr.read().decode() if server.poll() is not None else "no answer"
+        names = {study["study_name"]: study for study in studies["study_summaries"]}
+        assert "looked_at" in names
+        study_id = names["looked_at"]["study_id"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{study_id}", timeout=10) as response:
+            detail = json.loads(response.read())
+        queued = [t for t in detail["trials"] if t["state"] == optuna.trial.TrialState.WAITING.name.capitalize()]
+        assert len(detail["trials"]) == 2 and len(queued) == 2, "the grid queue as the sweep stored it"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
