@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,17 +11,19 @@ from mlflow.tracking import MlflowClient
 
 from sweep.names import ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
 from tests.conftest import TINY
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import REPO, clean_env
 
 pytestmark = pytest.mark.e2e
 
 
 def sweep_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SWEEP_HOME": str(home)}
-    env.pop("MLFLOW_TRACKING_URI", None)
     return subprocess.run(
-        [sys.executable, "-m", "sweep", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "sweep", *args],
+        cwd=REPO,
+        env=clean_env(SWEEP_HOME=str(home)),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
