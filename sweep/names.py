@@ -34,5 +34,6 @@ ATTR_TRAIN_SECONDS = "train_seconds"
 ATTR_SCALE = "scale"
 ATTR_TEMPERATURE = "temperature"
 ATTR_FAIL_REASON = "fail_reason"
+ATTR_CONFIG_ERROR = "sweep.config_error"  # the trial failed on a ConfigError: not retried, the study stops
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"

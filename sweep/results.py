@@ -56,11 +56,15 @@ def objective_is_stsb_validation(table: pd.DataFrame) -> bool:
     return table.empty or table[OBJECTIVE].equals(table[STSB_VALIDATION])
 
 
-def parent_summary(study: optuna.Study, metric: str) -> tuple[dict[str, float], str | None]:
-    """The parent run's summary metrics (``best_{metric}``, ``n_complete_trials``) and best params (None before a
-    trial completes)."""
+def parent_summary(study: optuna.Study, metric: str, objective: str) -> tuple[dict[str, float], str | None]:
+    """The parent run's summary metrics and best params (None before a trial completes), best by the study's
+    direction: ``best_objective`` (what Optuna optimised, `eval.objective`), ``best_{metric}`` too when that is
+    the metric itself (``eval.objective=full``), and ``n_complete_trials``."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
         return {"n_complete_trials": 0}, None
     best = study.best_trial
-    return {f"best_{metric}": best.value, "n_complete_trials": len(complete)}, str(best.params)
+    summary = {"best_objective": best.value, "n_complete_trials": len(complete)}
+    if objective == "full":
+        summary[f"best_{metric}"] = best.value
+    return summary, str(best.params)
