@@ -76,15 +76,18 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
 
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> None:
+    StopSignals().install()  # SIGTERM (preemption, timeout, docker stop) ends a run as Ctrl-C does
     follow_parent()
     _quiet_libraries()
+    quiet_interrupt_tracebacks()
     try:
         sweep = open_sweep(cfg, overrides=list(HydraConfig.get().overrides.task))
     except ConfigError as error:
         print(f"sweep: invalid config: {error}", file=sys.stderr)
         sys.exit(2)
-    quiet_interrupt_tracebacks()
-    StopSignals().install()  # SIGTERM (preemption, timeout, docker stop) now ends a run as Ctrl-C does
+    except KeyboardInterrupt as interrupt:  # before any trial started: nothing to clean up
+        print(f"sweep: interrupted by {signal_name(interrupt)} before training started", file=sys.stderr)
+        sys.exit(exit_code(interrupt))
     workers: list[subprocess.Popen] = []
     if cfg.study.n_workers > 1:
         threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
