@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import sys
 
@@ -12,12 +11,23 @@ import hydra
 import optuna
 import pandas as pd
 import transformers
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from sweep import model_store, ui_links
 from sweep.config import CONFIG_DIR, ConfigError
 from sweep.names import TAG_BEST_MODEL_PATH
 from sweep.results import OBJECTIVE, STSB_TEST, STSB_VALIDATION, objective_is_stsb_validation
+from sweep.signals import (
+    StopSignals,
+    exit_code,
+    follow_parent,
+    quiet_interrupt_tracebacks,
+    signal_name,
+    spawn_workers,
+    stop_workers,
+    worker_threads,
+)
 from sweep.study import Sweep, finish, open_sweep
 
 log = logging.getLogger("sweep")
@@ -46,7 +56,8 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
     ]
     complete = table[table.state == "COMPLETE"] if not table.empty else table
     if not complete.empty:
-        best = complete.loc[complete[OBJECTIVE].idxmax()]
+        minimize = sweep.cfg.study.direction == "minimize"
+        best = complete.loc[complete[OBJECTIVE].idxmin() if minimize else complete[OBJECTIVE].idxmax()]
         scores = f"validation {best[STSB_VALIDATION]:.4f}, test {best[STSB_TEST]:.4f}"
         lines.append(
             f"best by STSB validation: trial {best.trial} (scale {best.scale}), {scores}"
@@ -66,61 +77,44 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def worker_threads(n_workers: int) -> int:
-    """Torch threads per worker process: the cores shared evenly."""
-    return max(1, (os.cpu_count() or 1) // n_workers)
-
-
-WORKER_KEYS = ("study.n_workers", "trial.torch_threads", "quiet")
-
-
-def spawn_workers(n_workers: int, threads: int) -> list[subprocess.Popen]:
-    """n_workers - 1 more processes running this same command on the same study (separate processes:
-    torch and the trainer are not thread-safe)."""
-    overrides = [arg for arg in sys.argv[1:] if arg.split("=")[0].lstrip("+~") not in WORKER_KEYS]
-    command = [
-        sys.executable,
-        "-m",
-        "sweep",
-        *overrides,
-        "study.n_workers=1",
-        f"trial.torch_threads={threads}",
-        "quiet=true",
-    ]
-    return [subprocess.Popen(command) for _ in range(n_workers - 1)]
-
-
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> None:
+    StopSignals().install()  # SIGTERM (preemption, timeout, docker stop) ends a run as Ctrl-C does
+    follow_parent()
     _quiet_libraries()
+    quiet_interrupt_tracebacks()
     try:
-        sweep = open_sweep(cfg)
+        sweep = open_sweep(cfg, overrides=list(HydraConfig.get().overrides.task))
     except ConfigError as error:
         print(f"sweep: invalid config: {error}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt as interrupt:  # before any trial started: nothing to clean up
+        print(f"sweep: interrupted by {signal_name(interrupt)} before training started", file=sys.stderr)
+        sys.exit(exit_code(interrupt))
     workers: list[subprocess.Popen] = []
     if cfg.study.n_workers > 1:
         threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
         cfg.trial.torch_threads = threads
         workers = spawn_workers(cfg.study.n_workers, threads)
-    interrupted = False
+    interrupt: KeyboardInterrupt | None = None
     try:
         sweep.run()
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        for worker in workers:
-            if interrupted:
-                worker.terminate()
-            worker.wait()
-        table = finish(sweep, interrupted=interrupted)
+    except KeyboardInterrupt as caught:
+        interrupt = caught
+    try:
+        stop_workers(workers, interrupt)
+    except KeyboardInterrupt as caught:  # a signal while waiting for the workers: pass it on to them
+        interrupt = caught
+        stop_workers(workers, interrupt)
+    table = finish(sweep, interrupted=signal_name(interrupt) if interrupt else None)
     print(summary(sweep, table))
-    if interrupted:
+    if interrupt:
         print(
-            "sweep: interrupted; the unfinished trial is queued again, rerun the same command to continue",
+            f"sweep: interrupted by {signal_name(interrupt)}; the unfinished trial's point is queued again "
+            "(not counted as a failed attempt), rerun the same command to continue",
             file=sys.stderr,
         )
-        sys.exit(130)
+        sys.exit(exit_code(interrupt))
     if sweep.stopped_reason:
         print(f"sweep: stopped: {sweep.stopped_reason}", file=sys.stderr)
         sys.exit(1)

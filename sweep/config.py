@@ -191,7 +191,7 @@ def validate_study(study: DictConfig) -> None:
         raise ConfigError("name", study.name, "must be a non-empty string (quote numbers: name='\"2024\"')")
     require_choice("study.direction", study.direction, DIRECTIONS)
     require_choice("study.metric", study.metric, METRICS)
-    for key in ("n_trials", "n_workers", "max_failures"):
+    for key in ("n_trials", "n_workers", "max_failures", "max_repeated_failures"):
         if study[key] is not None:
             require_int(f"study.{key}", study[key], note="or null")
     require_int("study.max_retries", study.max_retries, minimum=0)

@@ -59,11 +59,15 @@ def objective_is_stsb_validation(table: pd.DataFrame) -> bool:
     return table.empty or table[OBJECTIVE].equals(table[STSB_VALIDATION])
 
 
-def parent_summary(study: optuna.Study, metric: str) -> tuple[dict[str, float], dict[str, str]]:
-    """The parent run's summary metrics (``best_{metric}``, ``n_complete_trials``) and tags (the best params, once
-    a trial completed)."""
+def parent_summary(study: optuna.Study, metric: str, objective: str) -> tuple[dict[str, float], dict[str, str]]:
+    """The parent run's summary metrics and tags (the best params, once a trial completed), best by the study's
+    direction: ``best_objective`` (what Optuna optimised, `eval.objective`), ``best_{metric}`` too when that is
+    the metric itself (``eval.objective=full``), and ``n_complete_trials``."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
         return {"n_complete_trials": 0}, {}
     best = study.best_trial
-    return {f"best_{metric}": best.value, "n_complete_trials": len(complete)}, {TAG_BEST_PARAMS: str(best.params)}
+    summary = {"best_objective": best.value, "n_complete_trials": len(complete)}
+    if objective == "full":
+        summary[f"best_{metric}"] = best.value
+    return summary, {TAG_BEST_PARAMS: str(best.params)}

@@ -7,8 +7,8 @@ import functools
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import optuna
 import pandas as pd
@@ -19,10 +19,13 @@ from tqdm.auto import tqdm
 
 from sweep import data as data_module
 from sweep import extra_eval, model_store, search_space, tracking, ui_links
-from sweep.config import flatten
+from sweep.config import ConfigError, flatten
+from sweep.failures import FailureWatch
+from sweep.input_checks import check_swept_overrides
 from sweep.model import check_available
 from sweep.names import (
     ATTR_ATTEMPT,
+    ATTR_CONFIG_ERROR,
     ATTR_DISCARDED,
     ATTR_FAIL_REASON,
     ATTR_GRID_POINT,
@@ -33,8 +36,10 @@ from sweep.names import (
     ATTR_TEMPERATURE,
     ATTR_TEST_SPEARMAN,
     ATTR_WALL_TIME_S,
+    TAG_END_REASON,
 )
 from sweep.results import parent_summary, results_table
+from sweep.signals import signal_name
 from sweep.study_setup import (
     absolute_paths,
     check_declared_space,
@@ -42,6 +47,7 @@ from sweep.study_setup import (
     declared_space,
     enqueue_grid,
     fail_stale_trials,
+    grid_point,
     open_storage,
     validate,
     wait_until_ready,
@@ -68,12 +74,23 @@ class Sweep:
     resources: StudyResources = field(default_factory=StudyResources)
     failures: int = 0
     stopped_reason: str | None = None
+    failures_seen: FailureWatch = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
 
     @property
     def is_grid(self) -> bool:
         return bool(self.space) and search_space.is_grid(self.space)
 
     def objective(self, trial: optuna.Trial) -> float:
+        try:
+            return self._train_trial(trial)
+        except KeyboardInterrupt:  # also between suggest and training (re-queueing is idempotent)
+            self.requeue(trial, next_attempt=False)
+            raise
+
+    def _train_trial(self, trial: optuna.Trial) -> float:
         if self.is_grid and ATTR_GRID_POINT not in trial.user_attrs:
             # The queue emptied between this worker's check and its next trial: do not train a duplicate.
             trial.set_user_attr(ATTR_DISCARDED, True)
@@ -90,9 +107,9 @@ class Sweep:
         if "scale" in cfg.loss:
             trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
             trial.set_user_attr(ATTR_TEMPERATURE, cfg.loss.temperature)
-        run.log_params({**flatten(cfg), **{f"version.{k}": v for k, v in tracking.library_versions().items()}})
         start = time.perf_counter()
         try:
+            run.log_params({**flatten(cfg), **{f"version.{k}": v for k, v in tracking.library_versions().items()}})
             value = train_and_evaluate(
                 trial,
                 cfg,
@@ -108,10 +125,20 @@ class Sweep:
             trial.set_user_attr(ATTR_FAIL_REASON, f"diverged: {error}")
             self._end(trial, run, start, TrialState.FAIL, f"diverged: {error}")
             raise
-        except BaseException as error:  # includes Ctrl-C: the point is queued again for the next run
-            trial.set_user_attr(ATTR_FAIL_REASON, f"{type(error).__name__}: {error}")
-            self._end(trial, run, start, TrialState.FAIL, f"{type(error).__name__}: {error}")
-            self.requeue(trial.user_attrs, trial.params)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: not a failed attempt, the point is queued again
+            reason = f"interrupted ({signal_name(interrupt)}); the point is queued again"
+            trial.set_user_attr(ATTR_FAIL_REASON, reason)
+            self.requeue(trial, next_attempt=False)
+            self._end(trial, run, start, None, reason)
+            raise
+        except BaseException as error:
+            reason = f"{type(error).__name__}: {error}"
+            trial.set_user_attr(ATTR_FAIL_REASON, reason)
+            if isinstance(error, ConfigError):  # the config is wrong: retrying cannot help, the study stops
+                trial.set_user_attr(ATTR_CONFIG_ERROR, True)
+            else:
+                self.requeue(trial)
+            self._end(trial, run, start, TrialState.FAIL, reason)
             raise
         self._end(trial, run, start, TrialState.COMPLETE, None)
         log.info(
@@ -125,35 +152,46 @@ class Sweep:
         return value
 
     def _end(
-        self, trial: optuna.Trial, run: tracking.TrialRun, start: float, state: TrialState, reason: str | None
+        self, trial: optuna.Trial, run: tracking.TrialRun, start: float, state: TrialState | None, reason: str | None
     ) -> None:
+        """Record the wall time and end the trial's MLflow run (`state` None: interrupted, the run is KILLED)."""
         wall = time.perf_counter() - start
         trial.set_user_attr(ATTR_WALL_TIME_S, wall)
         run.log_metrics({"trial_wall_time_s": wall})
-        run.end(state, reason)
+        if state is None:
+            tracking.kill_trial_run(self.client, run.run_id, reason or "interrupted")
+        else:
+            run.end(state, reason)
 
-    def requeue(self, user_attrs: dict[str, Any], params: dict[str, Any]) -> None:
-        """Queue a failed grid point again, at most `study.max_retries` times."""
-        attempt = int(user_attrs.get(ATTR_ATTEMPT, 1))
-        if not self.is_grid or not params or attempt > self.cfg.study.max_retries:
+    def requeue(self, trial: optuna.Trial | FrozenTrial, next_attempt: bool = True) -> None:
+        """Queue a failed or interrupted grid point again: a failure as the next attempt (at most
+        `study.max_retries` times), an interruption as the same attempt. Idempotent: a point already queued,
+        running in another trial or done is not queued again (a process killed between this and Optuna's FAIL
+        leaves its trial RUNNING, and the heartbeat path then calls this a second time)."""
+        attempt = int(trial.user_attrs.get(ATTR_ATTEMPT, 1))
+        params = trial.params
+        if not self.is_grid or not params or (next_attempt and attempt > self.cfg.study.max_retries):
             return
-        self.study.enqueue_trial(params, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: attempt + 1})
+        pending = self._trials(TrialState.WAITING, TrialState.RUNNING, *DONE_STATES)
+        if any(t.number != trial.number and grid_point(t) == params for t in pending):
+            return
+        self.study.enqueue_trial(params, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: attempt + next_attempt})
 
     def on_stale_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         """A worker died mid-trial (no heartbeat): end its MLflow run as KILLED and queue the point again."""
         run_id = trial.user_attrs.get(ATTR_MLFLOW_RUN_ID)
         if run_id:
             tracking.kill_trial_run(self.client, run_id, "worker stopped without finishing (no heartbeat)")
-        self.requeue(trial.user_attrs, trial.params)
+        self.requeue(trial)
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         if trial.state == TrialState.FAIL:
             self.failures += 1
-            if self.cfg.study.max_failures and self.failures >= self.cfg.study.max_failures:
-                self.stopped_reason = (
-                    f"{self.failures} trials failed (study.max_failures={self.cfg.study.max_failures})"
-                )
+            self.stopped_reason = self.failures_seen.stop_reason(trial, self.failures)
+            if self.stopped_reason:
                 study.stop()
+        elif trial.state in DONE_STATES:
+            self.failures_seen.succeeded()
         if self.is_grid and not self._trials(TrialState.WAITING):
             study.stop()
 
@@ -207,10 +245,12 @@ class Sweep:
             log.info("study %s: every grid point is done", self.study.study_name)
 
 
-def open_sweep(cfg: DictConfig) -> Sweep:
-    """Validate the config, then open (or create) the Optuna study, its grid queue and MLflow parent run."""
+def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
+    """Validate the config (and the command-line `overrides` it was composed with), then open (or create) the
+    Optuna study, its grid queue and MLflow parent run."""
     absolute_paths(cfg)
     declared = declared_space(cfg)
+    check_swept_overrides(cfg, overrides, declared)
     space = search_space.parse(declared)
     for model in validate(cfg, space):
         check_available(model)
@@ -241,11 +281,15 @@ def open_sweep(cfg: DictConfig) -> Sweep:
     return sweep
 
 
-def finish(sweep: Sweep, interrupted: bool = False) -> pd.DataFrame:
-    """Close the parent run with the study's best value and the results table as an artifact."""
+def finish(sweep: Sweep, interrupted: str | None = None) -> pd.DataFrame:
+    """Close the parent run with the study's best value and the results table as an artifact; an interrupted
+    (`interrupted`: the signal's name) or stopped study's run ends KILLED or FAILED with the reason as a tag."""
     table = results_table(sweep.study)
-    summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric)
+    summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric, sweep.cfg.eval.objective)
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
+    reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
+    if reason:
+        sweep.client.set_tag(sweep.parent_run_id, TAG_END_REASON, reason)
     tags.update(model_store.parent_tags(sweep.cfg))
     tracking.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
     return table

@@ -154,6 +154,11 @@ def enqueue_grid(study: optuna.Study, space: search_space.Space, seed: int | Non
         study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
 
 
+def grid_point(trial: FrozenTrial) -> dict[str, Any]:
+    """A trial's grid point: its params, or for a queued (WAITING) trial the params it was enqueued with."""
+    return trial.params or trial.system_attrs.get("fixed_params", {})
+
+
 def wait_until_ready(study: optuna.Study, timeout: float = 300.0) -> None:
     """Wait until the process that created the study has queued its grid and opened its parent run."""
     deadline = time.monotonic() + timeout

@@ -93,15 +93,26 @@ def log_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> 
         client.log_batch(run_id, params=items[start : start + MAX_PARAMS_PER_BATCH])
 
 
-def experiment_id(client: MlflowClient, name: str, artifact_location: str | None) -> str:
-    """The id of the MLflow experiment `name`, created (with its artifact location) if needed."""
-    experiment = client.get_experiment_by_name(name)
-    if experiment is not None:
-        return experiment.experiment_id
+def experiment_id(client: MlflowClient, name: str, artifact_location: str | None, attempts: int = 5) -> str:
+    """The id of the MLflow experiment `name`, created (with its artifact location) if needed.
+
+    Workers that start together all find no experiment and all create it: every create but one fails
+    (RESOURCE_ALREADY_EXISTS, or the SQL store's IntegrityError), and those read the winner's id."""
     if artifact_location:
         Path(artifact_location).mkdir(parents=True, exist_ok=True)
         artifact_location = Path(artifact_location).resolve().as_uri()
-    return client.create_experiment(name, artifact_location=artifact_location)
+    for attempt in range(attempts):
+        experiment = client.get_experiment_by_name(name)
+        if experiment is not None:
+            return experiment.experiment_id
+        try:
+            return client.create_experiment(name, artifact_location=artifact_location)
+        except MlflowException as error:
+            lost_the_race = error.error_code == "RESOURCE_ALREADY_EXISTS" or "IntegrityError" in str(error)
+            if not lost_the_race or attempt == attempts - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
+    raise RuntimeError(f"MLflow experiment {name!r} could be neither read nor created")
 
 
 def parent_run(client: MlflowClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ from sweep.config import (
     validate_trial,
 )
 from sweep.data import SPLITS, resolve_source
+from sweep.input_checks import check_csv_header, check_device, check_optimizer_and_scheduler
 from sweep.layer_grid import validate_layer_grid
 from sweep.losses import resolve_loss, validate_loss
 
@@ -37,6 +38,8 @@ def validate_trial_config(cfg: DictConfig) -> None:
     validate_loss(cfg)
     extra_eval.validate(cfg)
     validate_layer_grid(cfg)
+    check_optimizer_and_scheduler(cfg.trial)
+    check_device(cfg.trial.device)
 
 
 def validate_space(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
@@ -55,5 +58,7 @@ def validate_space(cfg: DictConfig, space: search_space.Space) -> list[DictConfi
             ) from None
         models.setdefault(json.dumps(OmegaConf.to_container(trial_cfg.model), sort_keys=True), trial_cfg.model)
     for split in SPLITS:
-        resolve_source(cfg.data, split)
+        source = resolve_source(cfg.data, split)
+        if source.local_file is not None:
+            check_csv_header(f"data.{split}.local_file", source.local_file, list(cfg.data[split].columns))
     return list(models.values())

@@ -1,4 +1,5 @@
-"""Shared fixtures: compose the real Hydra config with tiny, fast overrides."""
+"""Shared fixtures: compose the real Hydra config with tiny, fast overrides, on the CPU, with state under the test's
+tmp_path and never the user's tracking server. Plain helpers live in tests/helpers.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from sweep.config import CONFIG_DIR
+from tests.helpers import USER_STATE_VARIABLES
 
 # A 2-layer, 32-dim BERT from a config, a few steps on a small slice of the real offline data.
 TINY = [
@@ -25,10 +27,25 @@ TINY = [
     "stats.heldout_pairs=32",
     "stats.n_random_pairs=500",
     "stats.histogram=false",
+    "trial.device=cpu",
     "quiet=true",
 ]
 
 Compose = Callable[..., DictConfig]
+
+
+@pytest.fixture(autouse=True)
+def no_user_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process tests never write into the user's MLflow server or state folder (the config reads both from the
+    environment)."""
+    for variable in USER_STATE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+
+
+@pytest.fixture(scope="module")
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """`paths.root=...` shared by a module's studies (each has its own name): the MLflow database is created once."""
+    return f"paths.root={tmp_path_factory.mktemp('runs')}"
 
 
 @pytest.fixture

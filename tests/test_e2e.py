@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,22 +11,24 @@ from mlflow.tracking import MlflowClient
 
 from sweep.names import ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
 from tests.conftest import TINY
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import REPO, clean_env
 
 pytestmark = pytest.mark.e2e
 
 
 def sweep_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SWEEP_HOME": str(home)}
-    env.pop("MLFLOW_TRACKING_URI", None)
     return subprocess.run(
-        [sys.executable, "-m", "sweep", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "sweep", *args],
+        cwd=REPO,
+        env=clean_env(SWEEP_HOME=str(home)),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
 def test_mnrl_scale_end_to_end_and_rerun_trains_nothing(tmp_path):
-    args = ["+experiment=mnrl_scale", *TINY, "study.search_space.loss.scale=[0,1,20,50]"]
+    args = ["+experiment=mnrl_scale", *TINY, "study.seeds=[0]", "study.search_space.loss.scale=[0,1,20,50]"]
     first = sweep_cli(*args, home=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     out = first.stdout

@@ -36,11 +36,6 @@ def last_grid_point(space: dict) -> dict:
     return {key: last_grid_point(value) if isinstance(value, dict) else [value[-1]] for key, value in space.items()}
 
 
-@pytest.fixture(scope="module")
-def shared_root(tmp_path_factory) -> str:
-    return f"paths.root={tmp_path_factory.mktemp('runs')}"
-
-
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_experiment_runs_one_grid_point(compose_cfg, shared_root, experiment):
     cfg = compose_cfg(f"+experiment={experiment}", *SHORT, shared_root, tiny=False)

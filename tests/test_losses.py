@@ -71,12 +71,6 @@ def metric_history(cfg, key: str) -> list[float]:
     return [m.value for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)]
 
 
-@pytest.fixture(scope="module")
-def shared_root(tmp_path_factory) -> str:
-    """One state folder for the module's studies (each has its own name): the MLflow database is created once."""
-    return f"paths.root={tmp_path_factory.mktemp('runs')}"
-
-
 def test_the_registry_has_one_config_per_loss():
     assert set(LOSS_CONFIGS) == set(LOSSES)
 

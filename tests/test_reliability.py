@@ -6,7 +6,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,36 +14,11 @@ import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 
-from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_TRIAL, TAG_END_REASON, TAG_PARENT_RUN_ID, TAG_ROLE
+from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_END_REASON, TAG_PARENT_RUN_ID
 from sweep.study import finish, open_sweep
-from tests.conftest import TINY
+from tests.helpers import child_runs, completed_points, sweep_process, wait_for_training
 
-REPO = Path(__file__).resolve().parents[1]
 POSTGRES_URL = os.environ.get("SWEEP_TEST_POSTGRES_URL")
-
-
-def sweep_process(*args: str, home: Path, **env: str) -> subprocess.Popen[str]:
-    environment = {**os.environ, "SWEEP_HOME": str(home), **env}
-    environment.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "sweep", "+experiment=mnrl_scale", *TINY, "stats.enabled=false", *args],
-        cwd=REPO,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def completed_points(storage: str, name: str = "mnrl_scale") -> Counter:
-    study = optuna.load_study(study_name=name, storage=storage)
-    return Counter(t.params["loss.scale"] for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE)
-
-
-def child_runs(tracking_uri: str, name: str = "mnrl_scale") -> list:
-    client = MlflowClient(tracking_uri)
-    experiment = client.get_experiment_by_name(name)
-    return [r for r in client.search_runs([experiment.experiment_id]) if r.data.tags.get(TAG_ROLE) == ROLE_TRIAL]
 
 
 def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
@@ -56,18 +30,7 @@ def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
     ]
     storage = f"sqlite:///{tmp_path}/optuna.db"
     victim = sweep_process(*args, home=tmp_path)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:  # wait until a trial is training
-        time.sleep(0.5)
-        try:
-            study = optuna.load_study(study_name="mnrl_scale", storage=storage)
-        except (KeyError, Exception):  # noqa: BLE001 - not created yet
-            continue
-        if any(t.state == optuna.trial.TrialState.RUNNING and ATTR_MLFLOW_RUN_ID in t.user_attrs for t in study.trials):
-            break
-    else:
-        victim.kill()
-        pytest.fail("no trial started")
+    wait_for_training(victim, storage)
     time.sleep(1.0)
     victim.send_signal(signal.SIGKILL)
     victim.wait()

@@ -6,37 +6,19 @@ import math
 
 import optuna
 import pytest
-from mlflow.tracking import MlflowClient
 
 from sweep.names import (
-    ROLE_STUDY,
-    ROLE_TRIAL,
     SCALE_ZERO_MODE,
     TAG_END_REASON,
     TAG_OPTUNA_STATE,
     TAG_PARENT_RUN_ID,
-    TAG_ROLE,
     TAG_SCALE_ZERO,
     TAG_STUDY_NAME,
 )
-from sweep.study import finish, open_sweep
+from sweep.study import open_sweep
+from tests.helpers import run_study, trial_runs
 
 GRID = "+study.search_space.loss.scale=[0,20]"
-
-
-def run_study(cfg):
-    sweep = open_sweep(cfg)
-    sweep.run()
-    return sweep, finish(sweep)
-
-
-def trial_runs(cfg):
-    client = MlflowClient(cfg.tracking.uri)
-    experiment = client.get_experiment_by_name(cfg.tracking.experiment_name)
-    runs = client.search_runs([experiment.experiment_id])
-    parents = [r for r in runs if r.data.tags.get(TAG_ROLE) == ROLE_STUDY]
-    children = [r for r in runs if r.data.tags.get(TAG_ROLE) == ROLE_TRIAL]
-    return client, parents, children
 
 
 def test_grid_study_logs_parent_and_one_child_per_trial(compose_cfg):

@@ -1,0 +1,92 @@
+"""Checks of values that sweep hands straight to a library or reads from disk (the optimizer and scheduler names,
+the device, a user's CSV files) and of command-line overrides that the search space would silently replace: all
+before any training, each a `ConfigError` naming the key."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from sweep.config import ConfigError, flatten
+
+DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+# Setting one of these replaces the other (scale = 1/temperature): an override of either is lost when one is swept.
+LINKED_KEYS = {"loss.scale": "loss.temperature", "loss.temperature": "loss.scale"}
+
+
+def check_optimizer_and_scheduler(trial: DictConfig) -> None:
+    """`trial.optimizer` and `trial.lr_scheduler` are names transformers knows."""
+    from transformers.trainer_utils import SchedulerType
+    from transformers.training_args import OptimizerNames
+
+    for key, value, names, kind in (
+        ("trial.optimizer", trial.optimizer, OptimizerNames, "optimizer (transformers OptimizerNames)"),
+        ("trial.lr_scheduler", trial.lr_scheduler, SchedulerType, "scheduler (transformers SchedulerType)"),
+    ):
+        allowed = [member.value for member in names]
+        if value not in allowed:
+            raise ConfigError(key, value, f"is not a transformers {kind}: one of {', '.join(allowed)}")
+
+
+def check_device(device: Any) -> None:
+    """`trial.device` is auto, cpu, cuda, cuda:N or mps, and the accelerator it names exists here."""
+    if not isinstance(device, str) or not DEVICE.fullmatch(device):
+        raise ConfigError("trial.device", device, "must be auto, cpu, cuda, cuda:N or mps")
+    if device in ("auto", "cpu"):
+        return
+    import torch  # slow to import: only for an explicit accelerator
+
+    if device == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError("trial.device", device, "MPS is not available here: use trial.device=cpu or auto")
+        return
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            "trial.device",
+            device,
+            f"CUDA is not available here (torch {torch.__version__}, torch.cuda.is_available() is false): "
+            "use trial.device=cpu or auto",
+        )
+    index = int(device.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise ConfigError("trial.device", device, f"only {torch.cuda.device_count()} CUDA device(s) here")
+
+
+def check_csv_header(key: str, path: Path, columns: Sequence[str]) -> None:
+    """A user's CSV `path` is readable and its header (the first line only) has `columns`."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as file:
+            header = next(csv.reader(file), None)
+    except OSError as error:
+        raise ConfigError(key, str(path), f"cannot be read ({error.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise ConfigError(key, str(path), f"is not a UTF-8 CSV file ({error})") from None
+    if not header:
+        raise ConfigError(key, str(path), "is empty (a CSV with a header line is needed)")
+    missing = [column for column in columns if column not in header]
+    if missing:
+        raise ConfigError(
+            key, str(path), f"has columns {header}, missing {missing} (set {key.rsplit('.', 1)[0]}.columns)"
+        )
+
+
+def check_swept_overrides(cfg: DictConfig, overrides: Sequence[str], declared: dict[str, Any]) -> None:
+    """Refuse a command-line override (``loss.scale=-1``) of a key the search space sets in every trial."""
+    swept = flatten(declared)
+    for override in overrides:
+        key = override.partition("=")[0].lstrip("+~")
+        for setter in (key, LINKED_KEYS.get(key)):
+            if setter in swept:
+                value = OmegaConf.select(cfg, key)
+                values = swept[setter]
+                raise ConfigError(
+                    key,
+                    value,
+                    f"is set in every trial by the search space (study.search_space.{setter}={values}), so this "
+                    f"override would be ignored: sweep other values with 'study.search_space.{setter}=[...]'",
+                )

@@ -1,0 +1,124 @@
+"""Signals and worker processes: SIGINT and SIGTERM stop a run the same clean way (the trial's point queued again,
+every run ended), a signal during that clean-up is deferred, and `study.n_workers` processes follow their parent."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# The shell's convention, 128 + the signal number: Ctrl-C 130, SIGTERM (SLURM preemption, timeout, docker stop) 143.
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+# A signal this many times stops at once, without the clean-up (the point is then re-queued by a heartbeat).
+FORCE_AFTER = 3
+PARENT_ENV = "SWEEP_PARENT_PID"  # set in the environment of the worker processes
+PR_SET_PDEATHSIG = 1
+WORKER_KEYS = ("study.n_workers", "trial.torch_threads", "quiet")
+WORKER_GRACE_S = 120.0
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM, raised in the main thread like Ctrl-C so that every clean-up path runs once."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+def signal_name(interrupt: KeyboardInterrupt) -> str:
+    """SIGTERM for a SIGTERM, SIGINT for Ctrl-C (a plain KeyboardInterrupt)."""
+    return signal.Signals(getattr(interrupt, "signum", signal.SIGINT)).name
+
+
+def exit_code(interrupt: KeyboardInterrupt) -> int:
+    return EXIT_CODES[signal.Signals(getattr(interrupt, "signum", signal.SIGINT))]
+
+
+class StopSignals:
+    """Handlers for SIGINT and SIGTERM: the first raises `Interrupted`; the next ones are deferred while the run
+    cleans up (a second Ctrl-C must not cut the re-queue short), and the third stops the process at once."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def install(self) -> None:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count == 1:
+            raise Interrupted(signum)
+        if self.count >= FORCE_AFTER:
+            os._exit(EXIT_CODES[signal.Signals(signum)])
+        print(
+            "sweep: stopping cleanly (the trial's point is queued again); signal once more to stop at once",
+            file=sys.stderr,
+        )
+
+
+class _NoInterruptTraceback(logging.Filter):
+    """Optuna logs a failed trial with its traceback; an interrupted trial is not a failure, so one line is enough."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[0] is not None and issubclass(record.exc_info[0], KeyboardInterrupt):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def quiet_interrupt_tracebacks() -> None:
+    """Drop the traceback from Optuna's log line of an interrupted trial."""
+    for handler in logging.getLogger("optuna").handlers:
+        handler.addFilter(_NoInterruptTraceback())
+
+
+def follow_parent() -> None:
+    """In a worker process: receive SIGTERM when the parent dies (Linux), and stop now if it already has."""
+    parent = os.environ.get(PARENT_ENV)
+    if not parent:
+        return
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != int(parent):
+        sys.exit(EXIT_CODES[signal.SIGTERM])
+
+
+def worker_threads(n_workers: int) -> int:
+    """Torch threads per worker process: the cores shared evenly."""
+    return max(1, (os.cpu_count() or 1) // n_workers)
+
+
+def spawn_workers(n_workers: int, threads: int) -> list[subprocess.Popen]:
+    """n_workers - 1 more processes running this same command on the same study (separate processes: torch and
+    the trainer are not thread-safe). Each follows this process: it gets SIGTERM if this one dies."""
+    overrides = [arg for arg in sys.argv[1:] if arg.split("=")[0].lstrip("+~") not in WORKER_KEYS]
+    command = [
+        sys.executable,
+        "-m",
+        "sweep",
+        *overrides,
+        "study.n_workers=1",
+        f"trial.torch_threads={threads}",
+        "quiet=true",
+    ]
+    env = {**os.environ, PARENT_ENV: str(os.getpid())}
+    return [subprocess.Popen(command, env=env) for _ in range(n_workers - 1)]
+
+
+def stop_workers(workers: list[subprocess.Popen], interrupt: KeyboardInterrupt | None) -> None:
+    """Wait for the workers; after an interruption, pass the signal on first (each worker cleans up as this process
+    does) and kill those still running after `WORKER_GRACE_S`."""
+    for worker in workers:
+        if interrupt is not None and worker.poll() is None:
+            worker.send_signal(getattr(interrupt, "signum", signal.SIGINT))
+    for worker in workers:
+        try:
+            worker.wait(timeout=WORKER_GRACE_S if interrupt is not None else None)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()

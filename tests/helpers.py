@@ -1,0 +1,127 @@
+"""Helpers that several test files share: a clean environment for subprocesses, `python -m sweep` as a process,
+running a study in-process, and reading a study back from Optuna and MLflow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pandas as pd
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
+
+from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
+
+REPO = Path(__file__).resolve().parents[1]
+# Environment variables of the user's shell that would send a test's runs or state somewhere real.
+USER_STATE_VARIABLES = ("MLFLOW_TRACKING_URI", "SWEEP_HOME", "SWEEP_TRACKING_URI", "SWEEP_EXPERIMENT")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """os.environ without the user's tracking URI and state folder, plus `extra`: for every subprocess test."""
+    return {**{k: v for k, v in os.environ.items() if k not in USER_STATE_VARIABLES}, **extra}
+
+
+def sweep_process(*args: str, home: Path, experiment: str = "mnrl_scale", **env: str) -> subprocess.Popen[str]:
+    """`python -m sweep +experiment=EXPERIMENT TINY... ARGS` with its state under `home` (stdout+stderr piped)."""
+    from tests.conftest import TINY
+
+    return subprocess.Popen(
+        # one seed: the tests count grid points, not replicates (mnrl_scale itself runs 3 seeds)
+        [
+            sys.executable,
+            "-m",
+            "sweep",
+            f"+experiment={experiment}",
+            *TINY,
+            "stats.enabled=false",
+            "study.seeds=[0]",
+            *args,
+        ],
+        cwd=REPO,
+        env=clean_env(SWEEP_HOME=str(home), **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def run_study(cfg: DictConfig) -> tuple[Any, pd.DataFrame]:
+    """Open, run and finish a study in this process: (its `sweep.study.Sweep`, its results table)."""
+    from sweep.study import finish, open_sweep  # torch and the trainer: only for tests that train
+
+    sweep = open_sweep(cfg)
+    sweep.run()
+    return sweep, finish(sweep)
+
+
+def mlflow_runs(tracking_uri: str, experiment_name: str) -> tuple[MlflowClient, list, list]:
+    """The client, the parent (study) runs and the child (trial) runs of an experiment."""
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name(experiment_name)
+    runs = client.search_runs([experiment.experiment_id]) if experiment else []
+    parents = [r for r in runs if r.data.tags.get(TAG_ROLE) == ROLE_STUDY]
+    children = [r for r in runs if r.data.tags.get(TAG_ROLE) == ROLE_TRIAL]
+    return client, parents, children
+
+
+def trial_runs(cfg: DictConfig) -> tuple[MlflowClient, list, list]:
+    """`mlflow_runs` of a composed config."""
+    return mlflow_runs(cfg.tracking.uri, cfg.tracking.experiment_name)
+
+
+def child_runs(tracking_uri: str, name: str = "mnrl_scale") -> list:
+    return mlflow_runs(tracking_uri, name)[2]
+
+
+def load_trials(storage: str, name: str = "mnrl_scale") -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name=name, storage=storage).trials
+
+
+def completed_points(storage: str, name: str = "mnrl_scale") -> Counter:
+    """How many times each `loss.scale` grid point completed."""
+    return Counter(t.params["loss.scale"] for t in load_trials(storage, name) if t.state.name == "COMPLETE")
+
+
+def point_of(trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    """A trial's grid point: its params, or the fixed params of a queued (WAITING) trial."""
+    return trial.params or trial.system_attrs.get("fixed_params", {})
+
+
+def wait_for_training(process: subprocess.Popen, storage: str, name: str = "mnrl_scale", timeout: float = 300) -> None:
+    """Wait until a trial of `name` is RUNNING with its MLflow run (raises if the process ends or time runs out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the process ended before training: {process.communicate()[0][-3000:]}")
+        time.sleep(0.5)
+        try:
+            trials = load_trials(storage, name)
+        except Exception:  # noqa: BLE001 - the study does not exist yet
+            continue
+        if any(t.state.name == "RUNNING" and ATTR_MLFLOW_RUN_ID in t.user_attrs for t in trials):
+            return
+    process.kill()
+    raise AssertionError("no trial started")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The direct children of process `pid` (Linux /proc)."""
+    pids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        pids += [int(p) for p in task.read_text().split()]
+    return pids
+
+
+def is_alive(pid: int) -> bool:
+    """Whether process `pid` is still running (a zombie counts as ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,162 @@
+"""Failures and interruptions inside a study, in-process with a stand-in for training: Ctrl-C is not a failed
+attempt, a point is never queued twice, no run is left RUNNING or mislabelled, a recurring failure stops the study."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import optuna
+import pandas as pd
+import pytest
+from mlflow.exceptions import MlflowException
+from omegaconf import OmegaConf
+from optuna.trial import TrialState
+
+import sweep.study as study_module
+from sweep import tracking
+from sweep.config import ConfigError
+from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_END_REASON
+from sweep.results import parent_summary
+from sweep.study import finish, open_sweep
+from tests.helpers import point_of, run_study, trial_runs
+
+ONE_POINT = "+study.search_space.loss.scale=[20]"
+
+
+def fake_training(monkeypatch: pytest.MonkeyPatch, outcome: Callable[[], float | BaseException]) -> None:
+    """Replace training with `outcome()`: a validation Spearman to return or an exception to raise."""
+
+    def train(trial, cfg, resources, run, quiet=False):
+        result = outcome()
+        if isinstance(result, BaseException):
+            raise result
+        trial.set_user_attr(ATTR_VALIDATION_SPEARMAN, result)
+        return result
+
+    monkeypatch.setattr(study_module, "train_and_evaluate", train)
+
+
+def in_state(study: optuna.Study, state: TrialState) -> list[optuna.trial.FrozenTrial]:
+    return [t for t in study.trials if t.state == state]
+
+
+def test_ctrl_c_twice_on_a_point_leaves_it_queued_and_the_next_run_trains_it(compose_cfg, monkeypatch):
+    fake_training(monkeypatch, KeyboardInterrupt)
+    for _ in range(2):  # study.max_retries=1: a second failed attempt would not be queued again
+        sweep = open_sweep(compose_cfg(ONE_POINT, "name=ctrlc"))
+        with pytest.raises(KeyboardInterrupt):
+            sweep.run()
+        finish(sweep, interrupted="SIGINT")
+        (waiting,) = in_state(sweep.study, TrialState.WAITING)
+        assert waiting.user_attrs[ATTR_ATTEMPT] == 1, "an interruption is not a failed attempt"
+    assert all(t.user_attrs["fail_reason"].startswith("interrupted") for t in in_state(sweep.study, TrialState.FAIL))
+
+    fake_training(monkeypatch, lambda: 0.5)
+    sweep, table = run_study(compose_cfg(ONE_POINT, "name=ctrlc"))
+    assert [point_of(t) for t in in_state(sweep.study, TrialState.COMPLETE)] == [{"loss.scale": 20}]
+    _, (parent,), children = trial_runs(sweep.cfg)
+    assert parent.info.status == "FINISHED"
+    assert sorted(r.info.status for r in children) == ["FINISHED", "KILLED", "KILLED"]
+
+
+def test_a_point_killed_between_its_requeue_and_its_fail_is_queued_once(compose_cfg, monkeypatch):
+    cfg = compose_cfg(ONE_POINT, "name=window", "study.heartbeat_interval=1")
+    fake_training(monkeypatch, lambda: RuntimeError("boom"))
+    victim = open_sweep(cfg)
+    requeue = victim.requeue
+
+    def requeue_then_die(*args, **kwargs):
+        requeue(*args, **kwargs)
+        raise SystemExit("killed")  # Optuna never records the FAIL: the trial stays RUNNING without heartbeats
+
+    monkeypatch.setattr(victim, "requeue", requeue_then_die)
+    with pytest.raises(SystemExit):
+        victim.run()
+    time.sleep(4)  # past the grace period (3 heartbeat intervals)
+    fake_training(monkeypatch, lambda: 0.5)
+    survivor = open_sweep(compose_cfg(ONE_POINT, "name=window", "study.heartbeat_interval=1"))
+    assert len(in_state(survivor.study, TrialState.WAITING)) == 1, "the heartbeat path did not queue it again"
+    survivor.run()
+    assert len(in_state(survivor.study, TrialState.COMPLETE)) == 1, "the point trained once"
+    _, _, children = trial_runs(cfg)
+    assert sorted(r.info.status for r in children) == ["FINISHED", "KILLED"]
+
+
+def test_a_failing_log_params_ends_the_trial_run_failed_with_its_reason(compose_cfg, monkeypatch):
+    fake_training(monkeypatch, lambda: 0.5)
+
+    def refuse(self, params):
+        raise MlflowException("param value too long")
+
+    monkeypatch.setattr(tracking.TrialRun, "log_params", refuse)
+    cfg = compose_cfg(ONE_POINT, "name=params", "study.max_retries=0")
+    run_study(cfg)
+    _, _, (child,) = trial_runs(cfg)
+    assert child.info.status == "FAILED" and "param value too long" in child.data.tags[TAG_END_REASON]
+
+
+def test_the_parent_logs_the_objective_under_its_own_name_and_the_best_follows_the_direction():
+    study = optuna.create_study(direction="minimize")
+    for value in (0.3, 0.1, 0.2):
+        study.add_trial(
+            optuna.trial.create_trial(
+                value=value,
+                params={"loss.scale": value * 100},
+                distributions={"loss.scale": optuna.distributions.FloatDistribution(0, 100)},
+            )
+        )
+    summary, best = parent_summary(study, "stsb_validation_spearman", "grid_mean")
+    assert summary == {"best_objective": 0.1, "n_complete_trials": 3} and "10.0" in best
+    summary, _ = parent_summary(study, "stsb_validation_spearman", "full")
+    assert summary["best_stsb_validation_spearman"] == summary["best_objective"] == 0.1
+
+
+def test_the_printed_summary_picks_the_best_by_the_study_direction():
+    from sweep.app import summary
+
+    table = pd.DataFrame(
+        {
+            "trial": [0, 1],
+            "scale": [10.0, 20.0],
+            "objective": [0.7, 0.2],
+            "stsb_val": [0.5, 0.6],
+            "stsb_test": [0.5, 0.6],
+            "state": ["COMPLETE", "COMPLETE"],
+        }
+    )
+    cfg = OmegaConf.create(
+        {
+            "study": {"direction": "minimize", "storage": "sqlite:///x.db"},
+            "eval": {"objective": "grid_mean"},
+            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
+        }
+    )
+    sweep = SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p")
+    assert "best by objective (grid_mean): trial 1 (scale 20.0)" in summary(sweep, table)
+
+
+def test_a_failure_that_recurs_stops_a_study_without_a_grid(compose_cfg, monkeypatch):
+    calls = []
+
+    def fail_six_times() -> float | BaseException:  # then succeed, so that the old code ends too
+        calls.append(1)
+        return RuntimeError("optimizer not_an_optimizer is not supported") if len(calls) <= 6 else 0.5
+
+    fake_training(monkeypatch, fail_six_times)
+    space = "+study.search_space.loss.scale={type:float,low:1,high:50}"
+    cfg = compose_cfg(space, "study.n_trials=3", "name=recur")
+    sweep, table = run_study(cfg)
+    assert sweep.stopped_reason and "not_an_optimizer" in sweep.stopped_reason
+    assert len(calls) == 2 and list(table.state) == ["FAIL", "FAIL"]
+    _, (parent,), _ = trial_runs(cfg)
+    assert parent.info.status == "FAILED" and "not_an_optimizer" in parent.data.tags[TAG_END_REASON]
+
+
+def test_a_config_error_inside_a_trial_stops_the_study_and_is_not_retried(compose_cfg, monkeypatch):
+    fake_training(monkeypatch, lambda: ConfigError("data.train.columns", ["a"], "file.csv has no column 'a'"))
+    sweep, _ = run_study(compose_cfg("+study.search_space.loss.scale=[0,20]", "name=cfgerr"))
+    assert sweep.stopped_reason and "data.train.columns" in sweep.stopped_reason
+    assert len(in_state(sweep.study, TrialState.FAIL)) == 1
+    assert len(in_state(sweep.study, TrialState.WAITING)) == 1, "the other point, not the failed one again"

@@ -1,0 +1,68 @@
+"""Values sweep hands straight to a library or reads from disk, and overrides the search space would replace, are
+refused before any training with one line naming the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from sweep.config import ConfigError
+from sweep.study import open_sweep
+from tests.conftest import TINY
+from tests.helpers import REPO, clean_env
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "trial.optimizer=not_an_optimizer",
+        "trial.lr_scheduler=sometimes",
+        "trial.device=tpu",
+        "trial.device=cuda",
+        "trial.device=cuda:1",
+    ],
+)
+def test_keys_handed_to_libraries_are_checked_before_training(compose_cfg, monkeypatch, override):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError) as error:
+        open_sweep(compose_cfg(override, "name=bad"))
+    assert error.value.key == override.split("=")[0]
+    if "cuda" in override:
+        assert "CUDA is not available" in str(error.value)
+
+
+def test_a_csv_without_the_configured_columns_is_refused(compose_cfg, tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_text("premise,hypothesis\na,b\n")
+    with pytest.raises(ConfigError, match=r"missing \['anchor', 'positive', 'negative'\]") as error:
+        open_sweep(compose_cfg(f"data.train.local_file={path}", "name=csv"))
+    assert error.value.key == "data.train.local_file"
+
+
+@pytest.mark.parametrize("override", ["loss.scale=-1", "loss.temperature=0.1"])
+def test_overriding_a_key_the_experiment_sweeps_is_refused(compose_cfg, override):
+    overrides = ["+experiment=mnrl_scale", override]
+    with pytest.raises(ConfigError, match=r"study\.search_space\.loss\.scale") as error:
+        open_sweep(compose_cfg(*overrides), overrides=overrides)
+    assert error.value.key == override.split("=")[0]
+
+
+@pytest.mark.parametrize(
+    "args", [["trial.optimizer=not_an_optimizer"], ["+experiment=mnrl_scale", "loss.scale=-1"]], ids=["lib", "swept"]
+)
+def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, args):
+    done = subprocess.run(
+        [sys.executable, "-m", "sweep", *TINY, "name=x", *args],
+        cwd=REPO,
+        env=clean_env(SWEEP_HOME=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"sweep: invalid config: {args[-1].split('=')[0]}=")
+    assert not (tmp_path / "optuna.db").exists(), "refused before any study was opened"

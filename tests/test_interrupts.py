@@ -1,0 +1,72 @@
+"""SIGINT and SIGTERM through the real command line: every Optuna trial and MLflow run ends, the interrupted point is
+queued again as the same attempt, the exit code names the signal, and worker processes follow their parent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from sweep.names import ATTR_ATTEMPT, TAG_END_REASON
+from tests.helpers import child_pids, is_alive, load_trials, mlflow_runs, point_of, sweep_process, wait_for_training
+
+# Two points, one per worker, each long enough to be interrupted mid-trial.
+LONG_GRID = ("study.search_space.loss.scale=[20,50]", "trial.max_steps=3000", "trial.eval_steps=1500")
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        if is_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_to_the_parent_ends_every_run_and_queues_the_points_again(tmp_path, signum, code):
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    process = sweep_process(*LONG_GRID, "study.n_workers=2", home=tmp_path)
+    wait_for_training(process, storage)
+    workers = [p for p in child_pids(process.pid) if "sweep" in open(f"/proc/{p}/cmdline").read()]
+    try:
+        process.send_signal(signum)  # the parent only, as SLURM, timeout, docker stop or kill do
+        output = process.communicate(timeout=240)[0]
+        assert not [p for p in workers if is_alive(p)], "the workers ended with their parent"
+    finally:
+        kill_all([process.pid, *workers])
+    assert process.returncode == code, output[-3000:]
+    assert "Traceback" not in output and "interrupted" in output, output[-6000:]
+
+    trials = load_trials(storage)
+    assert not [t for t in trials if t.state.name == "RUNNING"]
+    waiting = [t for t in trials if t.state.name == "WAITING"]
+    done = {point_of(t)["loss.scale"] for t in trials if t.state.name == "COMPLETE"}
+    assert done | {point_of(t)["loss.scale"] for t in waiting} == {20, 50}, "every point is done or queued"
+    assert len(waiting) == 2 - len(done) and all(t.user_attrs[ATTR_ATTEMPT] == 1 for t in waiting)
+    interrupted = [t for t in trials if t.state.name == "FAIL"]
+    assert interrupted and all(t.user_attrs["fail_reason"].startswith("interrupted") for t in interrupted)
+
+    _, parents, children = mlflow_runs(f"sqlite:///{tmp_path}/mlflow.db", "mnrl_scale")
+    assert [p.info.status for p in parents] == ["KILLED"]
+    assert signal.Signals(signum).name in parents[0].data.tags[TAG_END_REASON]
+    assert not [r for r in children if r.info.status == "RUNNING"]
+    for run in children:
+        if run.info.status != "FINISHED":
+            assert run.info.status == "KILLED" and "interrupted" in run.data.tags[TAG_END_REASON]
+
+
+def test_workers_stop_when_their_parent_is_killed(tmp_path):
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    process = sweep_process(*LONG_GRID, "study.n_workers=2", home=tmp_path)
+    wait_for_training(process, storage)
+    workers = [p for p in child_pids(process.pid) if "sweep" in open(f"/proc/{p}/cmdline").read()]
+    assert workers
+    try:
+        process.kill()  # SIGKILL: no handler runs in the parent
+        process.wait()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and any(is_alive(p) for p in workers):
+            time.sleep(0.5)
+        assert not [p for p in workers if is_alive(p)], "a worker outlived its killed parent"
+    finally:
+        kill_all(workers)
