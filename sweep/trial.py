@@ -233,7 +233,7 @@ def train_and_evaluate(
     if cfg.trial.torch_threads:
         torch.set_num_threads(cfg.trial.torch_threads)
     stats = cfg.stats
-    heldout_pairs = stats.heldout_pairs if stats.enabled else 0
+    heldout_pairs = stats.heldout_pairs  # held out with statistics on or off: they never change what is trained
     splits = resources.datasets(cfg.data, heldout_pairs)
     validation, test = resources.evaluators(cfg.data, heldout_pairs, cfg.trial.eval_batch_size)
     model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
