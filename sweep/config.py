@@ -39,12 +39,15 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
 def resolve_scale(cfg: DictConfig) -> None:
     """Make `loss.scale` and `loss.temperature` consistent in place (scale = 1/temperature).
 
-    A set temperature wins over the scale; scale 0 has temperature inf.
+    The key the user set wins over the loss's default for the other; two set keys that disagree are refused
+    (see sweep.scale_temperature). Scale 0 has temperature inf.
     """
+    from sweep.scale_temperature import winning_key
+
     loss = cfg.loss
     if "scale" not in loss:
         return
-    if loss.get("temperature") is not None:
+    if winning_key(loss) == "temperature":
         temperature = float(loss.temperature)
         if not temperature > 0:
             raise ConfigError(
