@@ -23,7 +23,7 @@ from transformers.trainer_callback import PrinterCallback
 
 from sweep import data as data_module
 from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
-from sweep.losses import build_loss, learning_rate_mapping
+from sweep.losses import build_loss, learning_rate_mapping, training_callbacks
 from sweep.model import build_model
 from sweep.preprocess_cache import PreprocessCache
 from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
@@ -270,7 +270,7 @@ def train_and_evaluate(
             train_dataset=splits["train"],
             loss=loss,
             evaluator=validation,
-            callbacks=[callback],
+            callbacks=[callback, *training_callbacks(loss)],
         )
         if quiet:
             trainer.remove_callback(PrinterCallback)

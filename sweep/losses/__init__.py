@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from torch import nn
+from transformers import TrainerCallback
 
 from sweep.config import ConfigError
 from sweep.layer_grid import parse_numbers
@@ -18,7 +19,11 @@ from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.cached_mnrl import ScaledCachedMultipleNegativesRankingLoss
 from sweep.losses.cosent import PAIRWISE_SIMILARITIES, cosent_loss
 from sweep.losses.gist import BASE_GUIDE, gist_loss
-from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
+from sweep.losses.learnable_scale import (
+    LearnableScaleMultipleNegativesRankingLoss,
+    ScaleClampCallback,
+    learnable_scales,
+)
 from sweep.losses.mnrl import SIMILARITIES, ScaledMultipleNegativesRankingLoss
 from sweep.losses.wrappers import validate_wrapper, wrap
 
@@ -201,6 +206,11 @@ LOSSES: dict[str, LossSpec] = {
 def build_loss(model: SentenceTransformer, cfg: DictConfig) -> nn.Module:
     """The loss of `loss.name`, inside `loss.wrapper` when one is set."""
     return wrap(model, LOSSES[cfg.loss.name].build(model, cfg), cfg.loss.wrapper)
+
+
+def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
+    """Trainer callbacks a loss needs: the learnable scale's clamp after each optimizer step."""
+    return [ScaleClampCallback(loss)] if learnable_scales(loss) else []
 
 
 def resolve_loss(cfg: DictConfig) -> None:
