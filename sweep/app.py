@@ -55,6 +55,18 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def paired_summary(sweep: Sweep) -> list[str]:
+    """The paired-bootstrap lines (best scale and the scales not distinguishable from it), also logged on the
+    parent run; nothing when scale was not swept or statistics are off."""
+    from sweep.report.paired_table import log_paired_comparison
+
+    stats = sweep.cfg.stats
+    if not stats.paired.enabled:
+        return []
+    options = {"n_resamples": stats.paired.resamples, "level": stats.paired.level, "seed": stats.seed}
+    return log_paired_comparison(sweep.client, sweep.parent_run_id, **options)
+
+
 WORKER_KEYS = ("study.n_workers", "trial.torch_threads", "quiet")
 
 
@@ -99,6 +111,9 @@ def main(cfg: DictConfig) -> None:
             worker.wait()
         table = finish(sweep, interrupted=interrupted)
     print(summary(sweep, table))
+    if not interrupted:
+        for line in paired_summary(sweep):
+            print(line)
     if interrupted:
         print(
             "sweep: interrupted; the unfinished trial is queued again, rerun the same command to continue",

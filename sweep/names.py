@@ -31,3 +31,8 @@ ATTR_TRAIN_SECONDS = "train_seconds"
 ATTR_SCALE = "scale"
 ATTR_TEMPERATURE = "temperature"
 ATTR_FAIL_REASON = "fail_reason"
+TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale ...; not distinguishable ..." line(s)
+
+# MLflow artifacts.
+ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cosine per STSB pair (final model)
+ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table

@@ -25,8 +25,9 @@ from sweep import data as data_module
 from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
 from sweep.losses import build_loss, learning_rate_mapping, training_callbacks
 from sweep.model import build_model
+from sweep.predictions import log_predictions
 from sweep.preprocess_cache import PreprocessCache
-from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings, loss_scales
 from sweep.tracking import TrialRun
 
 log = logging.getLogger(__name__)
@@ -242,7 +243,13 @@ def train_and_evaluate(
         # The softmax statistics use the in-batch scale: `scale`, or AnglE's in-batch-negatives scale.
         softmax_scale = cfg.loss.scale if "scale" in cfg.loss else cfg.loss.get("ibn_scale", 1.0)
         probe = ConcentrationProbe(
-            stats, splits.get("heldout"), cfg.trial.batch_size, softmax_scale, cfg.trial.eval_batch_size
+            stats,
+            splits.get("heldout"),
+            cfg.trial.batch_size,
+            softmax_scale,
+            cfg.trial.eval_batch_size,
+            similarity=cfg.loss.get("similarity", "cosine"),
+            loss_scales=loss_scales(cfg),
         )
     initial = resources.initial_evaluation(
         cfg, model, validation, splits["validation"], probe
@@ -260,7 +267,11 @@ def train_and_evaluate(
     if scale_zero:
         run.set_tags({"sweep.scale_zero": SCALE_ZERO_MODE})
         initial_weights = {name: p.detach().clone() for name, p in model.named_parameters()}
+    if probe is not None:
+        probe.follow(loss)  # the statistics use the loss's current scale (a learned one included)
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
+    if probe is not None and not stats.every_eval:  # the loss at every grid scale, at each evaluation but the last
+        every_eval = lambda step: probe.log_losses(model, run, step) if step < cfg.trial.max_steps else None  # noqa: E731
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
@@ -290,7 +301,9 @@ def train_and_evaluate(
         run.log_metrics({f"{VALIDATION}_spearman": val}, step=steps)
     if probe is not None and not (stats.every_eval and callback.last_eval and callback.last_eval[0] == steps):
         probe.measure(model, validation, run, step=steps)
+    log_predictions(run, validation, "validation")  # the evaluator's last call is on the final model
     test_value = spearman(test, model)
+    log_predictions(run, test, "test")
     metrics = {
         f"{TEST}_spearman": test_value,
         "train_seconds": train_seconds,

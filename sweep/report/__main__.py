@@ -55,10 +55,16 @@ def loss_vs_scale_command(args: argparse.Namespace) -> list[Path]:
 
 def study_command(args: argparse.Namespace) -> list[Path]:
     """The figures of one study's trials, read from MLflow."""
+    from mlflow.tracking import MlflowClient
+
+    from sweep.report.paired_table import write_paired_comparison
     from sweep.report.runs import load_study  # imported here: mlflow is slow to import and only needed here
 
     trials, histories = load_study(args.tracking_uri, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
-    return figures.write_study_figures(trials, histories, args.out)
+    paired = write_paired_comparison(
+        trials, MlflowClient(args.tracking_uri), args.out, n_resamples=args.resamples, level=args.level
+    )
+    return figures.write_study_figures(trials, histories, args.out) + paired
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--experiment", help="experiment (= study) name; uses its newest study run")
     which.add_argument("--parent-run-id", help="run id of the study's parent run")
     study.add_argument("--out", type=Path, required=True, help="output directory")
+    study.add_argument(
+        "--level", type=float, default=0.95, help="level of the paired comparison (paired_comparison.csv; 0.95)"
+    )
+    study.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired comparison")
     study.set_defaults(run=study_command)
     return parser
 
