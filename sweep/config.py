@@ -187,6 +187,7 @@ def validate_trial_config(cfg: DictConfig) -> None:
     """Check one trial's config (after search-space values are applied). Raises ConfigError."""
     from sweep.layer_grid import validate_layer_grid
     from sweep.losses import validate_loss
+    from sweep.stats_probe import check_stats
 
     resolve_trial_config(cfg)
     validate_model(cfg.model)
@@ -194,6 +195,7 @@ def validate_trial_config(cfg: DictConfig) -> None:
     validate_data(cfg.data)
     validate_loss(cfg)
     validate_layer_grid(cfg)
+    check_stats(cfg.stats)
 
 
 def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:

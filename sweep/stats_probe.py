@@ -14,6 +14,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from sweep.concentration import concentration_statistics, histogram_figure, in_batch_statistics, loss_metric
+from sweep.config import ConfigError
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.tracking import TrialRun
 
@@ -69,6 +70,21 @@ def loss_scales(cfg: DictConfig) -> list[float]:
         return sorted(1.0 / float(t) for t in grid["temperature"] if t > 0)
     scale = cfg.loss.get("scale")
     return [float(scale)] if isinstance(scale, (int, float)) else []
+
+
+def check_stats(stats: DictConfig) -> None:
+    """The statistics keys this module reads that training does not: ``loss_scales`` and ``paired.*``."""
+    scales = stats.get("loss_scales")
+    if scales is not None and (
+        not OmegaConf.is_list(scales)
+        or not all(isinstance(s, (int, float)) and not isinstance(s, bool) and s >= 0 for s in scales)
+    ):
+        raise ConfigError("stats.loss_scales", scales, "must be null or a list of scales >= 0")
+    paired = stats.paired
+    if isinstance(paired.resamples, bool) or not isinstance(paired.resamples, int) or paired.resamples < 1:
+        raise ConfigError("stats.paired.resamples", paired.resamples, "must be an integer >= 1")
+    if not isinstance(paired.level, float) or not 0 < paired.level < 1:
+        raise ConfigError("stats.paired.level", paired.level, "must be a number in (0, 1), e.g. 0.95")
 
 
 class ConcentrationProbe:

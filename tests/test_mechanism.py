@@ -125,3 +125,19 @@ def test_loss_scales_come_from_the_study_grid(compose_cfg):
     assert loss_scales(compose_cfg("+stats.loss_scales=[1,3]")) == [1.0, 3.0]
     temperatures = compose_cfg("+study.search_space.loss.temperature=[0.05,0.1]")
     assert loss_scales(temperatures) == [10.0, 20.0]
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("+stats.loss_scales=[1,-2]", "stats.loss_scales"),
+        ("stats.paired.resamples=0", "stats.paired.resamples"),
+        ("stats.paired.level=1.5", "stats.paired.level"),
+    ],
+)
+def test_bad_statistics_keys_are_refused_naming_the_key(compose_cfg, override, key):
+    from sweep.config import ConfigError, validate_trial_config
+
+    with pytest.raises(ConfigError) as error:
+        validate_trial_config(compose_cfg(override))
+    assert error.value.key == key and "\n" not in str(error.value)
