@@ -57,7 +57,7 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
 
 def paired_summary(sweep: Sweep) -> list[str]:
     """The paired-bootstrap lines (best scale and the scales not distinguishable from it), also logged on the
-    parent run; nothing when scale was not swept or statistics are off."""
+    parent run; nothing when scale was not swept or `stats.paired.enabled` is false."""
     from sweep.report.paired_table import log_paired_comparison
 
     stats = sweep.cfg.stats
