@@ -8,6 +8,7 @@ come from the embeddings the STSB evaluator already computed: logging costs no e
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def log_predictions(run: TrialRun, evaluator: EmbeddingKeepingEvaluator, split: 
 
 def load_predictions(client: MlflowClient, run_id: str, split: str = "validation") -> pd.DataFrame | None:
     """The ``gold``/``cosine`` table a trial logged, or None when it has none (older runs, failed trials)."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per trial would flood the console
     with tempfile.TemporaryDirectory() as folder:
         try:
             path = client.download_artifacts(run_id, artifact_path(split), folder)
