@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from sweep import model_store, ui_links
 from sweep.config import CONFIG_DIR, ConfigError
 from sweep.names import TAG_BEST_MODEL_PATH
+from sweep.report.paired_table import log_paired_comparison
 from sweep.results import OBJECTIVE, STSB_TEST, STSB_VALIDATION, objective_is_stsb_validation
 from sweep.signals import (
     StopSignals,
@@ -77,6 +78,16 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def paired_summary(sweep: Sweep) -> list[str]:
+    """The paired-bootstrap lines (best scale and the scales not distinguishable from it), also logged on the
+    parent run; nothing when scale was not swept or `stats.paired.enabled` is false."""
+    stats = sweep.cfg.stats
+    if not stats.paired.enabled:
+        return []
+    options = {"n_resamples": stats.paired.resamples, "level": stats.paired.level, "seed": stats.seed}
+    return log_paired_comparison(sweep.client, sweep.parent_run_id, **options)
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig) -> None:
     StopSignals().install()  # SIGTERM (preemption, timeout, docker stop) ends a run as Ctrl-C does
@@ -108,6 +119,9 @@ def main(cfg: DictConfig) -> None:
         stop_workers(workers, interrupt)
     table = finish(sweep, interrupted=signal_name(interrupt) if interrupt else None)
     print(summary(sweep, table))
+    if not interrupt:
+        for line in paired_summary(sweep):
+            print(line)
     if interrupt:
         print(
             f"sweep: interrupted by {signal_name(interrupt)}; the unfinished trial's point is queued again "

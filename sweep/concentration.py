@@ -30,9 +30,16 @@ name                               meaning
                                    lower is more uniform, -4 for orthonormal vectors
 ``sim_effective_rank``             Roy & Vetterli 2007 effective rank of the distinct eval
                                    sentence embeddings, in [1, min(n, d)]
-``sim_softmax_pos_prob``           mean softmax probability of the positive over the in-batch
-                                   candidates at ``scale`` (what MNRL sees; 1/B at scale 0)
-``sim_softmax_entropy``            mean entropy (nats) of that softmax (ln B at scale 0)
+``sim_softmax_pos_prob``           mean softmax probability of the positive over the loss's
+                                   candidates (the batch's positives and hard negatives) with its
+                                   similarity and current scale ``sim_softmax_scale`` (1/C at scale 0)
+``sim_softmax_entropy``            mean entropy (nats) of that softmax (ln C at scale 0)
+``sim_effective_negatives``        Wang & Liu 2021: mean exp(entropy) of the softmax over the
+                                   negatives alone (C - 1 at scale 0, 1 when one negative dominates)
+``sim_hardest_negative_weight``    mean largest weight among those negatives (1/(C - 1) at scale 0)
+``sim_loss_at_scale_{s}``          mean MNRL loss of the held-out batches at scale s, for every s of
+                                   ``loss_scales``, from the same similarities (ln C at scale 0)
+``sim_tolerance``                  Wang & Liu 2021 tolerance: mean cosine of the ``high`` pairs
 =================================  ==============================================================
 
 A distribution that is empty (e.g. no gold score above the threshold) is skipped with all its
@@ -42,6 +49,9 @@ yielding NaN metrics.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,15 +64,20 @@ SUMMARY_KEYS = ("mean", "std", "q05", "q25", "q50", "q75", "q95", "iqr", "min", 
 _QUANTILES = {"q05": 0.05, "q25": 0.25, "q50": 0.50, "q75": 0.75, "q95": 0.95}
 
 
-def _unit(x: Embeddings) -> torch.Tensor:
-    """Rows of ``x`` as a float64 CPU tensor scaled to unit L2 norm (zero rows stay zero)."""
+def _raw(x: Embeddings) -> torch.Tensor:
+    """``x`` as a float64 CPU tensor of shape (n, d), checked finite."""
     t = x.detach().cpu() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
     t = t.to(torch.float64)
     if t.ndim != 2:
         raise ValueError(f"embeddings must have shape (n, d), got {tuple(t.shape)}")
     if not torch.isfinite(t).all():
         raise ValueError("embeddings contain NaN or infinite values")
-    return torch.nn.functional.normalize(t, dim=1)
+    return t
+
+
+def _unit(x: Embeddings) -> torch.Tensor:
+    """Rows of ``x`` as a float64 CPU tensor scaled to unit L2 norm (zero rows stay zero)."""
+    return torch.nn.functional.normalize(_raw(x), dim=1)
 
 
 def summarize(values: np.ndarray) -> dict[str, float]:
@@ -131,33 +146,76 @@ def effective_rank(x: Embeddings) -> float:
     return float(torch.exp(torch.special.entr(p).sum()))
 
 
-def in_batch_statistics(
-    anchors: Embeddings, positives: Embeddings, batch_size: int, scale: float, seed: int = 0
-) -> dict[str, np.ndarray | float]:
-    """In-batch cosines and the MultipleNegativesRankingLoss softmax over ``scale * cos``.
+def _similarities(anchors: torch.Tensor, candidates: torch.Tensor, similarity: str) -> torch.Tensor:
+    """Batched anchor-candidate similarities as the loss computes them: cosine, or the dot product of the raw
+    embeddings (``similarity="dot"``; equal to cosine only when the model normalizes)."""
+    if similarity == "dot":
+        return anchors @ candidates.transpose(1, 2)
+    unit = torch.nn.functional.normalize
+    return unit(anchors, dim=-1) @ unit(candidates, dim=-1).transpose(1, 2)
 
-    The pairs are shuffled with ``seed`` (as the training sampler does), then split into consecutive
-    batches of ``batch_size``; a last incomplete batch is dropped unless it is the only one. Returns
-    ``positive`` (diagonal cosines), ``negative`` (off-diagonal cosines), ``softmax_positive_prob``
-    (mean softmax probability of the diagonal) and ``softmax_entropy`` (mean row entropy, nats).
+
+def in_batch_statistics(
+    anchors: Embeddings,
+    positives: Embeddings,
+    batch_size: int,
+    scale: float,
+    seed: int = 0,
+    *,
+    negatives: Sequence[Embeddings] = (),
+    similarity: str = "cosine",
+    loss_scales: Sequence[float] = (),
+) -> dict[str, Any]:
+    """In-batch cosines and the MultipleNegativesRankingLoss softmax as the loss sees it.
+
+    The pairs are shuffled with ``seed`` (as the training sampler does), then split into consecutive batches of
+    ``batch_size``; a last incomplete batch is dropped unless it is the only one. Each anchor's candidates are the
+    batch's positives followed by its hard negatives (one block per column of ``negatives``), as in the loss;
+    logits are ``scale * sim`` with the loss's ``similarity`` (cosine, or dot of the raw embeddings). Returns
+    ``positive`` (anchor-positive cosines), ``negative`` (cosines of every other candidate),
+    ``softmax_positive_prob`` (mean softmax probability of the positive), ``softmax_entropy`` (mean entropy,
+    nats), the Wang & Liu 2021 statistics over the negatives alone, r_j = exp(s sim_j) / sum_k exp(s sim_k):
+    ``effective_negatives`` (mean exp(entropy of r), the number of negatives at scale 0) and
+    ``hardest_negative_weight`` (mean max_j r_j), and ``loss_at_scale``: {s: mean MNRL loss at scale s} for every
+    ``loss_scales`` value, from the same similarities (ln(#candidates) at scale 0).
     """
-    ua, up = _unit(anchors), _unit(positives)
-    if ua.shape != up.shape:
-        raise ValueError(f"shape mismatch: {tuple(ua.shape)} vs {tuple(up.shape)}")
-    n, d = ua.shape
+    raw = [_raw(x) for x in (anchors, positives, *negatives)]
+    if any(x.shape != raw[0].shape for x in raw):
+        raise ValueError(f"shape mismatch: {[tuple(x.shape) for x in raw]}")
+    n, d = raw[0].shape
     if n == 0 or batch_size < 1:
         raise ValueError(f"need at least one pair and batch_size >= 1, got n={n}, batch_size={batch_size}")
     b = min(batch_size, n)
     keep = torch.as_tensor(np.random.default_rng(seed).permutation(n)[: (n // b) * b])
-    cos = ua[keep].view(-1, b, d) @ up[keep].view(-1, b, d).transpose(1, 2)  # (batches, b, b)
-    diag = torch.eye(b, dtype=torch.bool).expand_as(cos)
-    log_p = torch.log_softmax(scale * cos, dim=-1)
+    batches = [x[keep].view(-1, b, d) for x in raw]  # (batches, b, d) per column
+    candidates = torch.cat(batches[1:], dim=1)  # (batches, b * (1 + k), d): positives, then each negative column
+    cos = _similarities(batches[0], candidates, "cosine")
+    sim = cos if similarity == "cosine" else _similarities(batches[0], candidates, similarity)
+    is_positive = torch.zeros(cos.shape[1:], dtype=torch.bool)
+    is_positive[:, :b] = torch.eye(b, dtype=torch.bool)
+    is_positive = is_positive.expand_as(cos)
+    log_p = torch.log_softmax(scale * sim, dim=-1)
+    negative_logits = (scale * sim).masked_fill(is_positive, -torch.inf)
+    log_r = torch.log_softmax(negative_logits, dim=-1)
+    r = log_r.exp()
+    negative_entropy = -(r * log_r.masked_fill(is_positive, 0.0)).sum(dim=-1)
+    positive_sim = sim[is_positive].view(sim.shape[:-1])
     return {
-        "positive": cos[diag].numpy(),
-        "negative": cos[~diag].numpy(),
-        "softmax_positive_prob": float(log_p[diag].exp().mean()),
+        "positive": cos[is_positive].numpy(),
+        "negative": cos[~is_positive].numpy(),
+        "softmax_positive_prob": float(log_p[is_positive].exp().mean()),
         "softmax_entropy": float(-(log_p.exp() * log_p).sum(dim=-1).mean()),
+        "effective_negatives": float(negative_entropy.exp().mean()),
+        "hardest_negative_weight": float(r.amax(dim=-1).mean()),
+        "loss_at_scale": {
+            float(s): float((torch.logsumexp(s * sim, dim=-1) - s * positive_sim).mean()) for s in loss_scales
+        },
     }
+
+
+def loss_metric(scale: float) -> str:
+    """The metric name of the MNRL loss at ``scale``: ``sim_loss_at_scale_20``, ``sim_loss_at_scale_0.5``."""
+    return f"sim_loss_at_scale_{scale:g}"
 
 
 def prob_random_above_positive(positive: np.ndarray, random: np.ndarray) -> float:
@@ -181,8 +239,11 @@ def concentration_statistics(
     *,
     train_anchors: Embeddings | None = None,
     train_positives: Embeddings | None = None,
+    train_negatives: Sequence[Embeddings] = (),
     batch_size: int = 64,
     scale: float = 20.0,
+    similarity: str = "cosine",
+    loss_scales: Sequence[float] = (),
     high_threshold: float = 0.8,
     low_threshold: float = 0.2,
     n_random_pairs: int = 10000,
@@ -191,8 +252,8 @@ def concentration_statistics(
     """Flat ``sim_*`` metrics (see the module docstring) and the cosine distributions they summarize.
 
     ``eval_embeddings1[i]``, ``eval_embeddings2[i]`` embed STSB pair i with gold score
-    ``gold_scores[i]`` in [0, 1]. Training pairs, when given, add ``pos``, ``neg`` and the softmax
-    metrics at ``batch_size`` and ``scale``.
+    ``gold_scores[i]`` in [0, 1]. Training pairs (and their hard negatives), when given, add ``pos``, ``neg``,
+    the softmax metrics at ``batch_size``, ``scale`` and ``similarity`` and the loss at each of ``loss_scales``.
     """
     e1, e2 = _unit(eval_embeddings1), _unit(eval_embeddings2)
     gold = np.asarray(gold_scores, dtype=np.float64).ravel()
@@ -211,11 +272,24 @@ def concentration_statistics(
     }
     metrics: dict[str, float] = {}
     if train_anchors is not None and train_positives is not None:
-        in_batch = in_batch_statistics(train_anchors, train_positives, batch_size, scale, seed)
+        in_batch = in_batch_statistics(
+            train_anchors,
+            train_positives,
+            batch_size,
+            scale,
+            seed,
+            negatives=train_negatives,
+            similarity=similarity,
+            loss_scales=loss_scales,
+        )
         distributions["pos"] = pair_cosines(train_anchors, train_positives)
         distributions["neg"] = in_batch["negative"]
+        metrics["sim_softmax_scale"] = float(scale)
         metrics["sim_softmax_pos_prob"] = in_batch["softmax_positive_prob"]
         metrics["sim_softmax_entropy"] = in_batch["softmax_entropy"]
+        metrics["sim_effective_negatives"] = in_batch["effective_negatives"]
+        metrics["sim_hardest_negative_weight"] = in_batch["hardest_negative_weight"]
+        metrics.update({loss_metric(s): value for s, value in in_batch["loss_at_scale"].items()})
         positive_pairs = (train_anchors, train_positives)
     else:
         positive_pairs = (e1[torch.as_tensor(high)], e2[torch.as_tensor(high)])
@@ -228,6 +302,8 @@ def concentration_statistics(
         metrics["sim_gap"] = float(positive.mean() - distributions["rand"].mean())
         metrics["sim_p_rand_above_pos"] = prob_random_above_positive(positive, distributions["rand"])
         metrics["sim_alignment"] = alignment(*positive_pairs)
+    if "high" in distributions:
+        metrics["sim_tolerance"] = float(distributions["high"].mean())  # Wang & Liu 2021
     metrics["sim_anisotropy"] = metrics["sim_rand_mean"]
     metrics["sim_uniformity"] = uniformity(sentences, seed=seed)
     metrics["sim_effective_rank"] = effective_rank(sentences)

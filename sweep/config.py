@@ -105,28 +105,6 @@ def parse_numbers(key: str, value: Any, kind: type = int) -> tuple:
     return tuple(numbers)
 
 
-def resolve_scale(cfg: DictConfig) -> None:
-    """Make `loss.scale` and `loss.temperature` consistent in place (scale = 1/temperature).
-
-    A set temperature wins over the scale; scale 0 has temperature inf.
-    """
-    loss = cfg.loss
-    if "scale" not in loss:
-        return
-    if loss.get("temperature") is not None:
-        temperature = require_number(
-            "loss.temperature",
-            loss.temperature,
-            low=0,
-            strict=True,
-            note="scale = 1/temperature; use loss.scale=0 for the zero-scale control",
-        )
-        loss.scale = 1.0 / temperature
-    scale = require_number("loss.scale", loss.scale, low=0, note="0 is the untrained control; scale = 1/temperature")
-    loss.scale = scale
-    loss.temperature = math.inf if scale == 0 else 1.0 / scale
-
-
 def validate_model(model: DictConfig) -> None:
     require_choice("model.kind", model.kind, MODEL_KINDS)
     require_choice("model.static_init", model.static_init, STATIC_INITS)

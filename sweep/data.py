@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from datasets import Dataset, load_dataset
 from omegaconf import DictConfig
 
@@ -155,17 +156,27 @@ def subset(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:
 
 
 def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
-    """All splits; with `heldout_pairs`, a seeded slice of the training data becomes the "heldout" split
-    (never trained on) before `max_samples` subsets the rest."""
+    """All splits; with `heldout_pairs`, a "heldout" split (never trained on) as well.
+
+    The training rows are one seeded permutation of the training file (`data.seed`): the held-out pairs are its
+    last `heldout_pairs` rows and the training subset (`max_samples`) its first ones, so asking for held-out
+    pairs never reshuffles or replaces the rows a capped training set trains on. Without `max_samples` the
+    training set is every row not held out, in file order. The trial always holds the pairs out (statistics on
+    or off), so statistics never change what is trained.
+    """
     splits = {split: load_split(data, split) for split in SPLITS}
+    train = splits["train"]
+    if heldout_pairs and heldout_pairs >= len(train):
+        raise ConfigError("stats.heldout_pairs", heldout_pairs, f"must be below the {len(train)} training rows")
+    order = np.random.default_rng(data.seed).permutation(len(train))
+    kept, heldout = order[: len(train) - heldout_pairs], order[len(train) - heldout_pairs :]
+    max_samples = data.train.max_samples
+    if max_samples is not None and max_samples < len(kept):
+        splits["train"] = train.select(kept[:max_samples])
+    elif heldout_pairs:
+        splits["train"] = train.select(np.sort(kept))
     if heldout_pairs:
-        if heldout_pairs >= len(splits["train"]):
-            raise ConfigError(
-                "stats.heldout_pairs", heldout_pairs, f"must be below the {len(splits['train'])} training rows"
-            )
-        parts = splits["train"].train_test_split(test_size=heldout_pairs, seed=data.seed)
-        splits["train"], splits["heldout"] = parts["train"], parts["test"]
-    return {
-        name: subset(dataset, data[name].max_samples if name in SPLITS else None, data.seed)
-        for name, dataset in splits.items()
-    }
+        splits["heldout"] = train.select(heldout)
+    for split in ("validation", "test"):
+        splits[split] = subset(splits[split], data[split].max_samples, data.seed)
+    return splits

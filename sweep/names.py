@@ -47,3 +47,8 @@ ATTR_CONFIG_ERROR = "sweep.config_error"  # the trial failed on a ConfigError: n
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
 ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.extra_eval)
+TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale ...; not distinguishable ..." line(s)
+
+# MLflow artifacts.
+ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cosine per STSB pair (final model)
+ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 from datasets import Dataset
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.concentration import concentration_statistics, histogram_figure
+from sweep.concentration import concentration_statistics, histogram_figure, in_batch_statistics, loss_metric
+from sweep.config import ConfigError
+from sweep.losses.learnable_scale import learnable_scales
 from sweep.tracking import TrialRun
 
 HISTOGRAM_BINS = np.linspace(-1.0, 1.0, 81)
@@ -34,7 +38,8 @@ class EmbeddingKeepingEvaluator(EmbeddingSimilarityEvaluator):
 @dataclass(frozen=True)
 class Encodings:
     """Embeddings of one model state: the STSB evaluation pairs with their gold scores, and held-out training
-    pairs (``train_anchors``, ``train_positives``; empty without a held-out slice)."""
+    pairs (``train_anchors``, ``train_positives``, ``train_negatives``: a list, one array per hard-negative column;
+    empty without a held-out slice)."""
 
     sentences1: np.ndarray
     sentences2: np.ndarray
@@ -42,38 +47,107 @@ class Encodings:
     train: dict[str, np.ndarray]
 
 
-def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> tuple[list[str], list[str]] | None:
-    """(anchor, positive) texts of the held-out slice: the first two columns; with a score column, only
-    the rows whose score marks them positive."""
+def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> list[list[str]] | None:
+    """The text columns of the held-out slice, in the loss's order: anchors, positives, then any hard negatives;
+    with a score column, only the rows whose score marks them positive (and only the two text columns)."""
     if heldout is None or len(heldout) == 0:
         return None
-    first, second = heldout.column_names[:2]
+    columns = [c for c in heldout.column_names if c not in ("score", "label")]
     if "score" in heldout.column_names:
-        heldout = heldout.filter(lambda row: row["score"] >= high_threshold)
-    return heldout[first], heldout[second]
+        heldout, columns = heldout.filter(lambda row: row["score"] >= high_threshold), columns[:2]
+    return [heldout[c] for c in columns]
+
+
+def loss_scales(cfg: DictConfig) -> list[float]:
+    """The scales at which the held-out batches' loss is measured: ``stats.loss_scales`` if set, else the study's
+    grid of ``loss.scale`` (or of ``loss.temperature``, as 1/t), else the trial's own scale."""
+    if cfg.stats.get("loss_scales") is not None:
+        return [float(s) for s in cfg.stats.loss_scales]
+    grid = OmegaConf.to_container(cfg.study.search_space, resolve=True).get("loss", {})
+    if isinstance(grid.get("scale"), list):
+        return sorted(float(s) for s in grid["scale"])
+    if isinstance(grid.get("temperature"), list):
+        return sorted(1.0 / float(t) for t in grid["temperature"] if t > 0)
+    scale = cfg.loss.get("scale")
+    return [float(scale)] if isinstance(scale, (int, float)) else []
+
+
+def check_stats(stats: DictConfig) -> None:
+    """The statistics keys this module reads that training does not: ``loss_scales`` and ``paired.*``."""
+    scales = stats.get("loss_scales")
+    if scales is not None and (
+        not OmegaConf.is_list(scales)
+        or not all(isinstance(s, (int, float)) and not isinstance(s, bool) and s >= 0 for s in scales)
+    ):
+        raise ConfigError("stats.loss_scales", scales, "must be null or a list of scales >= 0")
+    paired = stats.paired
+    if isinstance(paired.resamples, bool) or not isinstance(paired.resamples, int) or paired.resamples < 1:
+        raise ConfigError("stats.paired.resamples", paired.resamples, "must be an integer >= 1")
+    if not isinstance(paired.level, float) or not 0 < paired.level < 1:
+        raise ConfigError("stats.paired.level", paired.level, "must be a number in (0, 1), e.g. 0.95")
 
 
 class ConcentrationProbe:
-    """Computes the sim_* statistics for one trial at a given step and logs metrics, JSON and a histogram."""
+    """Computes the sim_* statistics for one trial at a given step and logs metrics, JSON and a histogram.
+
+    ``scale`` is a number or a function returning the loss's current scale (a learned one: :meth:`follow`);
+    ``similarity`` is the loss's (``cosine`` or ``dot``)."""
 
     def __init__(
-        self, stats: DictConfig, heldout: Dataset | None, batch_size: int, scale: float, eval_batch_size: int
+        self,
+        stats: DictConfig,
+        heldout: Dataset | None,
+        batch_size: int,
+        scale: float | Callable[[], float],
+        eval_batch_size: int,
+        similarity: str = "cosine",
+        loss_scales: Sequence[float] = (),
     ) -> None:
         self.stats, self.batch_size, self.scale, self.eval_batch_size = stats, batch_size, scale, eval_batch_size
+        self.similarity, self.loss_scales = similarity, tuple(loss_scales)
         self.pairs = heldout_pairs(heldout, stats.high_threshold)
+
+    def current_scale(self) -> float:
+        return float(self.scale() if callable(self.scale) else self.scale)
+
+    def follow(self, loss: torch.nn.Module) -> None:
+        """Read the scale from ``loss`` at each measurement when it learns it."""
+        learned = learnable_scales(loss)
+        if learned:
+            self.scale = lambda: float(learned[0].scale.detach())
+
+    def encode_heldout(self, model: SentenceTransformer) -> dict[str, Any]:
+        """The held-out texts encoded by ``model`` (empty without a held-out slice)."""
+        if self.pairs is None:
+            return {}
+        encoded = [model.encode(texts, batch_size=self.eval_batch_size, convert_to_numpy=True) for texts in self.pairs]
+        return {"train_anchors": encoded[0], "train_positives": encoded[1], "train_negatives": encoded[2:]}
 
     def encode(self, model: SentenceTransformer, evaluator: EmbeddingKeepingEvaluator) -> Encodings:
         """The embeddings the statistics need: ``evaluator``'s last call (which must be on ``model``) and the
         held-out training pairs, encoded now."""
-        train = {}
-        if self.pairs is not None:
-            anchors, positives = self.pairs
-            train = {
-                "train_anchors": model.encode(anchors, batch_size=self.eval_batch_size, convert_to_numpy=True),
-                "train_positives": model.encode(positives, batch_size=self.eval_batch_size, convert_to_numpy=True),
-            }
         embeddings1, embeddings2 = evaluator.last_embeddings
-        return Encodings(embeddings1, embeddings2, np.asarray(evaluator.scores, dtype=np.float64), train)
+        scores = np.asarray(evaluator.scores, dtype=np.float64)
+        return Encodings(embeddings1, embeddings2, scores, self.encode_heldout(model))
+
+    def log_losses(self, model: SentenceTransformer, run: TrialRun, step: int) -> dict[str, float]:
+        """Only the held-out batches' loss at every scale of ``loss_scales`` (``sim_loss_at_scale_*``), at ``step``."""
+        train = self.encode_heldout(model)
+        if not train or not self.loss_scales:
+            return {}
+        in_batch = in_batch_statistics(
+            train["train_anchors"],
+            train["train_positives"],
+            self.batch_size,
+            self.current_scale(),
+            self.stats.seed,
+            negatives=train["train_negatives"],
+            similarity=self.similarity,
+            loss_scales=self.loss_scales,
+        )
+        metrics = {loss_metric(s): value for s, value in in_batch["loss_at_scale"].items()}
+        run.log_metrics(metrics, step=step)
+        return metrics
 
     def measure(
         self,
@@ -93,7 +167,9 @@ class ConcentrationProbe:
             encodings.sentences2,
             encodings.scores,
             batch_size=self.batch_size,
-            scale=self.scale,
+            scale=self.current_scale(),
+            similarity=self.similarity,
+            loss_scales=self.loss_scales,
             high_threshold=self.stats.high_threshold,
             low_threshold=self.stats.low_threshold,
             n_random_pairs=self.stats.n_random_pairs,
@@ -116,6 +192,8 @@ class ConcentrationProbe:
             f"concentration/{label}.json",
         )
         if self.stats.histogram:
-            figure = histogram_figure(distributions, title=f"cosine similarities, scale {self.scale:g}, {label}")
+            figure = histogram_figure(
+                distributions, title=f"cosine similarities, scale {self.current_scale():g}, {label}"
+            )
             run.client.log_figure(run.run_id, figure, f"concentration/{label}.png")
         return named

@@ -24,7 +24,7 @@ from transformers.trainer_callback import PrinterCallback
 from sweep import data as data_module
 from sweep import extra_eval
 from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
-from sweep.losses import build_loss, learning_rate_mapping
+from sweep.losses import build_loss, learning_rate_mapping, training_callbacks
 from sweep.model import build_model
 from sweep.names import (
     ATTR_TEST_SPEARMAN,
@@ -33,8 +33,9 @@ from sweep.names import (
     SCALE_ZERO_MODE,
     TAG_SCALE_ZERO,
 )
+from sweep.predictions import log_predictions
 from sweep.preprocess_cache import PreprocessCache
-from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings, loss_scales
 from sweep.tracking import TrialRun
 
 log = logging.getLogger(__name__)
@@ -247,7 +248,7 @@ def train_and_evaluate(
     if cfg.trial.torch_threads:
         torch.set_num_threads(cfg.trial.torch_threads)
     stats = cfg.stats
-    heldout_pairs = stats.heldout_pairs if stats.enabled else 0
+    heldout_pairs = stats.heldout_pairs  # held out with statistics on or off: they never change what is trained
     splits = resources.datasets(cfg.data, heldout_pairs)
     validation, test = resources.evaluators(cfg.data, heldout_pairs, cfg.trial.eval_batch_size)
     model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
@@ -256,7 +257,13 @@ def train_and_evaluate(
         # The softmax statistics use the in-batch scale: `scale`, or AnglE's in-batch-negatives scale.
         softmax_scale = cfg.loss.scale if "scale" in cfg.loss else cfg.loss.get("ibn_scale", 1.0)
         probe = ConcentrationProbe(
-            stats, splits.get("heldout"), cfg.trial.batch_size, softmax_scale, cfg.trial.eval_batch_size
+            stats,
+            splits.get("heldout"),
+            cfg.trial.batch_size,
+            softmax_scale,
+            cfg.trial.eval_batch_size,
+            similarity=cfg.loss.get("similarity", "cosine"),
+            loss_scales=loss_scales(cfg),
         )
     initial = resources.initial_evaluation(
         cfg, model, validation, splits["validation"], probe
@@ -274,7 +281,11 @@ def train_and_evaluate(
     if scale_zero:
         run.set_tags({TAG_SCALE_ZERO: SCALE_ZERO_MODE})
         initial_weights = {name: p.detach().clone() for name, p in model.named_parameters()}
+    if probe is not None:
+        probe.follow(loss)  # the statistics use the loss's current scale (a learned one included)
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
+    if probe is not None and not stats.every_eval:  # the loss at every grid scale, at each evaluation but the last
+        every_eval = lambda step: probe.log_losses(model, run, step) if step < cfg.trial.max_steps else None  # noqa: E731
     extra = resources.extra.get(cfg)
     scorer = extra_eval.TrialScorer(extra, model, run.log_metrics)
     if cfg.eval.extra_every_eval:
@@ -288,7 +299,7 @@ def train_and_evaluate(
             train_dataset=splits["train"],
             loss=loss,
             evaluator=validation,
-            callbacks=[callback],
+            callbacks=[callback, *training_callbacks(loss)],
         )
         if quiet:
             trainer.remove_callback(PrinterCallback)
@@ -308,7 +319,9 @@ def train_and_evaluate(
         run.log_metrics({f"{VALIDATION}_spearman": val}, step=steps)
     if probe is not None and not (stats.every_eval and callback.last_eval and callback.last_eval[0] == steps):
         probe.measure(model, validation, run, step=steps)
+    log_predictions(run, validation, "validation")  # the evaluator's last call is on the final model
     test_value = spearman(test, model)
+    log_predictions(run, test, "test")
     metrics = {
         f"{TEST}_spearman": test_value,
         "train_seconds": train_seconds,

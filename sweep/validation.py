@@ -11,7 +11,6 @@ from sweep import extra_eval, search_space
 from sweep.config import (
     ConfigError,
     resolve_eval_batch_size,
-    resolve_scale,
     validate_data,
     validate_model,
     validate_trial,
@@ -20,6 +19,8 @@ from sweep.data import SPLITS, resolve_source
 from sweep.input_checks import check_csv_header, check_device, check_optimizer_and_scheduler
 from sweep.layer_grid import validate_layer_grid
 from sweep.losses import resolve_loss, validate_loss
+from sweep.scale_temperature import resolve_scale
+from sweep.stats_probe import check_stats
 
 
 def resolve_trial_config(cfg: DictConfig) -> None:
@@ -38,6 +39,7 @@ def validate_trial_config(cfg: DictConfig) -> None:
     validate_loss(cfg)
     extra_eval.validate(cfg)
     validate_layer_grid(cfg)
+    check_stats(cfg.stats)
     check_optimizer_and_scheduler(cfg.trial)
     check_device(cfg.trial.device)
 

@@ -25,13 +25,20 @@ from sweep.concentration import (
 
 EXTRA_KEYS = {
     "sim_gap",
+    "sim_tolerance",
     "sim_p_rand_above_pos",
     "sim_anisotropy",
     "sim_alignment",
     "sim_uniformity",
     "sim_effective_rank",
 }
-SOFTMAX_KEYS = {"sim_softmax_pos_prob", "sim_softmax_entropy"}
+SOFTMAX_KEYS = {
+    "sim_softmax_scale",
+    "sim_softmax_pos_prob",
+    "sim_softmax_entropy",
+    "sim_effective_negatives",
+    "sim_hardest_negative_weight",
+}
 
 
 def _keys(*distributions: str) -> set[str]:

@@ -9,7 +9,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep import search_space
-from sweep.config import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten, resolve_scale
+from sweep.config import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten
+from sweep.scale_temperature import resolve_scale
 from sweep.study import open_sweep
 from sweep.study_setup import declared_space, validate
 from sweep.validation import validate_trial_config

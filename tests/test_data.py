@@ -74,3 +74,12 @@ def test_unreadable_hub_dataset_fails_before_any_trial(compose_cfg):
     with pytest.raises(ConfigError, match=r"data\.train=.*no-such-dataset.*cannot be read.*SWEEP_DATA_DIR"):
         open_sweep(cfg)
     assert not (Path(cfg.paths.root) / "mlflow.db").exists()
+
+
+def test_the_training_rows_do_not_depend_on_the_heldout_slice(compose_cfg):
+    """Held-out pairs come from the end of one seeded permutation, the training subset from its start: asking for
+    held-out pairs (statistics on) must not change which rows a capped training set trains on."""
+    cfg = compose_cfg("data.train.max_samples=100")
+    without = data.load_all(cfg.data, heldout_pairs=0)
+    with_heldout = data.load_all(cfg.data, heldout_pairs=50)
+    assert with_heldout["train"]["anchor"] == without["train"]["anchor"]

@@ -80,7 +80,9 @@ def test_scale_zero_trains_with_zero_gradient(compose_cfg):
     assert child.data.metrics["max_weight_change"] == 0.0
     # ln(candidates): batch 8 anchors against 8 positives + 8 negatives
     assert child.data.metrics["train_loss"] == pytest.approx(math.log(16), abs=1e-5)
-    assert child.data.metrics["sim_softmax_entropy"] == pytest.approx(math.log(8), abs=1e-9)
+    # the statistics see the loss's 16 candidates too (they saw only the 8 positives before: defect 2)
+    assert child.data.metrics["sim_softmax_entropy"] == pytest.approx(math.log(16), abs=1e-9)
+    assert child.data.metrics["sim_loss_at_scale_0"] == pytest.approx(math.log(16), abs=1e-9)
 
 
 def test_rerun_continues_the_study_without_retraining(compose_cfg):

@@ -53,16 +53,25 @@ def _trial_metrics(tracking_uri: str, name: str) -> dict[float, dict[str, float]
     return out
 
 
+SAME_LOSS_SCALES = ("stats.loss_scales=[1,20]",)  # sim_loss_at_scale_* follow the grid unless set
+
+
 def test_second_trial_reuses_the_caches_and_matches_a_trial_run_alone(compose_cfg) -> None:
     together = open_sweep(
-        compose_cfg("+study.search_space.loss.scale=[1,20]", "name=together", "eval.layer_grid.enabled=true")
+        compose_cfg(
+            "+study.search_space.loss.scale=[1,20]", "name=together", "eval.layer_grid.enabled=true", *SAME_LOSS_SCALES
+        )
     )
     together.run()
     caches = list(together.resources._preprocess.values())
     assert len(caches) == 1 and caches[0].hits > caches[0].misses  # the second trial tokenized nothing new
     assert len(together.resources._initial) == 1
 
-    alone = open_sweep(compose_cfg("+study.search_space.loss.scale=[20]", "name=alone", "eval.layer_grid.enabled=true"))
+    alone = open_sweep(
+        compose_cfg(
+            "+study.search_space.loss.scale=[20]", "name=alone", "eval.layer_grid.enabled=true", *SAME_LOSS_SCALES
+        )
+    )
     alone.run()
     shared, single = (
         _trial_metrics(together.cfg.tracking.uri, "together"),

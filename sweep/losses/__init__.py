@@ -7,9 +7,11 @@ from __future__ import annotations
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from torch import nn
+from transformers import TrainerCallback
 
 from sweep.config import ConfigError, require_choice
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl
+from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
 from sweep.losses.spec import LossSpec
 from sweep.losses.wrappers import validate_wrapper, wrap
 
@@ -27,6 +29,11 @@ LOSSES: dict[str, LossSpec] = {
 def build_loss(model: SentenceTransformer, cfg: DictConfig) -> nn.Module:
     """The loss of `loss.name`, inside `loss.wrapper` when one is set."""
     return wrap(model, LOSSES[cfg.loss.name].from_config(model, cfg), cfg.loss.wrapper)
+
+
+def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
+    """Trainer callbacks a loss needs: the learnable scale's clamp after each optimizer step."""
+    return [ScaleClampCallback(loss)] if learnable_scales(loss) else []
 
 
 def resolve_loss(cfg: DictConfig) -> None:

@@ -65,10 +65,16 @@ def study_command(args: argparse.Namespace) -> list[Path]:
         from sweep.report.study_figures import write_results_folder
 
         return write_results_folder(load_results_folder(args.from_csv, args.untrained_from), args.out)
-    from sweep.report.runs import load_study  # imported here: mlflow is slow to import and only needed here
+    from mlflow.tracking import MlflowClient  # imported here: mlflow is slow to import and only needed here
+
+    from sweep.report.paired_table import write_paired_comparison
+    from sweep.report.runs import load_study
 
     trials, histories = load_study(args.tracking_uri, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
-    return write_study_figures(trials, histories, args.out)
+    paired = write_paired_comparison(
+        trials, MlflowClient(args.tracking_uri), args.out, n_resamples=args.resamples, level=args.level
+    )
+    return write_study_figures(trials, histories, args.out) + paired
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,6 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
         "baseline when DIR has none (the configs are checked)",
     )
     study.add_argument("--out", type=Path, required=True, help="output directory")
+    study.add_argument(
+        "--level", type=float, default=0.95, help="level of the paired comparison (paired_comparison.csv; 0.95)"
+    )
+    study.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired comparison")
     study.set_defaults(run=study_command)
     return parser
 

@@ -1,0 +1,46 @@
+"""Each trial's per-pair STSB predictions as MLflow artifacts, so a study's Spearman can be recomputed on resamples.
+
+``predictions/stsb_{split}.csv`` (split ``validation`` or ``test``): one row per evaluation pair, in the
+evaluator's order, with columns ``gold`` (the gold score) and ``cosine`` (the trial's final model). The cosines
+come from the embeddings the STSB evaluator already computed: logging costs no encoding.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from sweep.concentration import pair_cosines
+from sweep.names import ARTIFACT_PREDICTIONS
+from sweep.stats_probe import EmbeddingKeepingEvaluator
+from sweep.tracking import TrialRun
+
+
+def artifact_path(split: str) -> str:
+    return ARTIFACT_PREDICTIONS.format(split=split)
+
+
+def log_predictions(run: TrialRun, evaluator: EmbeddingKeepingEvaluator, split: str) -> None:
+    """Log the cosines of ``evaluator``'s last call (on the trial's final model) with the gold scores."""
+    embeddings1, embeddings2 = evaluator.last_embeddings
+    table = pd.DataFrame(
+        {"gold": np.asarray(evaluator.scores, dtype=np.float64), "cosine": pair_cosines(embeddings1, embeddings2)}
+    )
+    run.client.log_text(run.run_id, table.to_csv(index=False, float_format="%.7g"), artifact_path(split))
+
+
+def load_predictions(client: MlflowClient, run_id: str, split: str = "validation") -> pd.DataFrame | None:
+    """The ``gold``/``cosine`` table a trial logged, or None when it has none (older runs, failed trials)."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # one bar per trial would flood the console
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            path = client.download_artifacts(run_id, artifact_path(split), folder)
+        except Exception:  # noqa: BLE001 - missing artifact: MlflowException or OSError depending on the store
+            return None
+        return pd.read_csv(io.StringIO(Path(path).read_text()))

@@ -1,0 +1,115 @@
+"""The paired-comparison table of a study: per condition, which scales are not distinguishable from the best.
+
+Read from MLflow (each COMPLETE trial's ``predictions/stsb_validation.csv``) and computed by
+:func:`sweep.paired.paired_bootstrap`; written by ``python -m sweep.report study`` as ``paired_comparison.csv`` and
+``paired_comparison.md``, and logged on the parent run at the end of ``python -m sweep`` (tag
+``sweep.paired_comparison`` and artifact ``paired_comparison.csv``).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from sweep.names import ARTIFACT_PAIRED_COMPARISON, TAG_PAIRED_COMPARISON
+from sweep.paired import paired_bootstrap
+from sweep.predictions import load_predictions
+from sweep.report.summaries import by_condition, complete_trials, condition_columns
+
+log = logging.getLogger(__name__)
+
+SEED = "param.trial.seed"
+COLUMNS = ["condition", "scale", "spearman", "diff_to_best", "ci_low", "ci_high", "best", "indistinguishable"]
+
+
+def _condition_arrays(
+    group: pd.DataFrame, client: MlflowClient, split: str
+) -> tuple[np.ndarray, np.ndarray, list[float]] | None:
+    """(gold, predictions (scales, seeds, pairs), scales) over the seeds that every scale of the group has."""
+    group = group.assign(seed=group[SEED] if SEED in group else 0)
+    seeds = sorted(set.intersection(*(set(g["seed"]) for _, g in group.groupby("scale"))))
+    scales = sorted(group["scale"].unique())
+    if len(scales) < 2 or not seeds:
+        return None
+    gold, predictions = None, []
+    for scale in scales:
+        rows = []
+        for seed in seeds:
+            run_id = group[(group["scale"] == scale) & (group["seed"] == seed)]["run_id"].iloc[0]
+            table = load_predictions(client, run_id, split)
+            if table is None or (gold is not None and len(table) != len(gold)):
+                log.warning("trial run %s has no usable %s predictions: no paired comparison", run_id, split)
+                return None
+            gold = table["gold"].to_numpy() if gold is None else gold
+            rows.append(table["cosine"].to_numpy())
+        predictions.append(rows)
+    return gold, np.asarray(predictions), [float(s) for s in scales]
+
+
+def paired_comparisons(
+    trials: pd.DataFrame,
+    client: MlflowClient,
+    split: str = "validation",
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, list[str]]:
+    """The table (one row per condition and scale, with n_pairs, n_seeds, n_resamples, level) and one summary
+    line per condition; empty when scale was not swept or the trials logged no predictions."""
+    if "param.loss.scale" not in trials or trials.empty:
+        return pd.DataFrame(columns=COLUMNS), []
+    complete = complete_trials(trials)
+    tables, lines = [], []
+    for label, group in by_condition(complete, list(condition_columns(trials).values())):
+        arrays = _condition_arrays(group, client, split)
+        if arrays is None:
+            continue
+        result = paired_bootstrap(*arrays, n_resamples=n_resamples, level=level, seed=seed)
+        tables.append(
+            result.table.assign(
+                condition=label, n_pairs=result.n_pairs, n_seeds=result.n_seeds, n_resamples=n_resamples, level=level
+            )
+        )
+        lines.append(result.line(label))
+    if not tables:
+        return pd.DataFrame(columns=COLUMNS), []
+    table = pd.concat(tables, ignore_index=True)
+    return table[COLUMNS + [c for c in table if c not in COLUMNS]], lines
+
+
+def _markdown(table: pd.DataFrame) -> list[str]:
+    """A GitHub markdown table, floats to 4 decimals."""
+    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row] for row in table.itertuples(index=False)]
+    return [
+        "| " + " | ".join(table.columns) + " |",
+        "|" + "---|" * len(table.columns),
+        *("| " + " | ".join(row) + " |" for row in cells),
+    ]
+
+
+def write_paired_comparison(trials: pd.DataFrame, client: MlflowClient, out_dir: Path, **options: float) -> list[Path]:
+    """``paired_comparison.csv`` and ``paired_comparison.md`` (the table and the summary lines)."""
+    table, lines = paired_comparisons(trials, client, **options)
+    if table.empty:
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv, markdown = out_dir / "paired_comparison.csv", out_dir / "paired_comparison.md"
+    table.to_csv(csv, index=False)
+    markdown.write_text("\n".join([*(f"- {line}" for line in lines), "", *_markdown(table), ""]))
+    return [csv, markdown]
+
+
+def log_paired_comparison(client: MlflowClient, parent_run_id: str, **options: float) -> list[str]:
+    """Compute the study's paired comparison and log it on its parent run: the lines as the tag
+    ``sweep.paired_comparison``, the table as ``paired_comparison.csv``. Returns the lines."""
+    from sweep.report.runs import load_trials
+
+    table, lines = paired_comparisons(load_trials(client, parent_run_id=parent_run_id), client, **options)
+    if lines:
+        client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
+        client.log_text(parent_run_id, table.to_csv(index=False), ARTIFACT_PAIRED_COMPARISON)
+    return lines

@@ -1,0 +1,80 @@
+"""Which of `loss.scale` and `loss.temperature` a config means when both are given (scale = 1/temperature).
+
+Rule: a key counts as *set* when its value differs from the loss's own default (`sweep/conf/loss/NAME.yaml`), so
+that `loss=gist loss.scale=50` trains at scale 50 although GIST's YAML sets a default temperature. The set key
+wins over the other's default; two values that agree (scale * temperature = 1, or scale 0 with temperature inf)
+are accepted; two set keys that disagree are refused with one line naming both and the fix.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from sweep.config import CONFIG_DIR, ConfigError, require_number
+
+KEYS = ("scale", "temperature")
+
+
+@functools.cache
+def _loss_defaults(name: str) -> dict[str, object]:
+    path = Path(CONFIG_DIR) / "loss" / f"{name}.yaml"
+    if not path.is_file():
+        return {}
+    return {key: value for key, value in OmegaConf.to_container(OmegaConf.load(path)).items() if key in KEYS}
+
+
+def agree(scale: float, temperature: float) -> bool:
+    """Whether scale = 1/temperature (scale 0 with temperature inf included)."""
+    if scale == 0 or math.isinf(temperature):
+        return scale == 0 and math.isinf(temperature)
+    return math.isclose(float(scale) * float(temperature), 1.0, rel_tol=1e-9)
+
+
+def winning_key(loss: DictConfig) -> str | None:
+    """``"scale"`` or ``"temperature"``: the key that defines the scale (None when neither is given)."""
+    scale, temperature = loss.get("scale"), loss.get("temperature")
+    if temperature is None:
+        return None if scale is None else "scale"
+    if scale is None or not isinstance(scale, (int, float)) or not isinstance(temperature, (int, float)):
+        return "temperature"
+    if agree(scale, temperature):
+        return "temperature" if scale != 0 else "scale"
+    defaults = _loss_defaults(str(loss.get("name")))
+    changed = [key for key in KEYS if not defaults or loss.get(key) != defaults.get(key)]
+    if changed == ["scale"]:
+        return "scale"
+    if changed == ["temperature"]:
+        return "temperature"
+    raise ConfigError(
+        "loss.scale",
+        scale,
+        f"disagrees with loss.temperature={temperature!r} (scale = 1/temperature): set only one of them "
+        "(loss.temperature=null to use the scale)",
+    )
+
+
+def resolve_scale(cfg: DictConfig) -> None:
+    """Make `loss.scale` and `loss.temperature` consistent in place (scale = 1/temperature).
+
+    The key the user set wins over the loss's default for the other; two set keys that disagree are refused
+    (see sweep.scale_temperature). Scale 0 has temperature inf.
+    """
+    loss = cfg.loss
+    if "scale" not in loss:
+        return
+    if winning_key(loss) == "temperature":
+        temperature = require_number(
+            "loss.temperature",
+            loss.temperature,
+            low=0,
+            strict=True,
+            note="scale = 1/temperature; use loss.scale=0 for the zero-scale control",
+        )
+        loss.scale = 1.0 / temperature
+    scale = require_number("loss.scale", loss.scale, low=0, note="0 is the untrained control; scale = 1/temperature")
+    loss.scale = scale
+    loss.temperature = math.inf if scale == 0 else 1.0 / scale

@@ -1,0 +1,55 @@
+"""The paired bootstrap: the same resampled pairs for every scale, a clear winner is told apart, identical
+predictions are not, and the summary line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from sweep.paired import paired_bootstrap
+
+
+def noisy(gold: np.ndarray, noise: float, seed: int) -> np.ndarray:
+    return gold + np.random.default_rng(seed).normal(scale=noise, size=gold.size)
+
+
+def test_a_clear_winner_a_tie_and_the_line():
+    gold = np.random.default_rng(0).uniform(size=400)
+    good = noisy(gold, 0.1, 1)
+    predictions = np.stack(
+        [
+            [good, noisy(gold, 0.1, 2)],  # scale 10: good (the best)
+            [good, noisy(gold, 0.1, 2)],  # scale 15: identical to 10
+            [noisy(gold, 1.0, 3), noisy(gold, 1.0, 4)],  # scale 50: much worse
+        ]
+    )
+    result = paired_bootstrap(gold, predictions, [10, 15, 50], n_resamples=300, seed=0)
+    table = result.table.set_index("scale")
+    expected = np.mean([spearmanr(gold, p).statistic for p in predictions[0]])
+    assert table.loc[10, "spearman"] == pytest.approx(expected, abs=1e-12)
+    assert bool(table.loc[10, "best"]) or bool(table.loc[15, "best"])
+    assert table.loc[15, "indistinguishable"] and table.loc[15, "diff_to_best"] == pytest.approx(0.0, abs=1e-12)
+    assert table.loc[15, "ci_low"] == pytest.approx(0.0, abs=1e-12) == table.loc[15, "ci_high"]  # fully paired
+    assert not table.loc[50, "indistinguishable"] and table.loc[50, "ci_low"] > 0
+    line = result.line()
+    assert line.startswith("best scale 1") and "not distinguishable from it: 1" in line
+    assert line.endswith("(paired bootstrap, 400 pairs x 2 seeds, 95%)")
+
+
+def test_pairing_makes_a_small_consistent_difference_visible():
+    """A shift that every pair shares is invisible to unpaired intervals of this width but clear when paired."""
+    gold = np.random.default_rng(1).uniform(size=300)
+    base = noisy(gold, 0.5, 5)
+    better = base + 0.2 * (gold - base)  # a little closer to gold on every pair
+    result = paired_bootstrap(gold, np.stack([[base], [better]]), [1, 2], n_resamples=300)
+    assert result.best["scale"] == 2
+    assert result.line() == (
+        f"best scale 2 ({result.best['spearman']:.3f}); not distinguishable from it: none "
+        "(paired bootstrap, 300 pairs x 1 seed, 95%)"
+    )
+
+
+def test_bad_shapes_are_refused():
+    with pytest.raises(ValueError, match="scales"):
+        paired_bootstrap(np.zeros(10), np.zeros((2, 1, 10)), [1.0])

@@ -1,0 +1,50 @@
+"""A study's paired comparison end to end: every trial logs its per-pair predictions and the mechanism statistics,
+the study end logs the paired-bootstrap line on the parent run, the report writes the same as a table."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from sweep.app import paired_summary
+from sweep.names import TAG_PAIRED_COMPARISON
+from sweep.predictions import load_predictions
+from sweep.report.__main__ import main as report_main
+from sweep.study import finish, open_sweep
+
+
+def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cfg, tmp_path):
+    cfg = compose_cfg("+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]", "name=paired")
+    sweep = open_sweep(cfg)
+    sweep.run()
+    finish(sweep)
+    (line,) = paired_summary(sweep)
+    assert line.startswith("best scale ") and line.endswith("(paired bootstrap, 200 pairs x 2 seeds, 95%)")
+
+    client = MlflowClient(cfg.tracking.uri)
+    assert client.get_run(sweep.parent_run_id).data.tags[TAG_PAIRED_COMPARISON] == line
+    children = [
+        r
+        for r in client.search_runs([sweep.experiment_id])
+        if r.data.tags.get("mlflow.parentRunId") == sweep.parent_run_id
+    ]
+    assert len(children) == 4
+    for child in children:
+        predictions = load_predictions(client, child.info.run_id, "validation")
+        assert len(predictions) == 200 and list(predictions.columns) == ["gold", "cosine"]
+        assert len(load_predictions(client, child.info.run_id, "test")) == 200
+        metrics = child.data.metrics
+        for key in ("sim_tolerance", "sim_effective_negatives", "sim_hardest_negative_weight"):
+            assert math.isfinite(metrics[key]), key
+        history = client.get_metric_history(child.info.run_id, "sim_loss_at_scale_20")
+        assert sorted(m.step for m in history) == [2, 4]  # each evaluation, the end (step 0: the _init metric)
+        assert metrics["sim_loss_at_scale_20_init"] > 0 and metrics["sim_loss_at_scale_1"] > 0
+
+    out = tmp_path / "report"
+    assert report_main(["study", "--tracking-uri", cfg.tracking.uri, "--experiment", "paired", "--out", str(out)]) == 0
+    table = pd.read_csv(out / "paired_comparison.csv")
+    assert sorted(table["scale"]) == [1.0, 20.0] and table["best"].sum() == 1
+    assert set(table["n_seeds"]) == {2} and set(table["n_pairs"]) == {200}
+    assert line in (out / "paired_comparison.md").read_text()
