@@ -17,7 +17,7 @@ from optuna.trial import TrialState
 import sweep.study as study_module
 from sweep import tracking
 from sweep.config import ConfigError
-from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_END_REASON
+from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_BEST_PARAMS, TAG_END_REASON
 from sweep.results import parent_summary
 from sweep.study import finish, open_sweep
 from tests.helpers import point_of, run_study, trial_runs
@@ -28,7 +28,7 @@ ONE_POINT = "+study.search_space.loss.scale=[20]"
 def fake_training(monkeypatch: pytest.MonkeyPatch, outcome: Callable[[], float | BaseException]) -> None:
     """Replace training with `outcome()`: a validation Spearman to return or an exception to raise."""
 
-    def train(trial, cfg, resources, run, quiet=False):
+    def train(trial, cfg, resources, run, quiet=False, on_trained=None):
         result = outcome()
         if isinstance(result, BaseException):
             raise result
@@ -108,7 +108,7 @@ def test_the_parent_logs_the_objective_under_its_own_name_and_the_best_follows_t
             )
         )
     summary, best = parent_summary(study, "stsb_validation_spearman", "grid_mean")
-    assert summary == {"best_objective": 0.1, "n_complete_trials": 3} and "10.0" in best
+    assert summary == {"best_objective": 0.1, "n_complete_trials": 3} and "10.0" in best[TAG_BEST_PARAMS]
     summary, _ = parent_summary(study, "stsb_validation_spearman", "full")
     assert summary["best_stsb_validation_spearman"] == summary["best_objective"] == 0.1
 
@@ -128,12 +128,14 @@ def test_the_printed_summary_picks_the_best_by_the_study_direction():
     )
     cfg = OmegaConf.create(
         {
-            "study": {"direction": "minimize", "storage": "sqlite:///x.db"},
+            "study": {"name": "x", "direction": "minimize", "storage": "sqlite:///x.db"},
+            "paths": {"root": "/nonexistent"},
+            "trial": {"save_model": "none"},
             "eval": {"objective": "grid_mean"},
             "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
         }
     )
-    sweep = SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p")
+    sweep = SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1")
     assert "best by objective (grid_mean): trial 1 (scale 20.0)" in summary(sweep, table)
 
 
