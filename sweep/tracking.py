@@ -5,8 +5,8 @@ Names (the report module and the README rely on them):
 - parent run: tags ``sweep.role=study``, ``sweep.study_name``; its id is kept in the Optuna study's user
   attribute ``mlflow_parent_run_id`` so a resumed or second worker reuses it.
 - trial run: tags ``mlflow.parentRunId``, ``sweep.role=trial``, ``sweep.study_name``, ``sweep.trial_number``,
-  ``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL); params: the resolved trial config flattened and
-  ``version.*``; status FINISHED (complete), KILLED (pruned) or FAILED.
+  ``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL), ``sweep.worker`` (hostname:pid); params: the resolved trial
+  config flattened and ``version.*``; status FINISHED (complete), KILLED (pruned) or FAILED.
 
 Every call goes through the client's `BufferedWriter` (sweep.tracking_writer): while a tracking server is
 unreachable, writes wait in order and training goes on; a resumed study ends the trial runs that a lost server
@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import platform
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -46,6 +48,7 @@ from sweep.names import (
     TAG_RUN_NAME,
     TAG_STUDY_NAME,
     TAG_TRIAL_NUMBER,
+    TAG_WORKER,
 )
 from sweep.sqlite_lock import sqlite_init_lock
 from sweep.tracking_writer import BufferedWriter, TrackingOutage, use_http_defaults
@@ -250,6 +253,7 @@ class TrialRun:
             TAG_STUDY_NAME: study_name,
             TAG_TRIAL_NUMBER: str(trial_number),
             TAG_OPTUNA_STATE: "RUNNING",
+            TAG_WORKER: f"{socket.gethostname()}:{os.getpid()}",
         }
         create = lambda: client.create_run(exp_id, tags=tags, run_name=run_name)  # noqa: E731
         self.run_id = client.writer.read("create trial run", create).info.run_id

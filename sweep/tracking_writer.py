@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BUFFERED = 10_000
-RETRY_EVERY_S = (0.5, 30.0)  # the wait between tries during an outage grows from the first to the second value
+RETRY_EVERY_S = (0.5, 10.0)  # the wait between tries during an outage grows from the first to the second value
 # MLflow's HTTP retry settings for this process, unless the user set them: fail fast into the buffer.
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 UNAVAILABLE_CODES = ("TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "SERVICE_UNDER_MAINTENANCE")
