@@ -203,6 +203,15 @@ def write_shared(write: Callable[[], object], attempts: int = 3) -> None:
             time.sleep(0.2 * (attempt + 1))
 
 
+def write_artifact(client: TrackingClient, run_id: str, artifact_file: str, write: Callable[[], object]) -> None:
+    """Run `write` (an artifact upload); a failing file system (disk full) is raised as an OSError naming where."""
+    try:
+        write()
+    except OSError as error:
+        where = f"{client.get_run(run_id).info.artifact_uri}/{artifact_file}"
+        raise OSError(error.errno, f"cannot write artifact {where}: {error.strerror or error}") from error
+
+
 def close_parent_run(
     client: MlflowClient,
     run_id: str,
@@ -220,7 +229,11 @@ def close_parent_run(
         )
     if best_params is not None:
         write("best params", lambda: write_shared(lambda: client.set_tag(run_id, TAG_BEST_PARAMS, best_params)))
-    write("results.csv", lambda: client.log_text(run_id, results_csv, "results.csv"))
+    try:
+        text = lambda: client.log_text(run_id, results_csv, "results.csv")  # noqa: E731
+        write("results.csv", lambda: write_artifact(client, run_id, "results.csv", text))
+    except OSError as error:  # the artifact store's disk is full: the run still ends, the table is printed
+        log.error("results.csv not saved: %s", error)
     write("end parent run", lambda: client.set_terminated(run_id, status=status))
     client.writer.flush()
     if client.writer.pending:
@@ -272,10 +285,12 @@ class TrialRun:
         self.client.writer.write("set tags", lambda: self.client.log_batch(self.run_id, tags=entries))
 
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        self.client.writer.write(artifact_file, lambda: self.client.log_dict(self.run_id, data, artifact_file))
+        write = lambda: self.client.log_dict(self.run_id, data, artifact_file)  # noqa: E731
+        self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.writer.write(artifact_file, lambda: self.client.log_text(self.run_id, text, artifact_file))
+        write = lambda: self.client.log_text(self.run_id, text, artifact_file)  # noqa: E731
+        self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
 
     def end(self, state: optuna.trial.TrialState, reason: str | None = None) -> None:
         """End the run and deliver every write waiting for the server, waiting up to `tracking.outage_timeout_s`
