@@ -90,3 +90,43 @@ def test_tracking_server_down_past_the_limit_stops_the_study_then_a_rerun_finish
     result = figures(storage, "mnrl_scale", GRID, server.uri)
     print(f"tracking server down past the limit: 1 fault, {result}")
     assert (result.lost, result.trained_twice, result.runs_running) == (0, 0, 0)
+
+
+def test_the_buffer_keeps_order_raises_wrong_writes_and_gives_up_past_the_limit(monkeypatch):
+    """The writer alone, on a fake clock: no server, no sleeping."""
+    from mlflow.exceptions import MlflowException
+
+    from sweep import tracking_writer
+    from sweep.tracking_writer import BufferedWriter, TrackingOutage
+
+    clock = [0.0]
+    monkeypatch.setattr(tracking_writer.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(tracking_writer.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    up, delivered = [False], []
+
+    def deliver(item: int) -> None:
+        if not up[0]:
+            raise MlflowException("API request to http://x/api failed with exception: Connection refused")
+        delivered.append(item)
+
+    writer = BufferedWriter("http://x", outage_timeout_s=60)
+    for item in range(3):
+        writer.write("metric", lambda item=item: deliver(item))
+    assert delivered == [] and len(writer.pending) == 3, "buffered while down"
+    up[0] = True
+    writer.flush()
+    assert delivered == [0, 1, 2] and not writer.pending and writer.outages == 1, "delivered in order"
+
+    def wrong() -> None:
+        raise MlflowException("bad value", error_code="INVALID_PARAMETER_VALUE")
+
+    with pytest.raises(MlflowException, match="bad value"):
+        writer.write("wrong", wrong)
+    assert not writer.pending, "a wrong write is raised, not kept"
+
+    up[0] = False
+    writer.write("metric", lambda: deliver(3))
+    writer.flush()  # waits (on the fake clock) until the limit, then gives up without raising
+    assert writer.gave_up and "tracking.outage_timeout_s" in writer.gave_up and len(writer.pending) == 1
+    with pytest.raises(TrackingOutage):
+        writer.read("create run", lambda: deliver(4))
