@@ -6,6 +6,8 @@ with one line saying why, and a rerun finishes the grid with every run ended."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
 from pathlib import Path
 
@@ -43,9 +45,17 @@ def a_fresh_trial(storage: str) -> optuna.trial.FrozenTrial | None:
 
 def test_tracking_server_killed_and_restarted_mid_study_loses_nothing(tmp_path, server):
     storage = f"sqlite:///{tmp_path}/optuna.db"
-    study = Sweep(*ARGS, "study.n_workers=2", f"tracking.uri={server.uri}", home=tmp_path)
+    # heartbeat 20 s: the first worker is paused (SIGSTOP) below while the second starts, within the 60 s grace
+    args = [*ARGS, "study.n_workers=2", "study.heartbeat_interval=20", f"tracking.uri={server.uri}"]
+    study = Sweep(*args, home=tmp_path)
     victim = wait_for(lambda: a_fresh_trial(storage), "a trial with an MLflow run that has not evaluated yet")
-    server.kill()
+    # Pause the first worker until the second (its child, started with it) is in a trial too: both train.
+    os.kill(study.process.pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: len(running_trials(storage, "mnrl_scale")) == 2, "the second worker in a trial")
+        server.kill()
+    finally:
+        os.kill(study.process.pid, signal.SIGCONT)
     # Training goes on while the server is down: the trial reports to Optuna after logging to the dead server.
     wait_for(
         lambda: any(t.number == victim.number and t.intermediate_values for t in running_trials(storage, "mnrl_scale")),
