@@ -182,4 +182,4 @@ def stsb_layer_grid(model: SentenceTransformer, dataset: Dataset, cfg: DictConfi
 def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:
     """Log a grid as metrics at `step` and as the artifact ``layer_grid/stsb_{split}_step{step}.csv``."""
     run.log_metrics(grid_metrics(table, split), step=step)
-    run.client.log_text(run.run_id, table.to_csv(index=False), f"layer_grid/stsb_{split}_step{step}.csv")
+    run.log_text(table.to_csv(index=False), f"layer_grid/stsb_{split}_step{step}.csv")

@@ -15,6 +15,7 @@ TAG_OPTUNA_STATE = "sweep.optuna_state"  # COMPLETE / PRUNED / FAIL
 TAG_END_REASON = "sweep.end_reason"  # why a trial failed or was pruned
 TAG_SCALE_ZERO = "sweep.scale_zero"
 TAG_BEST_PARAMS = "sweep.best_params"
+TAG_WORKER = "sweep.worker"  # hostname:pid of the process that trained the trial
 TAG_PARENT_RUN_ID = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
 SCALE_ZERO_MODE = "trained_with_zero_gradient"  # the value of TAG_SCALE_ZERO

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import optuna
 import pandas as pd
-from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
@@ -68,7 +67,7 @@ class Sweep:
     cfg: DictConfig
     space: search_space.Space
     study: optuna.Study
-    client: MlflowClient
+    client: tracking.TrackingClient
     experiment_id: str
     parent_run_id: str
     resources: StudyResources = field(default_factory=StudyResources)
@@ -100,9 +99,14 @@ class Sweep:
         cfg = search_space.apply(self.cfg, params)
         resolve_trial_config(cfg)
         run_name = f"trial-{trial.number:03d} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items())
-        run = tracking.TrialRun(
-            self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name.strip()
-        )
+        run_name = run_name.strip()
+        try:
+            run = tracking.TrialRun(
+                self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
+            )
+        except tracking.TrackingOutage:  # not trained: the point is queued again (after_trial stops the study)
+            self.requeue(trial.user_attrs, trial.params)
+            raise
         trial.set_user_attr(ATTR_MLFLOW_RUN_ID, run.run_id)
         if "scale" in cfg.loss:
             trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
@@ -185,6 +189,9 @@ class Sweep:
         self.requeue(trial)
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        if self.client.writer.gave_up and self.stopped_reason is None:
+            self.stopped_reason = self.client.writer.gave_up
+            study.stop()
         if trial.state == TrialState.FAIL:
             self.failures += 1
             self.stopped_reason = self.failures_seen.stop_reason(trial, self.failures)

@@ -24,6 +24,7 @@ from sweep import search_space
 from sweep.config import ConfigError, require_auto_or_int, require_choice, validate_study
 from sweep.names import ATTR_ATTEMPT, ATTR_GRID_POINT, ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.sqlite_lock import sqlite_init_lock
+from sweep.storage_retry import RetryingRDBStorage
 from sweep.validation import validate_space
 
 SAMPLERS = ("auto", "grid", "tpe", "random")
@@ -111,20 +112,23 @@ StaleTrialCallback = Callable[[optuna.Study, FrozenTrial], None]
 
 
 def open_storage(cfg: DictConfig, on_stale: StaleTrialCallback) -> optuna.storages.RDBStorage:
-    """The RDB storage with heartbeats (a killed worker's trial is failed and re-queued by another process)."""
+    """The RDB storage with heartbeats (a killed worker's trial is failed and re-queued by another process), whose
+    calls are retried while its database restarts (`study.outage_timeout_s`)."""
     url = cfg.study.storage
     interval = cfg.study.heartbeat_interval
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     try:
         with sqlite_init_lock(url), warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(
+            storage = RetryingRDBStorage(
                 url,
                 engine_kwargs=engine_kwargs,
                 heartbeat_interval=interval,
                 grace_period=3 * interval,
                 heartbeat_stale_trial_callback=on_stale,
             )
+            storage.outage_timeout_s = cfg.study.get("outage_timeout_s", storage.outage_timeout_s)
+            return storage
     except Exception as error:  # noqa: BLE001 - any driver error: name the key and stop before training
         raise ConfigError("study.storage", url, f"cannot open the storage ({type(error).__name__}: {error})") from None
 

@@ -5,15 +5,22 @@ Names (the report module and the README rely on them):
 - parent run: tags ``sweep.role=study``, ``sweep.study_name``; its id is kept in the Optuna study's user
   attribute ``mlflow_parent_run_id`` so a resumed or second worker reuses it.
 - trial run: tags ``mlflow.parentRunId``, ``sweep.role=trial``, ``sweep.study_name``, ``sweep.trial_number``,
-  ``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL); params: the resolved trial config flattened and
-  ``version.*``; status FINISHED (complete), KILLED (pruned) or FAILED.
+  ``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL), ``sweep.worker`` (hostname:pid); params: the resolved trial
+  config flattened and ``version.*``; status FINISHED (complete), KILLED (pruned) or FAILED.
+
+Every call goes through the client's `BufferedWriter` (sweep.tracking_writer): while a tracking server is
+unreachable, writes wait in order and training goes on; a resumed study ends the trial runs that a lost server
+left RUNNING although their Optuna trial had finished.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
+import os
 import platform
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -29,6 +36,7 @@ from omegaconf import DictConfig
 
 from sweep.config import ConfigError
 from sweep.names import (
+    ATTR_FAIL_REASON,
     ATTR_MLFLOW_PARENT_RUN_ID,
     ROLE_STUDY,
     ROLE_TRIAL,
@@ -39,8 +47,14 @@ from sweep.names import (
     TAG_RUN_NAME,
     TAG_STUDY_NAME,
     TAG_TRIAL_NUMBER,
+    TAG_WORKER,
 )
 from sweep.sqlite_lock import sqlite_init_lock
+from sweep.tracking_writer import BufferedWriter, TrackingOutage, use_http_defaults
+
+__all__ = ["TrackingOutage"]  # raised by TrialRun() when the server stays unreachable past the limit
+
+log = logging.getLogger(__name__)
 
 MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_LENGTH = 6000
@@ -67,11 +81,29 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def open_tracking(cfg: DictConfig) -> MlflowClient:
-    """An MlflowClient whose store answers (creating a new SQLite database under the lock)."""
+class TrackingClient(MlflowClient):
+    """An MlflowClient with the writer that every write of this module goes through."""
+
+    def __init__(self, uri: str, outage_timeout_s: float) -> None:
+        super().__init__(uri)
+        self.writer = BufferedWriter(uri, outage_timeout_s)
+
+
+def is_http(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def open_tracking(cfg: DictConfig) -> TrackingClient:
+    """A TrackingClient whose store answers now (creating a new SQLite database under the lock); an unreachable
+    store at start is a config error, a later outage is buffered (`tracking.outage_timeout_s`)."""
+    timeout = cfg.tracking.get("outage_timeout_s", 300)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ConfigError("tracking.outage_timeout_s", timeout, "must be a number of seconds > 0")
+    if is_http(cfg.tracking.uri):
+        use_http_defaults()
     try:
         with sqlite_init_lock(cfg.tracking.uri):
-            client = MlflowClient(cfg.tracking.uri)  # creates the store (and a new database's schema) at once
+            client = TrackingClient(cfg.tracking.uri, timeout)  # creates the store (and a new schema) at once
             client.search_experiments(max_results=1)
     except Exception as error:  # noqa: BLE001 - any store or driver error: name the key and stop before training
         raise ConfigError(
@@ -87,26 +119,30 @@ def _param_value(value: Any) -> str:
     return text[:MAX_PARAM_LENGTH]
 
 
-def log_params(client: MlflowClient, run_id: str, params: Mapping[str, Any]) -> None:
+def log_params(client: TrackingClient, run_id: str, params: Mapping[str, Any]) -> None:
     items = [Param(key, _param_value(value)) for key, value in params.items()]
     for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
-        client.log_batch(run_id, params=items[start : start + MAX_PARAMS_PER_BATCH])
+        batch = items[start : start + MAX_PARAMS_PER_BATCH]
+        client.writer.write("log params", lambda batch=batch: client.log_batch(run_id, params=batch))
 
 
-def experiment_id(client: MlflowClient, name: str, artifact_location: str | None, attempts: int = 5) -> str:
-    """The id of the MLflow experiment `name`, created (with its artifact location) if needed.
+def experiment_id(client: TrackingClient, name: str, artifact_location: str | None, attempts: int = 5) -> str:
+    """The id of the MLflow experiment `name`, created if needed: with `artifact_location` for a local store; a
+    tracking server keeps its own (`--artifacts-destination`), which every machine can reach.
 
     Workers that start together all find no experiment and all create it: every create but one fails
     (RESOURCE_ALREADY_EXISTS, or the SQL store's IntegrityError), and those read the winner's id."""
-    if artifact_location:
+    if artifact_location and not is_http(client.tracking_uri):
         Path(artifact_location).mkdir(parents=True, exist_ok=True)
         artifact_location = Path(artifact_location).resolve().as_uri()
+    else:
+        artifact_location = None
     for attempt in range(attempts):
-        experiment = client.get_experiment_by_name(name)
+        experiment = client.writer.read("get experiment", lambda: client.get_experiment_by_name(name))
         if experiment is not None:
             return experiment.experiment_id
         try:
-            return client.create_experiment(name, artifact_location=artifact_location)
+            return client.writer.read("create experiment", lambda: client.create_experiment(name, artifact_location))
         except MlflowException as error:
             lost_the_race = error.error_code == "RESOURCE_ALREADY_EXISTS" or "IntegrityError" in str(error)
             if not lost_the_race or attempt == attempts - 1:
@@ -115,22 +151,50 @@ def experiment_id(client: MlflowClient, name: str, artifact_location: str | None
     raise RuntimeError(f"MLflow experiment {name!r} could be neither read nor created")
 
 
-def parent_run(client: MlflowClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]) -> str:
-    """The study's parent run: reused (and set RUNNING again) when the study already has one here."""
+def _get_run(client: TrackingClient, run_id: str) -> Any:
+    """The run, or None when the store does not know the id (an unreachable store waits, up to the limit)."""
+
+    def get() -> Any:
+        try:
+            return client.get_run(run_id)
+        except MlflowException as error:
+            if error.error_code != "RESOURCE_DOES_NOT_EXIST":
+                raise
+            return None
+
+    return client.writer.read("get run", get)
+
+
+def parent_run(client: TrackingClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]) -> str:
+    """The study's parent run: reused (set RUNNING again, and the trial runs it left RUNNING ended) when the study
+    already has one here."""
     run_id = study.user_attrs.get(ATTR_MLFLOW_PARENT_RUN_ID)
     if run_id is not None:
-        try:
-            run = client.get_run(run_id)
-        except Exception:  # noqa: BLE001 - unknown id: the tracking store changed since; start a new parent
-            run = None
+        run = _get_run(client, run_id)
         if run is not None and run.info.experiment_id == exp_id:
-            client.update_run(run_id, status="RUNNING")
+            client.writer.write("reopen parent run", lambda: client.update_run(run_id, status="RUNNING"))
+            end_orphaned_runs(client, study, exp_id, run_id)
             return run_id
     tags = {TAG_ROLE: ROLE_STUDY, TAG_STUDY_NAME: study.study_name, TAG_RUN_NAME: study.study_name}
-    run_id = client.create_run(exp_id, tags=tags, run_name=study.study_name).info.run_id
+    run_id = client.writer.read(
+        "create parent run", lambda: client.create_run(exp_id, tags=tags, run_name=study.study_name)
+    ).info.run_id
     log_params(client, run_id, params)
     study.set_user_attr(ATTR_MLFLOW_PARENT_RUN_ID, run_id)
     return run_id
+
+
+def end_orphaned_runs(client: TrackingClient, study: optuna.Study, exp_id: str, parent_id: str) -> None:
+    """End the trial runs still RUNNING whose Optuna trial has finished: the tracking server was unreachable (past
+    `tracking.outage_timeout_s`) when the trial ended. Runs of trials still running elsewhere are left alone."""
+    query = f"tags.`{TAG_PARENT_RUN_ID}` = '{parent_id}' and attributes.status = 'RUNNING'"
+    runs = client.writer.read("search runs", lambda: client.search_runs([exp_id], filter_string=query))
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    for run in runs:
+        trial = trials.get(int(run.data.tags.get(TAG_TRIAL_NUMBER, -1)))
+        if trial is not None and trial.state.is_finished():
+            reason = trial.user_attrs.get(ATTR_FAIL_REASON) or "ended while the tracking server was unreachable"
+            end_run(client, run.info.run_id, trial.state.name, reason)
 
 
 def write_shared(write: Callable[[], object], attempts: int = 3) -> None:
@@ -149,8 +213,17 @@ def write_shared(write: Callable[[], object], attempts: int = 3) -> None:
             time.sleep(0.2 * (attempt + 1))
 
 
+def write_artifact(client: TrackingClient, run_id: str, artifact_file: str, write: Callable[[], object]) -> None:
+    """Run `write` (an artifact upload); a failing file system (disk full) is raised as an OSError naming where."""
+    try:
+        write()
+    except OSError as error:
+        where = f"{client.get_run(run_id).info.artifact_uri}/{artifact_file}"
+        raise OSError(error.errno, f"cannot write artifact {where}: {error.strerror or error}") from error
+
+
 def close_parent_run(
-    client: MlflowClient,
+    client: TrackingClient,
     run_id: str,
     summary: Mapping[str, float],
     tags: Mapping[str, str],
@@ -159,26 +232,42 @@ def close_parent_run(
 ) -> None:
     """End the parent run with the study's summary metrics, its tags (best params, best model) and the results
     table as ``results.csv``."""
+    write = client.writer.write
     for key, value in summary.items():
-        write_shared(lambda key=key, value=value: client.log_metric(run_id, key, value))
+        write(
+            "parent summary", lambda key=key, value=value: write_shared(lambda: client.log_metric(run_id, key, value))
+        )
     for key, value in tags.items():
-        write_shared(lambda key=key, value=value: client.set_tag(run_id, key, value))
-    client.log_text(run_id, results_csv, "results.csv")
-    client.set_terminated(run_id, status=status)
+        write("parent tags", lambda key=key, value=value: write_shared(lambda: client.set_tag(run_id, key, value)))
+    try:
+        text = lambda: client.log_text(run_id, results_csv, "results.csv")  # noqa: E731
+        write("results.csv", lambda: write_artifact(client, run_id, "results.csv", text))
+    except OSError as error:  # the artifact store's disk is full: the run still ends, the table is printed
+        log.error("results.csv not saved: %s", error)
+    write("end parent run", lambda: client.set_terminated(run_id, status=status))
+    client.writer.flush()
+    if client.writer.pending:
+        log.error("%d MLflow writes were not delivered: %s", len(client.writer.pending), client.writer.gave_up)
 
 
-def kill_trial_run(client: MlflowClient, run_id: str, reason: str) -> None:
+def end_run(client: TrackingClient, run_id: str, state: str, reason: str | None, status: str | None = None) -> None:
+    """End a trial run: its Optuna state and reason as tags, the MLflow status that goes with the state."""
+    tags = [RunTag(TAG_OPTUNA_STATE, state), *([RunTag(TAG_END_REASON, reason)] if reason else [])]
+    status = status or {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state, "FAILED")
+    client.writer.write("end tags", lambda: client.log_batch(run_id, tags=tags))
+    client.writer.write("end run", lambda: client.set_terminated(run_id, status=status))
+
+
+def kill_trial_run(client: TrackingClient, run_id: str, reason: str) -> None:
     """End the run of a trial whose worker died: Optuna state FAIL, MLflow status KILLED."""
-    client.set_tag(run_id, TAG_OPTUNA_STATE, "FAIL")
-    client.set_tag(run_id, TAG_END_REASON, reason)
-    client.set_terminated(run_id, status="KILLED")
+    end_run(client, run_id, "FAIL", reason, status="KILLED")
 
 
 class TrialRun:
     """The MLflow run of one Optuna trial."""
 
     def __init__(
-        self, client: MlflowClient, exp_id: str, parent_id: str, study_name: str, trial_number: int, run_name: str
+        self, client: TrackingClient, exp_id: str, parent_id: str, study_name: str, trial_number: int, run_name: str
     ) -> None:
         self.client = client
         tags = {
@@ -187,8 +276,10 @@ class TrialRun:
             TAG_STUDY_NAME: study_name,
             TAG_TRIAL_NUMBER: str(trial_number),
             TAG_OPTUNA_STATE: "RUNNING",
+            TAG_WORKER: f"{socket.gethostname()}:{os.getpid()}",
         }
-        self.run_id = client.create_run(exp_id, tags=tags, run_name=run_name).info.run_id
+        create = lambda: client.create_run(exp_id, tags=tags, run_name=run_name)  # noqa: E731
+        self.run_id = client.writer.read("create trial run", create).info.run_id
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         log_params(self.client, self.run_id, params)
@@ -197,18 +288,22 @@ class TrialRun:
         now = int(time.time() * 1000)
         entries = [Metric(key, float(value), now, step) for key, value in metrics.items() if value is not None]
         if entries:
-            self.client.log_batch(self.run_id, metrics=entries)
+            self.client.writer.write("log metrics", lambda: self.client.log_batch(self.run_id, metrics=entries))
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
-        self.client.log_batch(self.run_id, tags=[RunTag(key, str(value)) for key, value in tags.items()])
+        entries = [RunTag(key, str(value)) for key, value in tags.items()]
+        self.client.writer.write("set tags", lambda: self.client.log_batch(self.run_id, tags=entries))
 
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        self.client.log_dict(self.run_id, data, artifact_file)
+        write = lambda: self.client.log_dict(self.run_id, data, artifact_file)  # noqa: E731
+        self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        write = lambda: self.client.log_text(self.run_id, text, artifact_file)  # noqa: E731
+        self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
 
     def end(self, state: optuna.trial.TrialState, reason: str | None = None) -> None:
-        tags = {TAG_OPTUNA_STATE: state.name}
-        if reason:
-            tags[TAG_END_REASON] = reason
-        self.set_tags(tags)
-        status = {"COMPLETE": "FINISHED", "PRUNED": "KILLED"}.get(state.name, "FAILED")
-        self.client.set_terminated(self.run_id, status=status)
+        """End the run and deliver every write waiting for the server, waiting up to `tracking.outage_timeout_s`
+        (past it the writes stay undelivered and `client.writer.gave_up` says why: the study stops)."""
+        end_run(self.client, self.run_id, state.name, reason)
+        self.client.writer.flush()

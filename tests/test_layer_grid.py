@@ -89,20 +89,17 @@ def test_grid_of_the_config_metrics_and_objective(tiny):
 
 
 def test_log_layer_grid_logs_metrics_and_table():
-    class Client:
-        def log_text(self, run_id, text, path):
-            self.logged = (run_id, text, path)
-
-    class Run:
-        run_id, client = "r1", Client()
-
+    class Run:  # the TrialRun interface (its writes go through the tracking buffer)
         def log_metrics(self, metrics, step):
             self.metrics, self.step = metrics, step
+
+        def log_text(self, text, path):
+            self.logged = (text, path)
 
     run, table = Run(), pd.DataFrame({"layer": [1, 2], "dim": [8, 8], "spearman": [0.1, 0.3]})
     log_layer_grid(run, table, "test", step=7)
     assert run.step == 7 and run.metrics["stsb_test_spearman_L2_D8"] == 0.3
-    assert run.client.logged[2] == "layer_grid/stsb_test_step7.csv" and "spearman" in run.client.logged[1]
+    assert run.logged[1] == "layer_grid/stsb_test_step7.csv" and "spearman" in run.logged[0]
 
 
 def test_defaults_are_every_layer_at_full_dimension(compose_cfg):
