@@ -173,6 +173,7 @@ def validate_study(study: DictConfig) -> None:
         if study[key] is not None:
             require_int(f"study.{key}", study[key], note="or null")
     require_int("study.max_retries", study.max_retries, minimum=0)
+    require_int("study.pack", study.pack, minimum=1)
     require_int("study.heartbeat_interval", study.heartbeat_interval, note="seconds")
 
 

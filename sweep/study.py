@@ -17,7 +17,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep import data as data_module
-from sweep import extra_eval, model_store, search_space, tracking, ui_links
+from sweep import extra_eval, model_store, pack, search_space, tracking, ui_links
 from sweep.config import ConfigError, flatten
 from sweep.failures import FailureWatch
 from sweep.input_checks import check_swept_overrides
@@ -230,6 +230,8 @@ class Sweep:
         if not self.is_grid:
             callbacks.append(optuna.study.MaxTrialsCallback(total, states=DONE_STATES))
         deadline = time.monotonic() + self.cfg.study.timeout if self.cfg.study.timeout else None
+        packed = pack.is_packed(self.cfg)  # study.pack > 1, or CUDA (memory guard): sweep/pack.py
+        objective = pack.Packer(self, callbacks, None if self.is_grid else total) if packed else self.objective
         try:
             while self.stopped_reason is None and (deadline is None or time.monotonic() < deadline):
                 if self.is_grid and not self._trials(TrialState.WAITING):
@@ -241,7 +243,7 @@ class Sweep:
                 if not self.is_grid and self._done_count() >= total:
                     break
                 timeout = None if deadline is None else max(1.0, deadline - time.monotonic())
-                self.study.optimize(self.objective, timeout=timeout, catch=(Exception,), callbacks=callbacks)
+                self.study.optimize(objective, timeout=timeout, catch=(Exception,), callbacks=callbacks)
                 if not self.is_grid:
                     break
         finally:

@@ -24,6 +24,7 @@ from transformers.trainer_callback import PrinterCallback
 from sweep import data as data_module
 from sweep import extra_eval
 from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
+from sweep.lockstep import member_callbacks
 from sweep.losses import build_loss, learning_rate_mapping, training_callbacks
 from sweep.model import build_model
 from sweep.names import (
@@ -299,7 +300,7 @@ def train_and_evaluate(
             train_dataset=splits["train"],
             loss=loss,
             evaluator=validation,
-            callbacks=[callback, *training_callbacks(loss)],
+            callbacks=[callback, *training_callbacks(loss), *member_callbacks()],  # a packed trial takes turns
         )
         if quiet:
             trainer.remove_callback(PrinterCallback)

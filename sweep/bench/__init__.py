@@ -15,6 +15,8 @@ Rows (see `ITEMS` in `__main__`):
   5  layer x dim grid evaluation (`sweep.layer_grid`) / one full-model STSB evaluation; naive per-layer re-encoding
   6  evaluation speed: the project's STSB evaluator / `model.encode` with default settings (sentences/s)
   7  GPU: skipped when there is none
+  8  packing: trials per hour with study.pack=K and study.n_workers=N / one trial at a time, and a framework trial
+     / the physical floor (the same steps and evaluations in a bare torch loop)
 
 `--quick` shrinks steps, scales and repeats so that the whole run takes a couple of minutes: it checks that
 the benchmark works; its ratios are dominated by fixed costs and say little about the full mode.
@@ -24,6 +26,6 @@ documented user command (`python -m sweep.bench`) that measures the installed fr
 (`plain_st.py`) with it, so it must be importable from an installed wheel.
 
 Modules: `settings` (sizes of a run), `table` (statistics, rows, the report), `runners` (the baseline and framework
-processes), one module per measurement (`sweeps` items 1-3, `pruning` 4, `layer_grid` 5, `eval_speed` 6, `gpu` 7)
-with `inprocess` for what items 5 and 6 share, and `__main__` (the command line).
+processes), one module per measurement (`sweeps` items 1-3, `pruning` 4, `layer_grid` 5, `eval_speed` 6, `gpu` 7,
+`packing` 8) with `inprocess` for what items 5 and 6 share, and `__main__` (the command line).
 """

@@ -18,6 +18,7 @@ from sweep.bench.eval_speed import measure_eval_speed
 from sweep.bench.gpu import gpu_rows
 from sweep.bench.inprocess import quiet_libraries
 from sweep.bench.layer_grid import measure_layer_grid
+from sweep.bench.packing import measure_packing
 from sweep.bench.pruning import measure_pruning, pruning_rows
 from sweep.bench.runners import REPO_ROOT
 from sweep.bench.settings import FULL, QUICK, expected_seconds, reuses_sweep
@@ -33,7 +34,7 @@ from sweep.bench.table import Row, machine_description, render_report
 
 DEFAULT_OUT = REPO_ROOT / "results" / "bench"
 DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
-ITEMS = ("1", "2", "3", "4", "5", "6", "7")
+ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8")
 
 
 def guarded(item: str, label: str, measure: Callable[[], list[Row]]) -> list[Row]:
@@ -107,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> str:
         ({"5"}, "item 5: layer x dim grid evaluation", lambda: measure_layer_grid(settings, args.data_dir, log)),
         ({"6"}, "item 6: evaluation speed", lambda: measure_eval_speed(settings, args.data_dir, log)),
         ({"7"}, "item 7: GPU", gpu_rows),
+        ({"8"}, "item 8: packed trials and workers", lambda: measure_packing(settings, args.data_dir, work, log)),
     ]
     try:
         for wanted, label, measure in measurements:

@@ -35,6 +35,13 @@ class Settings:
     encode_pairs: int | None  # item 6
     encode_repeats: int
     timeout_s: int = 900  # per subprocess
+    # item 8: packed trials and workers, against one trial at a time and the bare-loop floor
+    pack_models: tuple[str, ...] = ("static_minilm",)
+    pack_scales: tuple[float, ...] = (1.0, 5.0, 20.0, 50.0)
+    pack_steps: int = 10
+    pack_eval_steps: int = 5
+    pack_sizes: tuple[int, ...] = (1, 2, 4)  # the first is the reference: one trial at a time
+    pack_workers: tuple[int, ...] = (2,)
 
 
 PRUNE_VARIANTS = (
@@ -89,6 +96,11 @@ FULL = Settings(
     layer_repeats=3,
     encode_pairs=750,
     encode_repeats=3,
+    pack_models=("static_minilm", "minilm_l1"),
+    pack_scales=DEFAULT_GRID,
+    pack_steps=50,
+    pack_eval_steps=25,
+    pack_sizes=(1, 2, 4, 8),
 )
 
 # Rough costs on a quiet 2-core machine (seconds), for the printed estimate only: a process's fixed cost
@@ -122,7 +134,14 @@ def expected_seconds(s: Settings) -> float:
     ) + 10
     encode_sentences = 2 * (s.encode_pairs or 1500)
     encode = (s.encode_repeats + 1) * encode_sentences * COST["minilm_sentence"] * 3 + 10
-    return s.repeats * (baseline + framework) + pruning + layer + encode
+    # item 8: per model, each variant a framework process over the grid, and the bare loop over two scales
+    variants = len(s.pack_sizes) + len(s.pack_workers)
+    per_model = len(s.pack_scales) * trial(s.pack_steps, s.pack_eval_steps)
+    packing = len(s.pack_models) * (
+        variants * (COST["framework_process"] + per_model) + 2 * per_model / len(s.pack_scales)
+    )
+    transformer = 5.0 if any(m != "static_minilm" for m in s.pack_models) else 1.0  # MiniLM steps cost more
+    return s.repeats * (baseline + framework) + pruning + layer + encode + packing * (1 + transformer) / 2
 
 
 def reuses_sweep(s: Settings) -> bool:

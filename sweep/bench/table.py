@@ -217,4 +217,10 @@ ROW_DESCRIPTIONS = (
     "evaluated model's `preprocess` goes through the study's tokenization cache filled by an earlier evaluation "
     "(every evaluation of a study after its first); cold: a plain model (a study's first evaluation).",
     "7. **GPU**: needs a GPU; skipped otherwise.",
+    "8. **Packed trials and workers**: trials per hour of a grid study with `study.pack=K` (one process training K "
+    "trials in lockstep on the same batches) and with `study.n_workers=N`, each / the same study one trial at a "
+    "time, all measured in this run; trials per hour = trials / (last trial end - first trial start), so process "
+    "start and imports do not count. The physical floor is the same steps, optimizer, schedule and evaluations in a "
+    "bare torch loop over pre-tokenized batches (`sweep.bench.packing.bare_loop_seconds`); its row compares one "
+    "framework trial with it, and every trials-per-hour row says how far it is from the floor's rate.",
 )

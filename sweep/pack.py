@@ -1,0 +1,191 @@
+"""Packed trials (`study.pack=K`): one process takes up to K trials off the queue and trains them together, and
+the GPU memory guard of several workers sharing one device.
+
+The objective that `Sweep.run` hands to `study.optimize` receives the leader trial from Optuna (an atomic pop of a
+WAITING grid point), pops up to K-1 more with `study.ask()` (each its own atomic pop), and runs the K members'
+ordinary `Sweep.objective` in lockstep (`sweep.lockstep`: same batches, one training step each in turn). Each
+member is still its own Optuna trial and MLflow child run with the records of an unpacked trial; a member that is
+pruned, diverges or fails leaves the pack and the others go on. The extra members are told to Optuna here (with the
+study's callbacks, and heartbeats while they run); the leader's outcome goes back to `study.optimize`.
+
+On CUDA (any pack size, so also with `study.n_workers=N` sharing one GPU) the free device memory is checked before
+a pack starts: the pack shrinks to what fits (`study.pack_memory_gib` per member, or the peak measured per member
+of this process's earlier packs), waiting a little for other workers when not even one fits. A member that runs out
+of memory fails with that reason and is re-queued like any failed grid point (`study.max_retries`, default once);
+this process's later packs are then half as large. Other workers are separate processes and go on.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import optuna
+import torch
+from optuna.trial import FrozenTrial, TrialState
+
+from sweep.lockstep import Outcome, run_in_lockstep
+from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+log = logging.getLogger(__name__)
+
+GIB = 2**30
+Callback = Callable[[optuna.Study, FrozenTrial], None]
+
+
+def uses_cuda(cfg: DictConfig) -> bool:
+    device = str(cfg.trial.device)
+    return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+
+
+def is_packed(cfg: DictConfig) -> bool:
+    """Whether trials run through `Packer` (a pack of more than one, or any trial on CUDA for the memory guard)."""
+    return int(cfg.study.get("pack", 1)) > 1 or uses_cuda(cfg)
+
+
+def free_memory(device: str) -> int:
+    """Free bytes on the CUDA device (all processes counted)."""
+    return torch.cuda.mem_get_info(torch.device(device))[0]
+
+
+class MemoryGuard:
+    """How many members fit on the device now: `study.pack_memory_gib` each, or the peak measured per member."""
+
+    def __init__(self, cfg: DictConfig) -> None:
+        self.device = "cuda" if str(cfg.trial.device) == "auto" else str(cfg.trial.device)
+        configured = cfg.study.get("pack_memory_gib")
+        self.per_member = float(configured) * GIB if configured else 0.0
+        self.wait_s = 3 * cfg.study.heartbeat_interval
+
+    def fit(self, wanted: int) -> int:
+        """The pack size to start now (at least 1), waiting up to 3 heartbeats for memory other workers free."""
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            free = free_memory(self.device)
+            fits = wanted if not self.per_member else min(wanted, int(free // self.per_member))
+            if fits >= 1 or time.monotonic() >= deadline:
+                if fits < 1:
+                    log.warning(
+                        "%.1f GiB free, %.1f GiB wanted per trial: starting one", free / GIB, self.per_member / GIB
+                    )
+                return max(1, fits)
+            time.sleep(1.0)
+
+    def start(self) -> None:
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def measured(self, members: int) -> None:
+        """Learn the memory of one member from the peak of a pack that just ran."""
+        self.per_member = max(self.per_member, torch.cuda.max_memory_allocated(self.device) / members)
+
+
+def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> FrozenTrial:
+    """Record a member's outcome in Optuna as `study.optimize` records a trial's."""
+    if outcome.error is None:
+        return study.tell(trial, outcome.value)
+    pruned = isinstance(outcome.error, optuna.TrialPruned)
+    return study.tell(trial, state=TrialState.PRUNED if pruned else TrialState.FAIL)
+
+
+@contextmanager
+def heartbeats(storage: optuna.storages.BaseStorage, trials: Sequence[optuna.Trial]) -> Iterator[None]:
+    """Heartbeats for trials asked outside `study.optimize` (which beats for its own trial only)."""
+    interval = getattr(storage, "get_heartbeat_interval", lambda: None)()
+    if not interval or not trials:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            for trial in trials:
+                storage.record_heartbeat(trial._trial_id)
+            if stop.wait(interval):
+                return
+
+    thread = threading.Thread(target=beat, name="pack-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+class Packer:
+    """The objective of a packed study: trains the leader Optuna hands it together with up to K-1 more trials.
+
+    `sweep` is the `sweep.study.Sweep` running the study (not imported: `sweep.study` imports this module)."""
+
+    def __init__(self, sweep: Any, callbacks: Sequence[Callback], total: int | None) -> None:
+        self.sweep, self.callbacks, self.total = sweep, list(callbacks), total
+        self.limit = max(1, int(sweep.cfg.study.get("pack", 1)))
+        self.guard = MemoryGuard(sweep.cfg) if uses_cuda(sweep.cfg) else None
+
+    def __call__(self, leader: optuna.Trial) -> float:
+        sweep = self.sweep
+        if sweep.is_grid and ATTR_GRID_POINT not in leader.user_attrs:
+            return sweep.objective(leader)  # discards it and stops this worker's loop
+        size = self.guard.fit(self.limit) if self.guard else self.limit
+        members = [leader, *self.more(size - 1)]
+        try:
+            outcomes = self.run(members)
+        except BaseException as error:  # never leave a popped member RUNNING: no worker would take it again
+            for trial in members[1:]:
+                sweep.study.tell(trial, state=TrialState.FAIL)
+            raise error
+        for trial, outcome in zip(members[1:], outcomes[1:], strict=True):
+            frozen = tell(sweep.study, trial, outcome)
+            for callback in self.callbacks:
+                callback(sweep.study, frozen)
+        interrupted = next((o.error for o in outcomes if isinstance(o.error, KeyboardInterrupt)), None)
+        if outcomes[0].error is not None:
+            raise outcomes[0].error
+        if interrupted is not None:
+            raise interrupted
+        return outcomes[0].value
+
+    def run(self, members: Sequence[optuna.Trial]) -> list[Outcome]:
+        """Train `members` in lockstep (on CUDA: under the memory guard, one stream each)."""
+        if self.guard:
+            self.guard.start()
+        with heartbeats(self.sweep.study._storage, members[1:]):
+            cuda = self.guard is not None and torch.cuda.is_available()
+            outcomes = run_in_lockstep([functools.partial(self.sweep.objective, t) for t in members], cuda_streams=cuda)
+        if self.guard:
+            self.guard.measured(len(members))
+        self.after_pack(outcomes)
+        return outcomes
+
+    def more(self, wanted: int) -> list[optuna.Trial]:
+        """Up to `wanted` more trials: queued grid points (each an atomic pop), or sampled trials within n_trials."""
+        sweep, trials = self.sweep, []
+        while len(trials) < wanted:
+            if sweep.is_grid and not sweep._trials(TrialState.WAITING):
+                break
+            if self.total is not None and sweep._done_count() + len(sweep._trials(TrialState.RUNNING)) >= self.total:
+                break
+            trial = sweep.study.ask()
+            if sweep.is_grid and ATTR_GRID_POINT not in trial.user_attrs:
+                # Another worker took the last point between the check and the pop: not a grid point.
+                trial.set_user_attr(ATTR_DISCARDED, True)
+                sweep.study.tell(trial, state=TrialState.PRUNED)
+                break
+            trials.append(trial)
+        return trials
+
+    def after_pack(self, outcomes: Sequence[Outcome]) -> None:
+        """After an out-of-memory member: free the cache and halve this process's later packs."""
+        if any(isinstance(o.error, torch.cuda.OutOfMemoryError) for o in outcomes):
+            self.limit = max(1, len(outcomes) // 2)
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            log.warning("a packed trial ran out of GPU memory: packs of at most %d from now on", self.limit)

