@@ -22,14 +22,13 @@ from sentence_transformers import SentenceTransformer
 from sweep import data as data_module
 from sweep import extra_eval, model_store
 from sweep.config import ConfigError, compose_config, eval_batch_size
+from sweep.resources import stsb_evaluator  # the trial's own evaluator: identical settings
 
 SPLITS = ("validation", "test")
 
 
 def stsb_scores(cfg: DictConfig, splits: Sequence[str]) -> dict[str, object]:
     """The STSB evaluators of ``splits``, subset exactly as a trial subsets them (so values match the logged)."""
-    from sweep.trial import stsb_evaluator  # the trial's own evaluator: identical settings
-
     evaluators = {}
     for split in splits:
         dataset = data_module.load_split(cfg.data, split)

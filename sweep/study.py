@@ -37,6 +37,7 @@ from sweep.names import (
     ATTR_WALL_TIME_S,
     TAG_END_REASON,
 )
+from sweep.resources import StudyResources
 from sweep.results import parent_summary, results_table
 from sweep.signals import signal_name
 from sweep.study_setup import (
@@ -51,7 +52,7 @@ from sweep.study_setup import (
     validate,
     wait_until_ready,
 )
-from sweep.trial import DivergenceError, StudyResources, train_and_evaluate
+from sweep.trial import DivergenceError, train_and_evaluate
 from sweep.validation import resolve_trial_config
 
 log = logging.getLogger(__name__)

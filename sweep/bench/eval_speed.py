@@ -31,7 +31,7 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
     from sweep.config import compose_config, resolve_eval_batch_size
     from sweep.model import build_model
     from sweep.preprocess_cache import PreprocessCache
-    from sweep.trial import stsb_evaluator
+    from sweep.resources import stsb_evaluator
 
     overrides = {
         "static_minilm (default)": [],

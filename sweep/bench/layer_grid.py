@@ -52,7 +52,7 @@ def measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None]) -
     from sweep.config import compose_config
     from sweep.layer_grid import layer_dim_spearman
     from sweep.model import build_model
-    from sweep.trial import stsb_evaluator
+    from sweep.resources import stsb_evaluator
 
     batch = 64
     cfg = compose_config([*minilm_overrides(s), f"data.local_dir={data_dir}"])

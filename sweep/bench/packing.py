@@ -69,7 +69,7 @@ def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> f
     from sweep.data import load_all
     from sweep.losses import build_loss
     from sweep.model import build_model
-    from sweep.trial import spearman, stsb_evaluator
+    from sweep.resources import spearman, stsb_evaluator
     from sweep.validation import resolve_trial_config
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):

@@ -1,0 +1,129 @@
+"""What a study loads once and shares between its trials: datasets, STSB evaluators, base models with their
+tokenization cache, and each base model's step-0 evaluation."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from datasets import Dataset
+from omegaconf import DictConfig, OmegaConf
+from sentence_transformers import SentenceTransformer
+
+from sweep import data as data_module
+from sweep import extra_eval
+from sweep.layer_grid import stsb_layer_grid
+from sweep.model import build_model
+from sweep.preprocess_cache import PreprocessCache
+from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+
+VALIDATION = "stsb_validation"
+TEST = "stsb_test"
+
+
+def device_of(cfg: DictConfig) -> str | None:
+    return None if cfg.trial.device == "auto" else cfg.trial.device
+
+
+def _cache_key(*parts: Any) -> str:
+    return json.dumps(
+        [OmegaConf.to_container(p, resolve=True) if isinstance(p, DictConfig) else p for p in parts], sort_keys=True
+    )
+
+
+def stsb_evaluator(dataset: Dataset, name: str, batch_size: int) -> EmbeddingKeepingEvaluator:
+    """sentence-transformers' STSB evaluator, cosine Spearman as its primary metric."""
+    s1, s2, score = dataset.column_names
+    return EmbeddingKeepingEvaluator(
+        dataset[s1],
+        dataset[s2],
+        dataset[score],
+        batch_size=batch_size,
+        main_similarity="cosine",
+        name=name,
+        write_csv=False,
+    )
+
+
+def spearman(evaluator: EmbeddingKeepingEvaluator, model: SentenceTransformer) -> float:
+    return float(evaluator(model)[f"{evaluator.name}_spearman_cosine"])
+
+
+@dataclass(frozen=True)
+class InitialEvaluation:
+    """What the untrained base model gives at step 0: the same for every trial that copies it."""
+
+    validation_spearman: float
+    encodings: Encodings | None  # for the ``_init`` statistics
+    layer_grid: pd.DataFrame | None
+
+
+@dataclass
+class StudyResources:
+    """What a study loads, tokenizes and evaluates once and shares across its trials: datasets, evaluators, base
+    models, the tokenized batches of each base model and each base model's step-0 evaluation."""
+
+    _datasets: dict[str, dict[str, Dataset]] = field(default_factory=dict)
+    _models: dict[str, SentenceTransformer] = field(default_factory=dict)
+    _evaluators: dict[str, tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]] = field(default_factory=dict)
+    _preprocess: dict[str, PreprocessCache] = field(default_factory=dict)
+    _initial: dict[str, InitialEvaluation] = field(default_factory=dict)
+    extra: extra_eval.ExtraCache = field(default_factory=extra_eval.ExtraCache)
+
+    def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
+        key = _cache_key(data, heldout_pairs)
+        if key not in self._datasets:
+            self._datasets[key] = data_module.load_all(data, heldout_pairs)
+        return self._datasets[key]
+
+    def evaluators(
+        self, data: DictConfig, heldout_pairs: int, batch_size: int
+    ) -> tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]:
+        key = _cache_key(data, heldout_pairs, batch_size)
+        if key not in self._evaluators:
+            splits = self.datasets(data, heldout_pairs)
+            self._evaluators[key] = (
+                stsb_evaluator(splits["validation"], VALIDATION, batch_size),
+                stsb_evaluator(splits["test"], TEST, batch_size),
+            )
+        return self._evaluators[key]
+
+    def model(self, model: DictConfig, seed: int, device: str | None) -> SentenceTransformer:
+        """A fresh copy of the base model (random initialisations depend on the trial seed) whose ``preprocess``
+        reuses the batches earlier copies tokenized."""
+        key = _cache_key(model, seed, device)
+        if key not in self._models:
+            self._models[key] = build_model(model, seed=seed, device=device)
+            self._preprocess[key] = PreprocessCache()
+        return self._preprocess[key].install(copy.deepcopy(self._models[key]))
+
+    def initial_evaluation(
+        self,
+        cfg: DictConfig,
+        model: SentenceTransformer,
+        validation: EmbeddingKeepingEvaluator,
+        validation_pairs: Dataset,
+        probe: ConcentrationProbe | None,
+    ) -> InitialEvaluation:
+        """Step-0 validation Spearman, ``_init`` encodings and layer grid of ``model``, an untouched copy of the
+        base model of (``cfg.model``, ``cfg.trial.seed``): computed by the first trial, reused by the others."""
+        key = _cache_key(
+            cfg.model,
+            cfg.trial.seed,
+            device_of(cfg),
+            cfg.data,
+            cfg.stats,
+            cfg.eval.layer_grid,
+            cfg.trial.eval_batch_size,
+        )
+        if key not in self._initial:
+            value = spearman(validation, model)
+            self._initial[key] = InitialEvaluation(
+                validation_spearman=value,
+                encodings=probe.encode(model, validation) if probe is not None else None,
+                layer_grid=stsb_layer_grid(model, validation_pairs, cfg) if cfg.eval.layer_grid.enabled else None,
+            )
+        return self._initial[key]
