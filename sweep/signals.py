@@ -9,6 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -28,6 +31,32 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(signal.Signals(signum).name)
+
+
+class _Deferral:
+    """How many `deferred()` blocks are open, and the stop signal that arrived inside one."""
+
+    depth = 0
+    pending: int | None = None
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """A block that a stop signal must not cut in half (an MLflow or Optuna write holding a SQLite transaction: an
+    exception raised inside it turns into "database is locked" and the interrupt is lost). The first signal that
+    arrives inside is raised as `Interrupted` once the outermost block has finished. Signals reach the main thread
+    only, so other threads' blocks (the storage heartbeat) pass through."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _Deferral.depth += 1
+    try:
+        yield
+    finally:
+        _Deferral.depth -= 1
+    if _Deferral.depth == 0 and _Deferral.pending is not None:
+        signum, _Deferral.pending = _Deferral.pending, None
+        raise Interrupted(signum)
 
 
 def signal_name(interrupt: KeyboardInterrupt) -> str:
@@ -53,6 +82,9 @@ class StopSignals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
         if self.count == 1:
+            if _Deferral.depth:
+                _Deferral.pending = signum
+                return
             raise Interrupted(signum)
         if self.count >= FORCE_AFTER:
             os._exit(EXIT_CODES[signal.Signals(signum)])

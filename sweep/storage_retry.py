@@ -23,6 +23,8 @@ import optuna
 from optuna.trial import TrialState
 from sqlalchemy import exc as sqlalchemy_exc
 
+from sweep.signals import deferred
+
 log = logging.getLogger(__name__)
 
 RETRY_EVERY_S = (0.5, 10.0)  # the wait between tries grows from the first to the second value
@@ -73,7 +75,8 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
         started, tries = time.monotonic(), 0
         while True:
             try:
-                result = call()
+                with deferred():
+                    result = call()
             except optuna.exceptions.UpdateFinishedTrialError:
                 if tries and name == "set_trial_state_values" and self._already_set(*args):
                     return True  # the try that lost its connection had committed

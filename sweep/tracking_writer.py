@@ -23,6 +23,8 @@ from typing import TypeVar
 import requests
 from mlflow.exceptions import MlflowException
 
+from sweep.signals import deferred
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -78,7 +80,8 @@ class BufferedWriter:
         self.flush()
         while True:
             try:
-                result = call()
+                with deferred():
+                    result = call()
             except Exception as error:  # noqa: BLE001 - is_unreachable decides; other errors are raised
                 if not self._failed(what, error, wait=True):
                     raise TrackingOutage(self.gave_up) from None
@@ -96,7 +99,8 @@ class BufferedWriter:
                 return
             what, call = self.pending[0]
             try:
-                call()
+                with deferred():
+                    call()
             except Exception as error:  # noqa: BLE001 - is_unreachable decides; other errors are raised
                 if not is_unreachable(error):
                     self.pending.popleft()

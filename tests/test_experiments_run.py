@@ -28,6 +28,7 @@ SHORT = [
     "stats.n_random_pairs=200",
     "stats.histogram=false",
     "quiet=true",
+    "study.seeds=[0]",  # one replicate: the experiments with seeds run 3
 ]
 
 

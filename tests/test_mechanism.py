@@ -12,7 +12,9 @@ import torch
 from omegaconf import OmegaConf
 
 from sweep.concentration import concentration_statistics, in_batch_statistics
+from sweep.config import ConfigError
 from sweep.stats_probe import ConcentrationProbe, Encodings, loss_scales
+from sweep.validation import validate_trial_config
 
 
 def _random(n: int, d: int, seed: int) -> np.ndarray:
@@ -136,8 +138,6 @@ def test_loss_scales_come_from_the_study_grid(compose_cfg):
     ],
 )
 def test_bad_statistics_keys_are_refused_naming_the_key(compose_cfg, override, key):
-    from sweep.config import ConfigError, validate_trial_config
-
     with pytest.raises(ConfigError) as error:
         validate_trial_config(compose_cfg(override))
     assert error.value.key == key and "\n" not in str(error.value)
