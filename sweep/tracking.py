@@ -240,7 +240,7 @@ def close_parent_run(
     for key, value in tags.items():
         write("parent tags", lambda key=key, value=value: write_shared(lambda: client.set_tag(run_id, key, value)))
     try:
-        text = lambda: client.log_text(run_id, results_csv, "results.csv")  # noqa: E731
+        text = functools.partial(client.log_text, run_id, results_csv, "results.csv")
         write("results.csv", lambda: write_artifact(client, run_id, "results.csv", text))
     except OSError as error:  # the artifact store's disk is full: the run still ends, the table is printed
         log.error("results.csv not saved: %s", error)
@@ -278,7 +278,7 @@ class TrialRun:
             TAG_OPTUNA_STATE: "RUNNING",
             TAG_WORKER: f"{socket.gethostname()}:{os.getpid()}",
         }
-        create = lambda: client.create_run(exp_id, tags=tags, run_name=run_name)  # noqa: E731
+        create = functools.partial(client.create_run, exp_id, tags=tags, run_name=run_name)
         self.run_id = client.writer.read("create trial run", create).info.run_id
 
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -295,11 +295,11 @@ class TrialRun:
         self.client.writer.write("set tags", lambda: self.client.log_batch(self.run_id, tags=entries))
 
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        write = lambda: self.client.log_dict(self.run_id, data, artifact_file)  # noqa: E731
+        write = functools.partial(self.client.log_dict, self.run_id, data, artifact_file)
         self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        write = lambda: self.client.log_text(self.run_id, text, artifact_file)  # noqa: E731
+        write = functools.partial(self.client.log_text, self.run_id, text, artifact_file)
         self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
 
     def end(self, state: optuna.trial.TrialState, reason: str | None = None) -> None:

@@ -171,7 +171,11 @@ def train_and_evaluate(
         probe.follow(loss)  # the statistics use the loss's current scale (a learned one included)
     every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
     if probe is not None and not stats.every_eval:  # the loss at every grid scale, at each evaluation but the last
-        every_eval = lambda step: probe.log_losses(model, run, step) if step < cfg.trial.max_steps else None  # noqa: E731
+
+        def every_eval(step: int) -> None:
+            if step < cfg.trial.max_steps:  # the last step's losses are logged with the final statistics
+                probe.log_losses(model, run, step)
+
     extra = resources.extra.get(cfg)
     scorer = extra_eval.TrialScorer(extra, model, run.log_metrics)
     if cfg.eval.extra_every_eval:

@@ -95,7 +95,7 @@ class MlflowServer:
             "--workers",
             "1",
         ]
-        log = open(self.root / "server.log", "a")  # noqa: SIM115 - the server writes to it while it lives
+        log = open(self.root / "server.log", "a")  # kept open: the server writes to it while it lives
         env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no background job runner: less CPU
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         wait_for(self._healthy, f"mlflow server on port {self.port} (log: {self.root / 'server.log'})", every_s=0.5)
