@@ -6,7 +6,7 @@ import threading
 
 from mlflow.tracking import MlflowClient
 
-from sweep.tracking import experiment_id
+from sweep.tracking import TrackingClient, experiment_id
 
 
 def test_workers_creating_the_experiment_at_once_all_get_it(tmp_path):
@@ -15,7 +15,7 @@ def test_workers_creating_the_experiment_at_once_all_get_it(tmp_path):
     n = 4
     everyone_has_looked = threading.Barrier(n)
 
-    class LateClient(MlflowClient):
+    class LateClient(TrackingClient):
         """Looks the experiment up, then waits until every worker has: they all find none and all create it."""
 
         looked = False
@@ -32,7 +32,7 @@ def test_workers_creating_the_experiment_at_once_all_get_it(tmp_path):
 
     def worker() -> None:
         try:
-            ids.append(experiment_id(LateClient(uri), "race", str(tmp_path / "artifacts")))
+            ids.append(experiment_id(LateClient(uri, outage_timeout_s=60), "race", str(tmp_path / "artifacts")))
         except Exception as error:  # noqa: BLE001 - collected for the assertion
             errors.append(error)
 
