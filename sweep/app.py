@@ -119,7 +119,7 @@ def main(cfg: DictConfig) -> None:
         stop_workers(workers, interrupt)
     table = finish(sweep, interrupted=signal_name(interrupt) if interrupt else None)
     print(summary(sweep, table))
-    if not interrupt:
+    if not interrupt and not sweep.stopped_reason:  # a stopped study (e.g. tracking down) has no paired answer
         for line in paired_summary(sweep):
             print(line)
     if interrupt:

@@ -20,6 +20,7 @@ id>/model``) and, when it becomes the best and ``tracking.registered_model_name`
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -156,7 +157,10 @@ def keep(
             _point_best(directory, final)
         _clean_leftovers(directory, final if is_best else current_target, mode)
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
-    log_to_mlflow(cfg, model, run, registered_model_name=cfg.tracking.get("registered_model_name") if is_best else None)
+    registered = cfg.tracking.get("registered_model_name") if is_best else None
+    # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial
+    upload = functools.partial(log_to_mlflow, cfg, model, run, registered_model_name=registered)
+    run.client.writer.write("model", upload)
     return final
 
 
@@ -181,7 +185,7 @@ def log_to_mlflow(
             pip_requirements=requirements,
             registered_model_name=registered_model_name,
         )
-    run.set_tags({TAG_MODEL_LOGGED: "true"})
+    run.client.set_tag(run.run_id, TAG_MODEL_LOGGED, "true")  # in the same (buffered) call as the upload
     return f"runs:/{run.run_id}/{MLFLOW_ARTIFACT}"
 
 

@@ -32,7 +32,7 @@ def log_predictions(run: TrialRun, evaluator: EmbeddingKeepingEvaluator, split: 
     table = pd.DataFrame(
         {"gold": np.asarray(evaluator.scores, dtype=np.float64), "cosine": pair_cosines(embeddings1, embeddings2)}
     )
-    run.client.log_text(run.run_id, table.to_csv(index=False, float_format="%.7g"), artifact_path(split))
+    run.log_text(table.to_csv(index=False, float_format="%.7g"), artifact_path(split))  # buffered through outages
 
 
 def load_predictions(client: MlflowClient, run_id: str, split: str = "validation") -> pd.DataFrame | None:

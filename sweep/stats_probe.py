@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -195,5 +196,6 @@ class ConcentrationProbe:
             figure = histogram_figure(
                 distributions, title=f"cosine similarities, scale {self.current_scale():g}, {label}"
             )
-            run.client.log_figure(run.run_id, figure, f"concentration/{label}.png")
+            upload = functools.partial(run.client.log_figure, run.run_id, figure, f"concentration/{label}.png")
+            run.client.writer.write(f"concentration/{label}.png", upload)  # buffered through a tracking outage
         return named

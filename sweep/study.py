@@ -298,8 +298,6 @@ def finish(sweep: Sweep, interrupted: str | None = None) -> pd.DataFrame:
     summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric, sweep.cfg.eval.objective)
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
-    if reason:
-        sweep.client.set_tag(sweep.parent_run_id, TAG_END_REASON, reason)
-    tags.update(model_store.parent_tags(sweep.cfg))
+    tags.update({**model_store.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
     tracking.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
     return table

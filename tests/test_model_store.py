@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import mlflow
 import mlflow.sentence_transformers
@@ -91,8 +92,16 @@ def test_all_keeps_one_model_per_trial_and_none_keeps_nothing(compose_cfg, mode)
         SentenceTransformer(str(directory / "trials" / f"trial-{trial.number:03d}"))
 
 
+class ImmediateWriter:
+    """The tracking writer's interface, delivering at once (no MLflow here)."""
+
+    def write(self, what, call):
+        call()
+
+
 class FakeRun:
     run_id = "no-mlflow"
+    client = SimpleNamespace(writer=ImmediateWriter())
 
 
 @pytest.fixture
