@@ -299,5 +299,6 @@ def finish(sweep: Sweep, interrupted: str | None = None) -> pd.DataFrame:
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
     tags.update({**model_store.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
+    tracking.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
     tracking.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
     return table

@@ -38,6 +38,7 @@ from sweep.config import ConfigError
 from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_MLFLOW_PARENT_RUN_ID,
+    ATTR_MLFLOW_RUN_ID,
     ROLE_STUDY,
     ROLE_TRIAL,
     TAG_END_REASON,
@@ -192,7 +193,10 @@ def end_orphaned_runs(client: TrackingClient, study: optuna.Study, exp_id: str, 
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     for run in runs:
         trial = trials.get(int(run.data.tags.get(TAG_TRIAL_NUMBER, -1)))
-        if trial is not None and trial.state.is_finished():
+        recorded = trial.user_attrs.get(ATTR_MLFLOW_RUN_ID) if trial is not None else None
+        if recorded not in (None, run.info.run_id):  # a create retried after its answer was lost: a duplicate
+            client.writer.write("delete duplicate run", functools.partial(client.delete_run, run.info.run_id))
+        elif trial is not None and trial.state.is_finished():
             reason = trial.user_attrs.get(ATTR_FAIL_REASON) or "ended while the tracking server was unreachable"
             end_run(client, run.info.run_id, trial.state.name, reason)
 
