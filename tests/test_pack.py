@@ -160,7 +160,7 @@ def test_out_of_memory_member_fails_and_is_requeued_at_a_smaller_pack(compose_cf
 
     calls = {"n": 0}
 
-    def train(trial, cfg, resources, run, quiet):
+    def train(trial, cfg, resources, run, quiet, on_trained=None):
         calls["n"] += 1
         if calls["n"] == 2:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
