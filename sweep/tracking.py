@@ -189,7 +189,11 @@ def end_orphaned_runs(client: TrackingClient, study: optuna.Study, exp_id: str, 
     """End the trial runs still RUNNING whose Optuna trial has finished: the tracking server was unreachable (past
     `tracking.outage_timeout_s`) when the trial ended. Runs of trials still running elsewhere are left alone."""
     query = f"tags.`{TAG_PARENT_RUN_ID}` = '{parent_id}' and attributes.status = 'RUNNING'"
-    runs = client.writer.read("search runs", lambda: client.search_runs([exp_id], filter_string=query))
+    try:
+        runs = client.writer.read("search runs", lambda: client.search_runs([exp_id], filter_string=query))
+    except TrackingOutage as outage:  # the study is stopping for this outage; its rerun ends them (parent_run)
+        log.error("trial runs left RUNNING until the study is run again: %s", outage)
+        return
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     for run in runs:
         trial = trials.get(int(run.data.tags.get(TAG_TRIAL_NUMBER, -1)))

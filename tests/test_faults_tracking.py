@@ -140,3 +140,23 @@ def test_the_buffer_keeps_order_raises_wrong_writes_and_gives_up_past_the_limit(
     assert writer.gave_up and "tracking.outage_timeout_s" in writer.gave_up and len(writer.pending) == 1
     with pytest.raises(TrackingOutage):
         writer.read("create run", lambda: deliver(4))
+
+
+def test_finishing_a_study_stopped_by_an_outage_does_not_need_the_server(caplog):
+    """`finish` searches for trial runs left RUNNING; once the writer gave up, that read fails too and must not
+    turn the one-line stop into a traceback (seen in CI when the outage limit passed at the end of a trial)."""
+    from types import SimpleNamespace
+
+    from mlflow.exceptions import MlflowException
+
+    from sweep import tracking
+    from sweep.tracking_writer import BufferedWriter
+
+    def unreachable(*args, **kwargs):
+        raise MlflowException("API request to http://x/api failed with exception: Connection refused")
+
+    writer = BufferedWriter("http://x", outage_timeout_s=0)
+    writer.gave_up = "MLflow tracking server http://x unreachable for more than 0 s (tracking.outage_timeout_s)"
+    client = SimpleNamespace(writer=writer, search_runs=unreachable)
+    tracking.end_orphaned_runs(client, optuna.create_study(), "0", "parent")
+    assert "left RUNNING until the study is run again" in caplog.text
