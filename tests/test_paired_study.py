@@ -48,3 +48,13 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     assert sorted(table["scale"]) == [1.0, 20.0] and table["best"].sum() == 1
     assert set(table["n_seeds"]) == {2} and set(table["n_pairs"]) == {200}
     assert line in (out / "paired_comparison.md").read_text()
+    spearman = pd.read_csv(out / "spearman_vs_scale.csv")
+    validation = spearman[spearman["split"] == "validation"].set_index("scale")["indistinguishable_from_best"]
+    assert validation.dropna().to_dict() == table.set_index("scale")["indistinguishable"].to_dict()
+    assert validation.isna().sum() == 1 and pd.isna(validation.get(0.0))  # the untrained line: not a compared trial
+    assert spearman.loc[spearman["split"] == "test", "indistinguishable_from_best"].isna().all()  # validation's test
+
+    redrawn = tmp_path / "redrawn"
+    assert report_main(["study", "--from-csv", str(out), "--out", str(redrawn)]) == 0
+    assert (redrawn / "paired_comparison.md").read_text() == (out / "paired_comparison.md").read_text()
+    pd.testing.assert_frame_equal(pd.read_csv(redrawn / "spearman_vs_scale.csv"), spearman)

@@ -91,9 +91,9 @@ def _markdown(table: pd.DataFrame) -> list[str]:
     ]
 
 
-def write_paired_comparison(trials: pd.DataFrame, client: MlflowClient, out_dir: Path, **options: float) -> list[Path]:
-    """``paired_comparison.csv`` and ``paired_comparison.md`` (the table and the summary lines)."""
-    table, lines = paired_comparisons(trials, client, **options)
+def write_paired_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path) -> list[Path]:
+    """``paired_comparison.csv`` and ``paired_comparison.md`` (the table and the summary lines of
+    :func:`paired_comparisons`)."""
     if table.empty:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,14 @@ from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import ANGLE_WEIGHTS, SEARCH_SPACE
 
 TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
-TABLE_STEMS = ("concentration_vs_scale", "train_loss_curves", "learned_scale_trajectory", "layer_grid_heatmap")
+TABLE_STEMS = (
+    "concentration_vs_scale",
+    "train_loss_curves",
+    "learned_scale_trajectory",
+    "layer_grid_heatmap",
+    "paired_comparison",
+)
+PAIRED_FILES = ("paired_comparison.csv", "paired_comparison.md")  # computed from MLflow's predictions: copied
 SPEARMAN_STEM = "spearman_vs_scale"
 HEATMAP_STEMS = ("angle_weights_heatmap", "angle_scales_heatmap")
 # the untrained Spearman is one model's: these config keys must match for a sibling's value to stand in
@@ -59,10 +66,11 @@ class ResultsFolder:
     untrained: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def copy_sources(self, out_dir: Path) -> list[Path]:
-        """Copy ``trials.csv`` and ``config.yaml`` unchanged into ``out_dir`` (nothing when it is the folder)."""
+        """Copy ``trials.csv``, ``config.yaml`` and the paired comparison unchanged into ``out_dir`` (nothing when it
+        is the folder)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         copied = []
-        for name in (TRIALS_CSV, CONFIG_YAML):
+        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES):
             source, target = self.path / name, out_dir / name
             if source.exists() and source.resolve() != target.resolve():
                 shutil.copyfile(source, target)

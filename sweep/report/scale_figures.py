@@ -29,10 +29,8 @@ from sweep.report.axes import (
     shade_members,
 )
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, scale_axis_label, untrained_values
-from sweep.report.summaries import SIM_KINDS, by_condition
+from sweep.report.summaries import INDISTINGUISHABLE, SIM_KINDS, SPEARMAN_COLUMNS, by_condition
 
-INDISTINGUISHABLE = "indistinguishable_from_best"  # optional boolean column of a Spearman summary (paired test)
-SUMMARY_COLUMNS = {"scale", "split", "n", "mean", "ci_low", "ci_high", INDISTINGUISHABLE}
 CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
 SPLIT_STYLES = {"validation": "-", "test": "--"}
 # panel titles: SIM_KINDS, shortened to fit five panels in a row
@@ -74,7 +72,7 @@ def write_spearman_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_dir
     condition; ``trials`` gives the loss (its default) and the axis label."""
     if summary.empty or summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    panels = by_condition(summary, _conditions(summary, SUMMARY_COLUMNS))
+    panels = by_condition(summary, _conditions(summary, SPEARMAN_COLUMNS))
     fig, axes = facets(len(panels), height=2.0, max_columns=2)
     for ax, (condition, rows) in zip(axes, panels, strict=True):
         _spearman_panel(ax, rows, trials)

@@ -15,6 +15,7 @@ from sweep.report.results_folder import ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
 from sweep.report.study_context import UNTRAINED_SCALE, untrained_rows
 from sweep.report.summaries import (
+    SPEARMAN_COLUMNS,
     SPLITS,
     concentration_summary,
     condition_columns,
@@ -23,9 +24,11 @@ from sweep.report.summaries import (
     spearman_summary,
     swept_scales,
     trials_table,
+    with_paired_verdict,
 )
 
 EMPTY_HISTORY = pd.DataFrame(columns=["run_id", "step", "value"])
+PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
 
 
 def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -43,7 +46,7 @@ def with_untrained(summary: pd.DataFrame, untrained: pd.DataFrame) -> pd.DataFra
     rows without the summary's condition columns stand for every condition."""
     if summary.empty or untrained.empty or (summary["scale"] == UNTRAINED_SCALE).any():
         return summary
-    conditions = [c for c in summary.columns if c not in {"scale", "split", "n", "mean", "ci_low", "ci_high"}]
+    conditions = [c for c in summary.columns if c not in SPEARMAN_COLUMNS]
     if conditions and not set(conditions) <= set(untrained.columns):
         combos = summary[conditions].drop_duplicates()
         untrained = combos.merge(untrained.drop(columns=conditions, errors="ignore"), how="cross")
@@ -70,6 +73,8 @@ def write_study_figures(
     tables = dict(tables or {})
     if "spearman_vs_scale" not in tables and swept_scales(trials) and any(c in trials for c in SPLITS.values()):
         tables["spearman_vs_scale"] = spearman_summary(trials)
+    if PAIRED_STEM in tables and "spearman_vs_scale" in tables:
+        tables["spearman_vs_scale"] = with_paired_verdict(tables["spearman_vs_scale"], tables[PAIRED_STEM])
     if untrained is None:
         history = histories.get("stsb_validation_spearman", EMPTY_HISTORY)
         untrained = untrained_rows(trials, history, condition_columns(trials))
