@@ -27,6 +27,7 @@ from sweep.report.__main__ import main
 from sweep.report.loss_curves import loss_vs_scale, parse_scales
 from sweep.report.runs import load_metric_history, load_trials
 from sweep.report.study_figures import write_study_figures
+from sweep.report.summaries import by_condition, complete_trials, spearman_summary
 from tests.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -340,6 +341,22 @@ def test_conditions_are_series_not_seeds(tmp_path: Path) -> None:
     assert validation.loc[("None", 10.0)] == pytest.approx(0.60)
     assert pd.read_csv(tmp_path / "train_loss_curves.csv", keep_default_na=False)["wrapper.name"].nunique() == 2
     assert tmp_path / "layer_grid_heatmap.png" in paths and tmp_path / "layer_grid_tradeoff.png" in paths
+
+
+def test_a_swept_learning_rate_is_a_condition_beside_the_trainers_learning_rate_metric() -> None:
+    """The trainer logs the metric ``learning_rate`` (the schedule's last value); the swept ``trial.learning_rate``
+    condition gets that short name too. Seen ending cosent_scale_lr with 'Grouper ... not 1-dimensional'."""
+    trials = _grid_trials().drop(columns="param.study.search_space.loss.wrapper.name")
+    trials = trials.assign(
+        **{"param.study.search_space.trial.learning_rate": "[0.01, 0.1]", "learning_rate": 0.0},
+        **{"param.trial.learning_rate": [0.01, 0.1] * (len(trials) // 2)},
+    )
+    summary = spearman_summary(trials)
+    assert set(summary["learning_rate"]) == {0.01, 0.1} and set(summary["n"]) == {2}
+    assert [label for label, _ in by_condition(complete_trials(trials), ["learning_rate"])] == [
+        "learning_rate=0.01",
+        "learning_rate=0.1",
+    ]
 
 
 def test_layer_grid_summary_per_condition(tmp_path: Path) -> None:

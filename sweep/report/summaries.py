@@ -84,9 +84,12 @@ def condition_names(trials: pd.DataFrame) -> list[str]:
 
 
 def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """COMPLETE trials with the scale as ``scale`` and each condition column under its short name."""
+    """COMPLETE trials with the scale as ``scale`` and each condition column under its short name; a metric of
+    that name (the trainer logs ``learning_rate``) gives way to the condition."""
     complete = trials[trials["state"] == "COMPLETE"]
-    return complete.rename(columns={SCALE: "scale", **condition_columns(trials)})
+    names = {SCALE: "scale", **condition_columns(trials)}
+    clashing = [name for name in names.values() if name in complete and name not in names]
+    return complete.drop(columns=clashing).rename(columns=names)
 
 
 def condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
