@@ -11,6 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from sweep.report import history_figures, scale_figures
+from sweep.report.findings import generated_block
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained, write_results_folder
@@ -65,7 +66,7 @@ def test_spearman_draws_scale_zero_as_reference_lines(captured: dict[str, Figure
     labels = ax.get_legend_handles_labels()[1]
     assert "untrained, validation" in labels and "untrained, test" in labels
     assert "library default, scale 20" in labels
-    assert "validation (n=3, mean and 95% t-interval)" in labels
+    assert "validation (n=3, mean, 95% t-CI)" in labels
 
 
 def test_spearman_single_seed_says_n1_and_draws_no_interval(captured: dict[str, Figure], tmp_path: Path) -> None:
@@ -159,3 +160,7 @@ def test_results_folder_redraws_to_the_same_csvs(folder: Path, tmp_path: Path) -
     for path in csvs:
         pd.testing.assert_frame_equal(read_csv(path), read_csv(folder / path.name), check_dtype=False)
     assert {p.name for p in folder.glob("*.png")} == {p.name for p in written if p.suffix == ".png"}
+    if (tmp_path / "README.md").exists():  # scale swept: the README's numbers are the block the CSVs generate
+        assert generated_block((folder / "README.md").read_text()) == generated_block(
+            (tmp_path / "README.md").read_text()
+        )

@@ -48,8 +48,8 @@ def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> li
     """Write ``stem.png`` (DPI), ``stem.svg`` and ``stem.csv`` (the data behind the figure)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg, csv = (out_dir / f"{stem}.{ext}" for ext in ("png", "svg", "csv"))
-    fig.savefig(png, dpi=DPI)
-    fig.savefig(svg, metadata={"Date": None})
+    fig.savefig(png, dpi=DPI, bbox_inches="tight")  # tight: a legend wider than its figure is not cut off
+    fig.savefig(svg, metadata={"Date": None}, bbox_inches="tight")
     data.to_csv(csv, index=False)
     return [png, svg, csv]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import matplotlib as mpl
 import pandas as pd
-from matplotlib.ticker import FixedLocator, MaxNLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from sweep.report.axes import (
     COLUMN_SIZE,
@@ -58,6 +58,7 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
         if candidates:
             ax.axhline(1.0, color="0.5", linestyle=":", linewidth=0.8)
             ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))  # 0.2, 0.3, 0.5, 1: a short range
             ax.yaxis.set_major_formatter(plain_number)
             ax.yaxis.set_minor_formatter(NullFormatter())
         else:

@@ -55,7 +55,7 @@ def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
             capsize=2,
             color="C0" if split == "validation" else "C1",
             linestyle=SPLIT_STYLES.get(str(split), "-"),
-            label=f"{split} ({n_label(group['n'])}{', mean and 95% t-interval' if with_interval else ''})",
+            label=f"{split} ({n_label(group['n'])}{', mean, 95% t-CI' if with_interval else ''})",
         )
     format_swept_axis(ax, trained["scale"], scale_axis_label(trials))
     baseline_lines(ax, untrained_values(rows))

@@ -9,11 +9,12 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.report.extra_sets import write_extra_sets_vs_scale
+from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
 from sweep.report.results_folder import ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
-from sweep.report.study_context import UNTRAINED_SCALE, untrained_rows
+from sweep.report.study_context import UNTRAINED_SCALE, library_default, untrained_rows
 from sweep.report.summaries import (
     SPEARMAN_COLUMNS,
     SPLITS,
@@ -55,6 +56,18 @@ def with_untrained(summary: pd.DataFrame, untrained: pd.DataFrame) -> pd.DataFra
     return merged.sort_values([*conditions, "scale"], kind="stable", ignore_index=True)
 
 
+def write_study_findings(
+    spearman: pd.DataFrame, tables: Mapping[str, pd.DataFrame], trials: pd.DataFrame, out_dir: Path
+) -> list[Path]:
+    """The generated findings block of ``out_dir/README.md`` (see ``sweep.report.findings``), when scale was swept."""
+    if spearman.empty or spearman.loc[spearman["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
+        return []
+    paired = tables.get(PAIRED_STEM, pd.DataFrame())
+    concentration = tables.get("concentration_vs_scale", pd.DataFrame())
+    block = findings_block(spearman, paired, concentration, library_default(trials)[0])
+    return [write_findings(out_dir / "README.md", block, out_dir.name)]
+
+
 def write_study_figures(
     trials: pd.DataFrame,
     histories: Mapping[str, pd.DataFrame],
@@ -89,6 +102,7 @@ def write_study_figures(
     if "layer_grid_heatmap" not in tables:
         tables["layer_grid_heatmap"] = layer_grid_summary(trials)
     return [
+        *write_study_findings(spearman, tables, trials, out_dir),
         *(write_trials_table(trials, out_dir) if write_trials else []),
         *write_spearman_vs_scale(spearman, trials, out_dir),
         *write_concentration_vs_scale(tables.get("concentration_vs_scale", pd.DataFrame()), trials, out_dir),
