@@ -52,8 +52,8 @@ def epochs(folder: str) -> float:
     return setting(folder, "trial.max_steps") * setting(folder, "trial.batch_size") / TRAIN_ROWS
 
 
-def sp(folder: str, scale: float, column: str = "mean", split: str = "validation") -> float:
-    return cell(f"{folder}/spearman_vs_scale.csv", column, scale=scale, split=split)
+def sp(folder: str, scale: float, column: str = "mean", split: str = "validation", **condition: object) -> float:
+    return cell(f"{folder}/spearman_vs_scale.csv", column, scale=scale, split=split, **condition)
 
 
 def paired(folder: str) -> pd.DataFrame:
@@ -70,6 +70,19 @@ def tied(folder: str) -> set[float]:
     """The scales the paired test cannot tell from the best (the best included)."""
     frame = paired(folder)
     return set(frame.index[frame["indistinguishable"]])
+
+
+def lr_of(folder: str, agg: str) -> float:
+    return float(getattr(table(f"{folder}/trials.csv")["trial.learning_rate"], agg)())
+
+
+def loss_ends(folder: str, **where: object) -> pd.DataFrame:
+    """Per trained run (scale, run_id): its training loss's last value over its first and over its lowest."""
+    curves = table(f"{folder}/train_loss_curves.csv")
+    for key, value in where.items():
+        curves = curves[curves[key] == value]
+    ordered = curves[curves["scale"] > 0].sort_values("step").groupby(["scale", "run_id"])["value"]
+    return pd.DataFrame({"to_first": ordered.last() / ordered.first(), "to_lowest": ordered.last() / ordered.min()})
 
 
 def rand(folder: str, scale: float, stage: str = "final", column: str = "mean") -> float:
@@ -140,6 +153,7 @@ COSENT: Claims = [
     ("0.457", lambda: rand("cosent_scale", 1, "init")), ("0.045", lambda: rand("cosent_scale", 1)),
     ("0.791", lambda: rand("cosent_scale", 20)), ("0.070", lambda: rand("mnrl_scale", 20)),
     ("0.05", lambda: setting("cosent_scale", "trial.learning_rate")),
+    ("0.002", lambda: lr_of("cosent_scale_lr", "min")), ("0.01", lambda: lr_of("cosent_scale_lr", "max")),
 ]  # fmt: skip
 ANGLE_SCALES: Claims = [
     ("0.688", lambda: trial("angle_scales", VAL, **AS)), ("0.559", lambda: trial("angle_scales", TEST, **AS)),
@@ -244,8 +258,14 @@ TOP: Claims = [
     ("0.01", lambda: setting("gist_temperature", "loss.temperature")),  # GIST's default temperature
     ("0.05", lambda: 1 / 20),  # temperature of scale 20
 ]  # fmt: skip
+COSENT_LR: Claims = [
+    ("0.05", lambda: setting("cosent_scale", "trial.learning_rate")),
+    ("0.002", lambda: lr_of("cosent_scale_lr", "min")), ("0.01", lambda: lr_of("cosent_scale_lr", "max")),
+    ("0.2", lambda: 1 / 5), ("0.5", lambda: 1 / 2),  # the temperatures of the best scales
+]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
-    "mnrl_scale": MNRL, "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
+    "mnrl_scale": MNRL,
+    "cosent_scale_lr": COSENT_LR, "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
     "gist_temperature": GIST, "learnable_scale": LEARNABLE, "normalize": NORMALIZE, "matryoshka2d": MATRYOSHKA,
     "loss_vs_scale": LOSS, "loss_vs_scale_measured": MEASURED_CLAIMS,
 }  # fmt: skip
@@ -312,3 +332,22 @@ def test_mnrl_scale_finding_reads_back_from_its_tables() -> None:
     assert final.loc[(final["q95"] - final["q05"]).idxmax(), "scale"] == 1
     negatives = table("mnrl_scale/concentration_vs_scale.csv").query("kind == 'neg' and stage == 'final'")
     assert negatives.set_index("scale")["mean"].loc[[20.0, 30.0, 50.0]].is_monotonic_increasing
+
+
+def test_cosent_scale_lr_finding_reads_back_from_its_tables() -> None:
+    """The words of results/cosent_scale_lr's finding, per learning rate (its paired table has one per condition)."""
+    verdicts = table("cosent_scale_lr/paired_comparison.csv")
+    low, high = (verdicts[verdicts["condition"] == f"learning_rate={lr}"].set_index("scale") for lr in (0.002, 0.01))
+    stable = loss_ends("cosent_scale_lr", learning_rate=0.002)
+    assert (stable["to_first"] < 1).all() and (stable["to_lowest"] <= 1.01).all()
+    rising = loss_ends("cosent_scale_lr", learning_rate=0.01)
+    assert (rising.loc[rising.index.get_level_values("scale") >= 5, "to_lowest"] >= 1.03).all()
+    assert low.index[low["best"]].tolist() == [5.0] and set(low.index[low["indistinguishable"]]) == {2.0, 5.0}
+    assert high.index[high["best"]].tolist() == [2.0]
+    assert not low.loc[20.0, "indistinguishable"] and not high.loc[20.0, "indistinguishable"]
+    untrained = sp("cosent_scale_lr", 0, split="validation", learning_rate=0.002)
+    assert (low["spearman"] > untrained).all()
+    rand_final = table("cosent_scale_lr/concentration_vs_scale.csv").query("kind == 'rand' and learning_rate == 0.002")
+    init = rand_final.query("stage == 'init'")["mean"].max()
+    assert (rand_final.query("stage == 'final' and scale > 0")["mean"] < init).all()
+    assert (high.loc[[10.0, 20.0, 50.0, 100.0], "spearman"] < low.loc[[10.0, 20.0, 50.0, 100.0], "spearman"]).all()
