@@ -29,7 +29,7 @@ from sweep.names import (
 )
 from sweep.predictions import log_predictions
 from sweep.resources import TEST, VALIDATION, StudyResources, device_of, spearman
-from sweep.stats_probe import ConcentrationProbe, loss_scales
+from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, loss_scales
 from sweep.tracking import TrialRun
 
 log = logging.getLogger(__name__)
@@ -121,6 +121,27 @@ def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> Sentenc
     )
 
 
+def probe_at_evaluation(
+    probe: ConcentrationProbe | None,
+    cfg: DictConfig,
+    model: SentenceTransformer,
+    validation: EmbeddingKeepingEvaluator,
+    run: TrialRun,
+) -> Callable[[int], None] | None:
+    """What the probe logs at each evaluation during training: every statistic (``stats.every_eval``), else the
+    loss at every grid scale, but not at the last step (the final statistics log those)."""
+    if probe is None:
+        return None
+    if cfg.stats.every_eval:
+        return lambda step: probe.measure(model, validation, run, step=step)
+
+    def losses(step: int) -> None:
+        if step < cfg.trial.max_steps:
+            probe.log_losses(model, run, step)
+
+    return losses
+
+
 def train_and_evaluate(
     trial: optuna.Trial,
     cfg: DictConfig,
@@ -169,17 +190,11 @@ def train_and_evaluate(
         initial_weights = {name: p.detach().clone() for name, p in model.named_parameters()}
     if probe is not None:
         probe.follow(loss)  # the statistics use the loss's current scale (a learned one included)
-    every_eval = (lambda step: probe.measure(model, validation, run, step=step)) if probe and stats.every_eval else None
-    if probe is not None and not stats.every_eval:  # the loss at every grid scale, at each evaluation but the last
-
-        def every_eval(step: int) -> None:
-            if step < cfg.trial.max_steps:  # the last step's losses are logged with the final statistics
-                probe.log_losses(model, run, step)
-
     extra = resources.extra.get(cfg)
     scorer = extra_eval.TrialScorer(extra, model, run.log_metrics)
-    if cfg.eval.extra_every_eval:
-        every_eval = extra_eval.chain(every_eval, scorer)
+    every_eval = extra_eval.chain(
+        probe_at_evaluation(probe, cfg, model, validation, run), scorer if cfg.eval.extra_every_eval else None
+    )
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
