@@ -55,7 +55,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 Embeddings = torch.Tensor | np.ndarray
@@ -308,25 +307,3 @@ def concentration_statistics(
     metrics["sim_uniformity"] = uniformity(sentences, seed=seed)
     metrics["sim_effective_rank"] = effective_rank(sentences)
     return metrics, distributions
-
-
-def histogram_figure(distributions: dict[str, np.ndarray], title: str = "") -> Figure:
-    """Overlaid density step histograms of cosine distributions on 80 shared bins over [-1, 1].
-
-    Built without pyplot (no global state, no GUI backend); empty distributions are left out.
-    """
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
-    ax = fig.add_subplot()
-    bins = np.linspace(-1.0, 1.0, 81)
-    for name, values in distributions.items():
-        v = np.clip(np.asarray(values, dtype=np.float64).ravel(), -1.0, 1.0)  # rounding can exceed 1
-        if v.size:
-            ax.hist(v, bins=bins, density=True, histtype="step", linewidth=1.5, label=f"{name} (n={v.size})")
-    ax.set_xlim(-1.0, 1.0)
-    ax.set_xlabel("cosine similarity")
-    ax.set_ylabel("density")
-    if title:
-        ax.set_title(title)
-    if ax.patches:
-        ax.legend()
-    return fig

@@ -14,7 +14,6 @@ from sweep.concentration import (
     alignment,
     concentration_statistics,
     effective_rank,
-    histogram_figure,
     in_batch_statistics,
     pair_cosines,
     prob_random_above_positive,
@@ -22,6 +21,7 @@ from sweep.concentration import (
     summarize,
     uniformity,
 )
+from sweep.similarity_histogram import histogram_figure
 
 EXTRA_KEYS = {
     "sim_gap",
