@@ -53,3 +53,4 @@ TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale
 # MLflow artifacts.
 ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cosine per STSB pair (final model)
 ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table
+ARTIFACT_CONFIG = "config.yaml"  # parent run: the study's composed config, paths as given (a results folder's copy)

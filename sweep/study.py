@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import optuna
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
@@ -23,6 +23,7 @@ from sweep.failures import FailureWatch
 from sweep.input_checks import check_swept_overrides
 from sweep.model import check_available
 from sweep.names import (
+    ARTIFACT_CONFIG,
     ATTR_ATTEMPT,
     ATTR_CONFIG_ERROR,
     ATTR_DISCARDED,
@@ -258,6 +259,7 @@ class Sweep:
 def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
     """Validate the config (and the command-line `overrides` it was composed with), then open (or create) the
     Optuna study, its grid queue and MLflow parent run."""
+    config_yaml = OmegaConf.to_yaml(cfg)  # before the paths become this machine's
     absolute_paths(cfg)
     declared = declared_space(cfg)
     check_swept_overrides(cfg, overrides, declared)
@@ -278,6 +280,8 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
         parent = tracking.parent_run(
             client, study, exp_id, {**flatten(cfg), "study.search_space": declared, **versions}
         )
+        upload = functools.partial(client.log_text, parent, config_yaml, ARTIFACT_CONFIG)
+        client.writer.write("config.yaml", lambda: tracking.write_artifact(client, parent, ARTIFACT_CONFIG, upload))
         if space and search_space.is_grid(space):
             enqueue_grid(study, space, cfg.study.sampler.seed)
         study.set_user_attr(ATTR_READY, True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import yaml
 from mlflow.tracking import MlflowClient
 
 from sweep.app import paired_summary
@@ -48,6 +49,7 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     assert sorted(table["scale"]) == [1.0, 20.0] and table["best"].sum() == 1
     assert set(table["n_seeds"]) == {2} and set(table["n_pairs"]) == {200}
     assert line in (out / "paired_comparison.md").read_text()
+    assert yaml.safe_load((out / "config.yaml").read_text())["name"] == "paired"  # the parent run's copy
     spearman = pd.read_csv(out / "spearman_vs_scale.csv")
     validation = spearman[spearman["split"] == "validation"].set_index("scale")["indistinguishable_from_best"]
     assert validation.dropna().to_dict() == table.set_index("scale")["indistinguishable"].to_dict()

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 
 import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from sweep.names import ROLE_STUDY, TAG_OPTUNA_STATE, TAG_PARENT_RUN_ID, TAG_ROLE, TAG_TRIAL_NUMBER
+from sweep.names import ARTIFACT_CONFIG, ROLE_STUDY, TAG_OPTUNA_STATE, TAG_PARENT_RUN_ID, TAG_ROLE, TAG_TRIAL_NUMBER
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,20 @@ def load_metric_history(client: MlflowClient, run_ids: Iterable[str], key: str) 
 
 
 HISTORY_KEYS = ("train_loss", "learned_scale", "stsb_validation_spearman")  # the last for its step 0: untrained
+
+
+def download_study_config(
+    tracking_uri: str, out_dir: Path, experiment_name: str | None = None, parent_run_id: str | None = None
+) -> list[Path]:
+    """Copy the study's composed config (the parent run's ``config.yaml``) into ``out_dir``; nothing for a study
+    run before the parent logged it."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    parent = _resolve_parent(client, experiment_name, parent_run_id)
+    if not any(item.path == ARTIFACT_CONFIG for item in client.list_artifacts(parent.info.run_id)):
+        log.warning("parent run %s has no %s: copy the Hydra config", parent.info.run_id, ARTIFACT_CONFIG)
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [Path(client.download_artifacts(parent.info.run_id, ARTIFACT_CONFIG, str(out_dir)))]
 
 
 def load_study(
