@@ -43,7 +43,10 @@ def test_the_block_names_the_best_the_ties_the_default_and_the_untrained_model()
     assert block.startswith(START) and block.endswith(END)
     assert "- best scale 10 (validation 0.740); not distinguishable from it: none (paired bootstrap, " in block
     assert "1,500 pairs x 3 seeds, 95%)" in block
-    assert "- library default 20: 0.730, 0.010 below the best [0.004, 0.020]: worse than the best" in block
+    assert (
+        "- library default scale 20 (temperature 0.05): 0.730, 0.010 below the best [0.004, 0.020]: worse than the best"
+        in block
+    )
     assert "- untrained model (scale 0): validation 0.600" in block
     assert "| 10 | 0.740 [0.730, 0.750] | 0.640 | (best) | yes |" in block
     assert "| 0 |" not in block  # the untrained model is a line of its own, not a row of the scale table

@@ -263,9 +263,14 @@ COSENT_LR: Claims = [
     ("0.002", lambda: lr_of("cosent_scale_lr", "min")), ("0.01", lambda: lr_of("cosent_scale_lr", "max")),
     ("0.2", lambda: 1 / 5), ("0.5", lambda: 1 / 2),  # the temperatures of the best scales
 ]  # fmt: skip
+GIST_GUIDE: Claims = [
+    *[(f"{t:g}", lambda t=t: t) for t in (0.05, 0.02, 0.01)],  # temperatures of the grid, checked below
+]
 FINDINGS: dict[str, Claims] = {
     "mnrl_scale": MNRL,
-    "cosent_scale_lr": COSENT_LR, "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
+    "cosent_scale_lr": COSENT_LR,
+    "gist_temperature_guide": GIST_GUIDE,
+    "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
     "gist_temperature": GIST, "learnable_scale": LEARNABLE, "normalize": NORMALIZE, "matryoshka2d": MATRYOSHKA,
     "loss_vs_scale": LOSS, "loss_vs_scale_measured": MEASURED_CLAIMS,
 }  # fmt: skip
@@ -351,3 +356,19 @@ def test_cosent_scale_lr_finding_reads_back_from_its_tables() -> None:
     init = rand_final.query("stage == 'init'")["mean"].max()
     assert (rand_final.query("stage == 'final' and scale > 0")["mean"] < init).all()
     assert (high.loc[[10.0, 20.0, 50.0, 100.0], "spearman"] < low.loc[[10.0, 20.0, 50.0, 100.0], "spearman"]).all()
+
+
+def test_gist_temperature_guide_finding_reads_back_from_its_tables() -> None:
+    """The words of results/gist_temperature_guide's finding."""
+    folder = "gist_temperature_guide"
+    assert {1 / t for t in table(f"{folder}/trials.csv")["loss.temperature"]} == {10.0, 20.0, 50.0, 100.0, 200.0}
+    verdicts = paired(folder)
+    assert best(folder) == 20 and tied(folder) == {20.0}
+    assert 0 < verdicts.loc[50.0, "ci_low"] < 0.001 and verdicts.loc[100.0, "ci_low"] > 0.01
+    assert sp(folder, 50, split="test") >= sp(folder, 20, split="test")
+    assert (verdicts["spearman"] > sp(folder, 0)).all()
+    assert float(table("gist_temperature/trials.csv").set_index("loss.temperature")[VAL].idxmax()) == 0.05
+    rand_pairs = table(f"{folder}/concentration_vs_scale.csv").query("kind == 'rand'")
+    final = rand_pairs.query("stage == 'final'").set_index("scale")["mean"]
+    untrained = rand_pairs.query("stage == 'init'")["mean"].mean()
+    assert final.is_monotonic_increasing and (final < untrained).all() and untrained - final.loc[200.0] < 0.05

@@ -50,7 +50,8 @@ def _paired_cell(paired: pd.DataFrame, scale: float) -> str:
 def _scale_table(rows: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
     """Markdown rows: scale, validation and test Spearman, paired difference to the best and verdict."""
     lines = [
-        "| scale | validation Spearman [95% t-CI] | test Spearman | best - this [paired 95% CI] | tied with best |",
+        "| scale (1/temperature) | validation Spearman [95% t-CI] | test Spearman | best - this [paired 95% CI] "
+        "| tied with best |",
         "|---|---|---|---|---|",
     ]
     trained = rows[rows["scale"] != UNTRAINED_SCALE]
@@ -83,7 +84,8 @@ def _verdict_lines(paired: pd.DataFrame, default: float | None) -> list[str]:
         row = at_default.iloc[0]
         verdict = "not distinguishable from the best" if row["indistinguishable"] else "worse than the best"
         lines.append(
-            f"- library default {default:g}: {_number(row['spearman'])}, {_number(row['diff_to_best'])} below the "
+            f"- library default scale {default:g} (temperature {1 / default:g}): {_number(row['spearman'])}, "
+            f"{_number(row['diff_to_best'])} below the "
             f"best [{_number(row['ci_low'])}, {_number(row['ci_high'])}]: {verdict}"
         )
     return lines
