@@ -175,6 +175,9 @@ def validate_study(study: DictConfig) -> None:
     require_int("study.max_retries", study.max_retries, minimum=0)
     require_int("study.pack", study.pack, minimum=1)
     require_int("study.heartbeat_interval", study.heartbeat_interval, note="seconds")
+    require_number("study.outage_timeout_s", study.get("outage_timeout_s", 300), low=0, strict=True, note="seconds")
+    if study.get("pack_memory_gib") is not None:
+        require_number("study.pack_memory_gib", study.pack_memory_gib, low=0, strict=True, note="GiB, or null")
 
 
 # `trial.eval_batch_size: auto`, measured with `python -m sweep.bench` (item 6): static models encode fastest in

@@ -113,6 +113,9 @@ def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
         ),
         (["data.train.local_file=/nonexistent/file.csv", "data.source=local"], "data.train.local_file"),
         (["model.config_overrides.hidden_size=16", "model.reinit=false"], "model.config_overrides"),
+        (["study.outage_timeout_s=0"], "study.outage_timeout_s"),
+        (["study.pack_memory_gib=-2"], "study.pack_memory_gib"),
+        (["study.pack_memory_gib=lots"], "study.pack_memory_gib"),
     ],
 )
 def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overrides, key):
