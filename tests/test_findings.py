@@ -67,3 +67,10 @@ def test_rewriting_the_block_keeps_the_prose(tmp_path: Path) -> None:
     assert text.startswith("# study\n\nprose before\n\n") and text.endswith(f"{END}\n\nprose after\n")
     fresh = write_findings(tmp_path / "new" / "README.md", block, "new")
     assert fresh.read_text() == f"# new\n\n{block}\n"
+
+
+def test_without_a_paired_table_the_block_says_so() -> None:
+    """One seed, or trials that logged no predictions: the table has no verdict and the block says why."""
+    block = findings_block(spearman(), pd.DataFrame(), pd.DataFrame(), default=20.0)
+    assert "| 10 | 0.740 [0.730, 0.750] | 0.640 | | |" in block
+    assert "- no paired comparison" in block

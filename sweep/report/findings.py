@@ -37,7 +37,7 @@ def _interval(row: pd.Series) -> str:
 
 def _paired_cell(paired: pd.DataFrame, scale: float) -> str:
     """Best minus this scale with its paired interval, and the verdict."""
-    rows = paired[paired["scale"] == scale]
+    rows = paired[paired["scale"] == scale] if not paired.empty else paired
     if rows.empty:
         return "| |"
     row = rows.iloc[0]

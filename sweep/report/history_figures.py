@@ -9,10 +9,13 @@ from pathlib import Path
 
 import matplotlib as mpl
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from sweep.report.axes import (
     COLUMN_SIZE,
+    DOUBLE_COLUMN_WIDTH,
     PAPER_RC,
     facets,
     legend_below,
@@ -34,6 +37,28 @@ def _conditions(data: pd.DataFrame) -> list[str]:
     return [column for column in data.columns if column not in HISTORY_COLUMNS]
 
 
+def _loss_panels(data: pd.DataFrame, label: str, sharey: bool) -> tuple[Figure, list[tuple[Axes, str, pd.DataFrame]]]:
+    """(axes, title, rows) per (condition, scale): a grid with one row per condition and one column per scale when
+    there are conditions (the row's condition labels its first panel), else panels wrapped three or four a row."""
+    groups = by_condition(data, _conditions(data))
+    if len(groups) == 1:
+        by_scale = list(groups[0][1].groupby("scale", sort=True))
+        fig, axes = facets(
+            len(by_scale), height=1.35, sharey=sharey, max_columns=4 if len(by_scale) > MANY_PANELS else 3
+        )
+        return fig, [(ax, f"{label} {scale:g}", rows) for ax, (scale, rows) in zip(axes, by_scale, strict=True)]
+    scales = sorted(data["scale"].unique())
+    fig = new_figure(DOUBLE_COLUMN_WIDTH, 1.15 * len(groups) + 0.9)
+    grid = fig.subplots(len(groups), len(scales), sharex=True, sharey=sharey, squeeze=False)
+    panels = []
+    for row, (condition, group) in enumerate(groups):
+        grid[row][0].set_ylabel(condition.replace(", ", "\n"), fontsize=6)
+        for column, scale in enumerate(scales):
+            title = f"{label} {scale:g}" if row == 0 else ""
+            panels.append((grid[row][column], title, group[group["scale"] == scale]))
+    return fig, panels
+
+
 @mpl.rc_context(PAPER_RC)
 def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Training loss vs step from a ``metric_history_table``: one panel per (condition, scale), one line per
@@ -41,18 +66,11 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
     the scale-0 level) on one shared log axis; other losses keep their own y range per panel."""
     if data.empty:
         return []
-    label = scale_axis_label(trials)
-    panels = [
-        (f"{condition}\n{label} {scale:g}" if condition else f"{label} {scale:g}", rows)
-        for condition, group in by_condition(data, _conditions(data))
-        for scale, rows in group.groupby("scale", sort=True)
-    ]
     candidates = n_candidates(trials)
     chance = math.log(candidates) if candidates else 1.0
-    fig, axes = facets(
-        len(panels), height=1.35, sharey=bool(candidates), max_columns=4 if len(panels) > MANY_PANELS else 3
-    )
-    for ax, (title, rows) in zip(axes, panels, strict=True):
+    fig, panels = _loss_panels(data, scale_axis_label(trials), sharey=bool(candidates))
+    axes = [ax for ax, _, _ in panels]
+    for ax, title, rows in panels:
         for _, run in rows.groupby("run_id", sort=False):
             ax.plot(run["step"], run["value"] / chance, color="C0", alpha=0.7)
         if candidates:
@@ -64,7 +82,8 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
         else:
             ax.ticklabel_format(axis="y", useOffset=False)
         ax.set_title(title, pad=2)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=4))
+        columns = ax.get_subplotspec().get_gridspec().ncols
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=2 if columns > 5 else 4))
         if ax.get_subplotspec().is_last_row():
             ax.set_xlabel("training step")
         if candidates:  # a shared y axis: only the outer panels keep their labels

@@ -89,7 +89,7 @@ def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
     complete = trials[trials["state"] == "COMPLETE"]
     names = {SCALE: "scale", **condition_columns(trials)}
     clashing = [name for name in names.values() if name in complete and name not in names]
-    return complete.drop(columns=clashing).rename(columns=names)
+    return complete.drop(columns=clashing).rename(columns=names).copy()  # copy: one block, not hundreds of columns
 
 
 def condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
