@@ -72,5 +72,5 @@ def test_rewriting_the_block_keeps_the_prose(tmp_path: Path) -> None:
 def test_without_a_paired_table_the_block_says_so() -> None:
     """One seed, or trials that logged no predictions: the table has no verdict and the block says why."""
     block = findings_block(spearman(), pd.DataFrame(), pd.DataFrame(), default=20.0)
-    assert "| 10 | 0.740 [0.730, 0.750] | 0.640 | | |" in block
+    assert "\n| 10 | 0.740 [0.730, 0.750] | 0.640 |  |  |\n" in block  # the header's five columns
     assert "- no paired comparison" in block

@@ -39,7 +39,7 @@ def _paired_cell(paired: pd.DataFrame, scale: float) -> str:
     """Best minus this scale with its paired interval, and the verdict."""
     rows = paired[paired["scale"] == scale] if not paired.empty else paired
     if rows.empty:
-        return "| |"
+        return " | "
     row = rows.iloc[0]
     if row["best"]:
         return "(best) | yes"
@@ -99,9 +99,12 @@ def _concentration_line(rows: pd.DataFrame) -> list[str]:
         return []
     lowest, largest = final.loc[final["mean"].idxmin()], final.loc[final["scale"].idxmax()]
     before = f"{_number(init['mean'].mean())} untrained, " if not init.empty else ""
+    lowest_text = f"lowest {_number(lowest['mean'])} at scale {lowest['scale']:g}"
+    if lowest["scale"] == largest["scale"]:
+        return [f"- mean cosine of random STSB pairs: {before}{lowest_text}, the largest scale"]
     return [
-        f"- mean cosine of random STSB pairs: {before}lowest {_number(lowest['mean'])} at scale "
-        f"{lowest['scale']:g}, {_number(largest['mean'])} at scale {largest['scale']:g}"
+        f"- mean cosine of random STSB pairs: {before}{lowest_text}, {_number(largest['mean'])} at scale "
+        f"{largest['scale']:g}"
     ]
 
 
