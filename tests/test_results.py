@@ -263,12 +263,18 @@ COSENT_LR: Claims = [
     ("0.002", lambda: lr_of("cosent_scale_lr", "min")), ("0.01", lambda: lr_of("cosent_scale_lr", "max")),
     ("0.2", lambda: 1 / 5), ("0.5", lambda: 1 / 2),  # the temperatures of the best scales
 ]  # fmt: skip
+MNRL_LR: Claims = [
+    ("0.01", lambda: lr_of("mnrl_scale_lr", "min")), ("0.1", lambda: lr_of("mnrl_scale_lr", "max")),
+    ("0.03", lambda: sorted(set(table("mnrl_scale_lr/trials.csv")["trial.learning_rate"]))[1]),
+    ("0.05", lambda: setting("mnrl_scale", "trial.learning_rate")), ("7.8", lambda: TRAIN_ROWS / 1000),
+]  # fmt: skip
 GIST_GUIDE: Claims = [
     *[(f"{t:g}", lambda t=t: t) for t in (0.05, 0.02, 0.01)],  # temperatures of the grid, checked below
 ]
 FINDINGS: dict[str, Claims] = {
     "mnrl_scale": MNRL,
     "cosent_scale_lr": COSENT_LR,
+    "mnrl_scale_lr": MNRL_LR,
     "gist_temperature_guide": GIST_GUIDE,
     "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
     "gist_temperature": GIST, "learnable_scale": LEARNABLE, "normalize": NORMALIZE, "matryoshka2d": MATRYOSHKA,
@@ -372,3 +378,28 @@ def test_gist_temperature_guide_finding_reads_back_from_its_tables() -> None:
     final = rand_pairs.query("stage == 'final'").set_index("scale")["mean"]
     untrained = rand_pairs.query("stage == 'init'")["mean"].mean()
     assert final.is_monotonic_increasing and (final < untrained).all() and untrained - final.loc[200.0] < 0.05
+
+
+def by_condition_paired(folder: str, column: str) -> dict[float, pd.DataFrame]:
+    """The paired table of a study with one condition ``column``, per value of it, indexed by scale."""
+    frame = table(f"{folder}/paired_comparison.csv")
+    values = frame["condition"].str.removeprefix(f"{column}=").astype(float)
+    return {value: group.set_index("scale") for value, group in frame.groupby(values)}
+
+
+def test_mnrl_scale_lr_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_lr's finding."""
+    per_lr = by_condition_paired("mnrl_scale_lr", "learning_rate")
+    assert sorted(per_lr) == [0.01, 0.03, 0.1]
+    assert all(verdicts.index[verdicts["best"]].tolist() == [10.0] for verdicts in per_lr.values())
+    assert per_lr[0.01].loc[20.0, "indistinguishable"]
+    assert not per_lr[0.03].loc[20.0, "indistinguishable"] and not per_lr[0.1].loc[20.0, "indistinguishable"]
+    best = {lr: verdicts.loc[10.0, "spearman"] for lr, verdicts in per_lr.items()}
+    assert best[0.01] > best[0.03] > sp("mnrl_scale", 10) > best[0.1]
+    untrained = sp("mnrl_scale", 0)
+    assert all(verdicts.loc[1.0, "spearman"] < untrained for verdicts in per_lr.values())
+    assert [per_lr[lr].loc[50.0, "spearman"] < untrained for lr in (0.01, 0.03, 0.1)] == [False, True, True]
+    rand_pairs = table("mnrl_scale_lr/concentration_vs_scale.csv").query("kind == 'rand' and stage == 'final'")
+    for _, rows in rand_pairs.groupby("learning_rate"):
+        means = rows.set_index("scale")["mean"]
+        assert means.drop(0.0, errors="ignore").idxmin() == 10.0 and means.loc[50.0] > means.loc[20.0]
