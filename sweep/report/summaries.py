@@ -94,7 +94,12 @@ def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 def condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
     """``name=value, ...`` for a combination of conditions ('' when there are none)."""
-    return ", ".join(f"{name}={value}" for name, value in zip(conditions, values, strict=True))
+    return ", ".join(f"{name}={_plain(value)}" for name, value in zip(conditions, values, strict=True))
+
+
+def _plain(value: object) -> object:
+    """A whole float as an integer (``1000``, not ``1000.0``: MLflow hands numeric params back as floats)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def by_condition(table: pd.DataFrame, conditions: list[str]) -> list[tuple[str, pd.DataFrame]]:
