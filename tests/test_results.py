@@ -268,6 +268,7 @@ MNRL_LR: Claims = [
     ("0.03", lambda: sorted(set(table("mnrl_scale_lr/trials.csv")["trial.learning_rate"]))[1]),
     ("0.05", lambda: setting("mnrl_scale", "trial.learning_rate")), ("7.8", lambda: TRAIN_ROWS / 1000),
 ]  # fmt: skip
+MNRL_DATA: Claims = [("7.8", lambda: TRAIN_ROWS / 1000)]
 GIST_GUIDE: Claims = [
     *[(f"{t:g}", lambda t=t: t) for t in (0.05, 0.02, 0.01)],  # temperatures of the grid, checked below
 ]
@@ -275,6 +276,7 @@ FINDINGS: dict[str, Claims] = {
     "mnrl_scale": MNRL,
     "cosent_scale_lr": COSENT_LR,
     "mnrl_scale_lr": MNRL_LR,
+    "mnrl_scale_data": MNRL_DATA,
     "gist_temperature_guide": GIST_GUIDE,
     "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
     "gist_temperature": GIST, "learnable_scale": LEARNABLE, "normalize": NORMALIZE, "matryoshka2d": MATRYOSHKA,
@@ -403,3 +405,23 @@ def test_mnrl_scale_lr_finding_reads_back_from_its_tables() -> None:
     for _, rows in rand_pairs.groupby("learning_rate"):
         means = rows.set_index("scale")["mean"]
         assert means.drop(0.0, errors="ignore").idxmin() == 10.0 and means.loc[50.0] > means.loc[20.0]
+
+
+def test_mnrl_scale_data_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_data's finding, and the passes over the data it quotes."""
+    per_size = by_condition_paired("mnrl_scale_data", "train.max_samples")
+    assert sorted(per_size) == [1000, 3000, 100000]
+    worst = [max(v.loc[1.0, "diff_to_best"], v.loc[50.0, "diff_to_best"]) for _, v in sorted(per_size.items())]
+    assert worst[0] < worst[1] < worst[2]
+    default = [round(v.loc[20.0, "diff_to_best"], 3) for _, v in sorted(per_size.items())]
+    assert default[0] > default[1] == default[2]
+    assert per_size[1000].index[per_size[1000]["indistinguishable"]].tolist() == [5.0, 10.0]
+    assert per_size[1000].loc[5.0, "best"]
+    assert all(v.index[v["indistinguishable"]].tolist() == [10.0] for k, v in per_size.items() if k > 1000)
+    steps = setting("mnrl_scale_data", "trial.max_steps") * setting("mnrl_scale_data", "trial.batch_size")
+    assert (round(steps / 1000), round(steps / 3000), round(steps / TRAIN_ROWS)) == (8, 3, 1)
+    everything = table("mnrl_scale_data/spearman_vs_scale.csv").query("`train.max_samples` == 100000")
+    alone = table("mnrl_scale/spearman_vs_scale.csv")
+    merged = everything.merge(alone, on=["scale", "split"], suffixes=("", "_alone"))
+    assert len(merged) == len(alone) - 4  # both splits of every scale but 15 and 30 (not in mnrl_scale_data's grid)
+    assert (merged["mean"].round(4) == merged["mean_alone"].round(4)).all()
