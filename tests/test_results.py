@@ -235,19 +235,8 @@ MEASURED_CLAIMS: Claims = [
     ("2.1351", lambda: cell("loss_vs_scale_measured/loss_vs_scale.csv", "loss", "min", profile=MEASURED)),
     ("2.4519", lambda: loss("loss_vs_scale_measured", MEASURED, 50)),
 ]  # fmt: skip
-TOP: Claims = [
-    ("0.645", lambda: sp(*UNTRAINED)), *MEASURED_CLAIMS[3:4], *MNRL[:3], ("0.743", lambda: sp("mnrl_scale", 15)),
-    ("0.734", lambda: sp("mnrl_scale", 20)), ("0.605", lambda: sp("mnrl_scale", 50)), *MNRL[13:14], *MNRL[16:17],
-    *COSENT[:3], *COSENT[7:8], *COSENT[14:15], *LEARNABLE[:1], *LEARNABLE[5:6],
-    ("0.716", lambda: sp("learnable_scale", 1)), ("0.727", lambda: sp("learnable_scale", 20)), *MNRL[:1],
-    *ANGLE_WEIGHTS[:2], *ANGLE_WEIGHTS[3:5], *ANGLE_SCALES[:1],
-    ("0.653", lambda: norm(VAL, False, "dot", 1.0)), ("0.702", lambda: norm(VAL, False, "dot", 50.0)),
-    ("0.742", lambda: gist(VAL, 0.05)), ("0.684", lambda: gist(VAL, 0.01)), ("0.75", lambda: gist(RAND, 0.01)),
-    ("0.082", lambda: grid(10.0, 2, 64, "matryoshka2d") - grid(10.0, 2, 64)),
-    ("2.5", lambda: epochs("mnrl_scale")),
-    ("0.01", lambda: setting("gist_temperature", "loss.temperature")),  # GIST's default temperature
-    ("0.05", lambda: 1 / 20),  # temperature of scale 20
-]  # fmt: skip
+
+
 COSENT_LR: Claims = [
     ("0.05", lambda: setting("cosent_scale", "trial.learning_rate")),
     ("0.002", lambda: lr_of("cosent_scale_lr", "min")), ("0.01", lambda: lr_of("cosent_scale_lr", "max")),
@@ -262,6 +251,45 @@ MNRL_DATA: Claims = [("7.8", lambda: TRAIN_ROWS / 1000)]
 GIST_GUIDE: Claims = [
     *[(f"{t:g}", lambda t=t: t) for t in (0.05, 0.02, 0.01)],  # temperatures of the grid, checked below
 ]
+
+
+def pair(folder: str, scale: float, column: str, condition: str | None = None) -> float:
+    """A cell of a study's paired table: one row per (condition, scale)."""
+    frame = table(f"{folder}/paired_comparison.csv")
+    rows = frame[frame["scale"] == scale]
+    rows = rows[rows["condition"] == condition] if condition else rows
+    assert len(rows) == 1, (folder, scale, condition)
+    return float(rows[column].iloc[0])
+
+
+STSB_TRAIN_ROWS = 5749  # STSB train pairs (the study's log; in no CSV)
+LR, SIZE = "learning_rate={}", "train.max_samples={}"
+TOP: Claims = [
+    ("0.645", lambda: sp(*UNTRAINED)), *MEASURED_CLAIMS[3:4],
+    ("0.732", lambda: sp("mnrl_scale", 10)), ("0.731", lambda: sp("mnrl_scale", 15)),
+    ("0.719", lambda: sp("mnrl_scale", 20)), ("0.014", lambda: pair("mnrl_scale", 20, "diff_to_best")),
+    ("0.004", lambda: pair("mnrl_scale", 20, "ci_low")), ("0.022", lambda: pair("mnrl_scale", 20, "ci_high")),
+    *MNRL_LR[:3], *[(q, lambda lr=lr: pair("mnrl_scale_lr", 10, "spearman", LR.format(lr)))
+                    for q, lr in (("0.776", 0.01), ("0.742", 0.03), ("0.726", 0.1))],
+    ("7.8", lambda: TRAIN_ROWS / 1000),
+    *[(q, lambda n=n: max(pair("mnrl_scale_data", s, "diff_to_best", SIZE.format(n)) for s in (1, 50)))
+      for q, n in (("0.132", 1000), ("0.163", 3000), ("0.187", 100000))],
+    ("3.3", lambda: setting("cosent_scale", "trial.max_steps") * setting("cosent_scale", "trial.batch_size")
+     / STSB_TRAIN_ROWS),
+    *COSENT[:3], *COSENT[7:8], *COSENT[14:15], ("0.05", lambda: setting("cosent_scale", "trial.learning_rate")),
+    *COSENT_LR[1:3], ("0.781", lambda: pair("cosent_scale_lr", 5, "spearman", LR.format(0.002))),
+    ("0.746", lambda: pair("cosent_scale_lr", 20, "spearman", LR.format(0.002))),
+    *LEARNABLE[1:3], *LEARNABLE[4:6], ("0.724", lambda: sp("learnable_scale", 20)),
+    *ANGLE_WEIGHTS[:2], *ANGLE_WEIGHTS[3:5], *ANGLE_SCALES[:1],
+    ("0.653", lambda: norm(VAL, False, "dot", 1.0)), ("0.702", lambda: norm(VAL, False, "dot", 50.0)),
+    ("0.742", lambda: gist(VAL, 0.05)), ("0.684", lambda: gist(VAL, 0.01)), ("0.75", lambda: gist(RAND, 0.01)),
+    ("0.01", lambda: setting("gist_temperature", "loss.temperature")),  # GIST's default temperature
+    ("0.734", lambda: sp("gist_temperature_guide", 20)), ("0.711", lambda: sp("gist_temperature_guide", 100)),
+    ("0.023", lambda: pair("gist_temperature_guide", 100, "diff_to_best")),
+    ("0.014", lambda: pair("gist_temperature_guide", 100, "ci_low")),
+    ("0.033", lambda: pair("gist_temperature_guide", 100, "ci_high")),
+    ("0.082", lambda: grid(10.0, 2, 64, "matryoshka2d") - grid(10.0, 2, 64)),
+]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
     "mnrl_scale": MNRL,
     "cosent_scale_lr": COSENT_LR,
