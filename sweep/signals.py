@@ -34,10 +34,25 @@ class Interrupted(KeyboardInterrupt):
 
 
 class _Deferral:
-    """How many `deferred()` blocks are open, and the stop signal that arrived inside one."""
+    """How many `deferred()` blocks are open, the stop signal that arrived inside one, and the first stop signal
+    until a safe point has raised it too (`check_stop`)."""
 
     depth = 0
     pending: int | None = None
+    received: int | None = None
+
+
+def check_stop() -> None:
+    """At a safe point of the main thread (every training step, every trial's start), raise the stop signal again.
+
+    Python drops an exception that a signal handler raises while a weakref callback or ``__del__`` runs (it prints
+    "Exception ignored in ..."): a SIGTERM that landed in SQLAlchemy's ``_collection_gced`` was lost that way and
+    the run trained to the end. Raised here once, so a signal whose first raise did arrive costs nothing: the study
+    has stopped before the next safe point."""
+    if _Deferral.received is None or _Deferral.depth or threading.current_thread() is not threading.main_thread():
+        return
+    signum, _Deferral.received = _Deferral.received, None
+    raise Interrupted(signum)
 
 
 @contextmanager
@@ -52,8 +67,14 @@ def deferred() -> Iterator[None]:
     _Deferral.depth += 1
     try:
         yield
-    finally:
+    except BaseException as error:  # the block failed: a signal that arrived inside it must not be lost with it
         _Deferral.depth -= 1
+        if _Deferral.depth == 0 and _Deferral.pending is not None:
+            signum, _Deferral.pending = _Deferral.pending, None
+            if not isinstance(error, KeyboardInterrupt):  # already stopping otherwise
+                raise Interrupted(signum) from error
+        raise
+    _Deferral.depth -= 1
     if _Deferral.depth == 0 and _Deferral.pending is not None:
         signum, _Deferral.pending = _Deferral.pending, None
         raise Interrupted(signum)
@@ -82,6 +103,7 @@ class StopSignals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
         if self.count == 1:
+            _Deferral.received = signum
             if _Deferral.depth:
                 _Deferral.pending = signum
                 return

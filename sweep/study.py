@@ -40,7 +40,7 @@ from sweep.names import (
 )
 from sweep.resources import StudyResources
 from sweep.results import parent_summary, results_table
-from sweep.signals import signal_name
+from sweep.signals import check_stop, signal_name
 from sweep.study_setup import (
     absolute_paths,
     check_declared_space,
@@ -92,6 +92,7 @@ class Sweep:
             raise
 
     def _train_trial(self, trial: optuna.Trial) -> float:
+        check_stop()  # a stop signal whose first raise was swallowed: no new trial
         if self.is_grid and ATTR_GRID_POINT not in trial.user_attrs:
             # The queue emptied between this worker's check and its next trial: do not train a duplicate.
             trial.set_user_attr(ATTR_DISCARDED, True)

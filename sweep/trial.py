@@ -29,6 +29,7 @@ from sweep.names import (
 )
 from sweep.predictions import log_predictions
 from sweep.resources import TEST, VALIDATION, StudyResources, device_of, spearman
+from sweep.signals import check_stop
 from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, loss_scales
 from sweep.tracking import TrialRun
 
@@ -49,6 +50,9 @@ class TrialCallback(TrainerCallback):
         self.pruned_at: int | None = None
         self.diverged_at: int | None = None
         self.last_eval: tuple[int, float] | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        check_stop()  # a stop signal whose first raise was swallowed (see sweep.signals.check_stop)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}

@@ -53,3 +53,31 @@ def test_pairing_makes_a_small_consistent_difference_visible():
 def test_bad_shapes_are_refused():
     with pytest.raises(ValueError, match="scales"):
         paired_bootstrap(np.zeros(10), np.zeros((2, 1, 10)), [1.0])
+
+
+def test_a_trial_run_without_logged_params_is_left_out_of_the_paired_table(monkeypatch, caplog):
+    """A COMPLETE trial whose MLflow params never arrived (tracking server down past the limit) has no scale; the
+    paired comparison leaves it out instead of failing the study's end (seen in CI: IndexError in the rerun)."""
+    import pandas as pd
+
+    from sweep.report import paired_table
+
+    gold = np.linspace(0, 5, 50)
+    predictions = {"a": noisy(gold, 0.5, 1), "b": noisy(gold, 2.0, 2), "c": noisy(gold, 0.5, 3)}
+    monkeypatch.setattr(
+        paired_table,
+        "load_predictions",
+        lambda client, run_id, split: pd.DataFrame({"gold": gold, "cosine": predictions[run_id]}),
+    )
+    trials = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "state": "COMPLETE",
+            "param.loss.scale": [10.0, 50.0, np.nan],
+            "param.trial.seed": [0.0, 0.0, np.nan],
+            "param.study.search_space.loss.scale": ["[10, 50]", "[10, 50]", np.nan],
+        }
+    )
+    table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=50)
+    assert sorted(table["scale"]) == [10.0, 50.0] and len(lines) == 1
+    assert "1 COMPLETE trial runs have no logged scale" in caplog.text

@@ -63,6 +63,10 @@ def paired_comparisons(
     if "param.loss.scale" not in trials or trials.empty:
         return pd.DataFrame(columns=COLUMNS), []
     complete = complete_trials(trials)
+    unlogged = complete["scale"].isna()
+    if unlogged.any():  # their params never reached MLflow (the tracking server was down past the limit)
+        log.warning("%d COMPLETE trial runs have no logged scale: left out of the paired comparison", unlogged.sum())
+        complete = complete[~unlogged]
     tables, lines = [], []
     for label, group in by_condition(complete, list(condition_columns(trials).values())):
         arrays = _condition_arrays(group, client, split)
