@@ -68,16 +68,22 @@ def deferred() -> Iterator[None]:
     try:
         yield
     except BaseException as error:  # the block failed: a signal that arrived inside it must not be lost with it
-        _Deferral.depth -= 1
-        if _Deferral.depth == 0 and _Deferral.pending is not None:
-            signum, _Deferral.pending = _Deferral.pending, None
-            if not isinstance(error, KeyboardInterrupt):  # already stopping otherwise
-                raise Interrupted(signum) from error
+        signum = _leave_deferral()
+        if signum is not None and not isinstance(error, KeyboardInterrupt):  # already stopping otherwise
+            raise Interrupted(signum) from error
         raise
-    _Deferral.depth -= 1
-    if _Deferral.depth == 0 and _Deferral.pending is not None:
-        signum, _Deferral.pending = _Deferral.pending, None
+    signum = _leave_deferral()
+    if signum is not None:
         raise Interrupted(signum)
+
+
+def _leave_deferral() -> int | None:
+    """Close one `deferred()` block; the signal that waited for the outermost one to close, taken once."""
+    _Deferral.depth -= 1
+    if _Deferral.depth:
+        return None
+    signum, _Deferral.pending = _Deferral.pending, None
+    return signum
 
 
 def signal_name(interrupt: KeyboardInterrupt) -> str:

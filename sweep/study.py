@@ -281,8 +281,7 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
         parent = tracking.parent_run(
             client, study, exp_id, {**flatten(cfg), "study.search_space": declared, **versions}
         )
-        upload = functools.partial(client.log_text, parent, config_yaml, ARTIFACT_CONFIG)
-        client.writer.write("config.yaml", lambda: tracking.write_artifact(client, parent, ARTIFACT_CONFIG, upload))
+        tracking.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
         if space and search_space.is_grid(space):
             enqueue_grid(study, space, cfg.study.sampler.seed)
         study.set_user_attr(ATTR_READY, True)

@@ -230,6 +230,13 @@ def write_artifact(client: TrackingClient, run_id: str, artifact_file: str, writ
         raise OSError(error.errno, f"cannot write artifact {where}: {error.strerror or error}") from error
 
 
+def log_text(client: TrackingClient, run_id: str, text: str, artifact_file: str) -> None:
+    """Upload `text` as `artifact_file` of run `run_id` through the tracking writer (buffered while the server is
+    unreachable; a failing file system is raised as an OSError naming where)."""
+    upload = functools.partial(client.log_text, run_id, text, artifact_file)
+    client.writer.write(artifact_file, lambda: write_artifact(client, run_id, artifact_file, upload))
+
+
 def close_parent_run(
     client: TrackingClient,
     run_id: str,
@@ -248,8 +255,7 @@ def close_parent_run(
     for key, value in tags.items():
         write("parent tags", lambda key=key, value=value: write_shared(lambda: client.set_tag(run_id, key, value)))
     try:
-        text = functools.partial(client.log_text, run_id, results_csv, "results.csv")
-        write("results.csv", lambda: write_artifact(client, run_id, "results.csv", text))
+        log_text(client, run_id, results_csv, "results.csv")
     except OSError as error:  # the artifact store's disk is full: the run still ends, the table is printed
         log.error("results.csv not saved: %s", error)
     write("end parent run", lambda: client.set_terminated(run_id, status=status))
@@ -307,8 +313,7 @@ class TrialRun:
         self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        write = functools.partial(self.client.log_text, self.run_id, text, artifact_file)
-        self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
+        log_text(self.client, self.run_id, text, artifact_file)
 
     def end(self, state: optuna.trial.TrialState, reason: str | None = None) -> None:
         """End the run and deliver every write waiting for the server, waiting up to `tracking.outage_timeout_s`

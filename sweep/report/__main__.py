@@ -68,14 +68,14 @@ def study_command(args: argparse.Namespace) -> list[Path]:
     from mlflow.tracking import MlflowClient  # imported here: mlflow is slow to import and only needed here
 
     from sweep.report.paired_table import paired_comparisons, write_paired_comparison
+    from sweep.report.results_folder import PAIRED_STEM
     from sweep.report.runs import download_study_config, load_study
-    from sweep.report.study_figures import PAIRED_STEM
 
     trials, histories = load_study(args.tracking_uri, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
     client = MlflowClient(args.tracking_uri)
     paired, lines = paired_comparisons(trials, client, n_resamples=args.resamples, level=args.level)
     figures = write_study_figures(trials, histories, args.out, tables={PAIRED_STEM: paired})
-    config = download_study_config(args.tracking_uri, args.out, args.experiment, args.parent_run_id)
+    config = download_study_config(client, args.out, args.experiment, args.parent_run_id)
     return figures + write_paired_comparison(paired, lines, args.out) + config
 
 

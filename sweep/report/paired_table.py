@@ -18,6 +18,7 @@ from mlflow.tracking import MlflowClient
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, TAG_PAIRED_COMPARISON
 from sweep.paired import paired_bootstrap
 from sweep.predictions import load_predictions
+from sweep.report.results_folder import PAIRED_FILES
 from sweep.report.summaries import by_condition, complete_trials, condition_columns
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ def write_paired_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path
     if table.empty:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
-    csv, markdown = out_dir / "paired_comparison.csv", out_dir / "paired_comparison.md"
+    csv, markdown = (out_dir / name for name in PAIRED_FILES)
     table.to_csv(csv, index=False)
     markdown.write_text("\n".join([*(f"- {line}" for line in lines), "", *_markdown(table), ""]))
     return [csv, markdown]

@@ -19,14 +19,15 @@ from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import ANGLE_WEIGHTS, SEARCH_SPACE
 
 TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
+PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
+PAIRED_FILES = (f"{PAIRED_STEM}.csv", f"{PAIRED_STEM}.md")  # computed from MLflow's predictions: copied
 TABLE_STEMS = (
     "concentration_vs_scale",
     "train_loss_curves",
     "learned_scale_trajectory",
     "layer_grid_heatmap",
-    "paired_comparison",
+    PAIRED_STEM,
 )
-PAIRED_FILES = ("paired_comparison.csv", "paired_comparison.md")  # computed from MLflow's predictions: copied
 SPEARMAN_STEM = "spearman_vs_scale"
 HEATMAP_STEMS = ("angle_weights_heatmap", "angle_scales_heatmap")
 # the untrained Spearman is one model's: these config keys must match for a sibling's value to stand in

@@ -119,11 +119,10 @@ HISTORY_KEYS = ("train_loss", "learned_scale", "stsb_validation_spearman")  # th
 
 
 def download_study_config(
-    tracking_uri: str, out_dir: Path, experiment_name: str | None = None, parent_run_id: str | None = None
+    client: MlflowClient, out_dir: Path, experiment_name: str | None = None, parent_run_id: str | None = None
 ) -> list[Path]:
     """Copy the study's composed config (the parent run's ``config.yaml``) into ``out_dir``; nothing for a study
     run before the parent logged it."""
-    client = MlflowClient(tracking_uri=tracking_uri)
     parent = _resolve_parent(client, experiment_name, parent_run_id)
     if not any(item.path == ARTIFACT_CONFIG for item in client.list_artifacts(parent.info.run_id)):
         log.warning("parent run %s has no %s: copy the Hydra config", parent.info.run_id, ARTIFACT_CONFIG)

@@ -12,7 +12,7 @@ from sweep.report.extra_sets import write_extra_sets_vs_scale
 from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
-from sweep.report.results_folder import ResultsFolder
+from sweep.report.results_folder import PAIRED_STEM, ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, untrained_rows
 from sweep.report.summaries import (
@@ -29,7 +29,6 @@ from sweep.report.summaries import (
 )
 
 EMPTY_HISTORY = pd.DataFrame(columns=["run_id", "step", "value"])
-PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
 
 
 def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
