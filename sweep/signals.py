@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -53,6 +53,20 @@ def check_stop() -> None:
         return
     signum, _Deferral.received = _Deferral.received, None
     raise Interrupted(signum)
+
+
+def quiet_swallowed_interrupts(
+    previous: Callable[[sys.UnraisableHookArgs], object],
+) -> Callable[[sys.UnraisableHookArgs], None]:
+    """An unraisable hook that keeps Python from printing "Exception ignored ... Traceback" for a stop signal raised
+    inside a weakref callback or ``__del__`` (`check_stop` raises it again); every other exception goes to
+    `previous`."""
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            previous(unraisable)
+
+    return hook
 
 
 @contextmanager
@@ -105,6 +119,7 @@ class StopSignals:
     def install(self) -> None:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._handle)
+        sys.unraisablehook = quiet_swallowed_interrupts(sys.unraisablehook)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1

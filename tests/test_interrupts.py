@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -87,16 +88,21 @@ def test_a_signal_deferred_inside_a_failing_write_is_raised_not_lost():
         pass
 
 
-def test_a_signal_whose_raise_was_swallowed_is_raised_at_the_next_safe_point():
+def test_a_signal_whose_raise_was_swallowed_is_raised_at_the_next_safe_point(monkeypatch):
     """Python drops an exception raised by a signal handler inside a weakref callback ("Exception ignored in"): the
     next training step raises the signal again (seen in CI: SIGTERM landed in SQLAlchemy's _collection_gced and the
-    run trained to the end, exit 0)."""
+    run trained to the end, exit 0), and the dropped raise prints no traceback; other dropped errors still reach the
+    previous hook."""
     import gc
     import weakref
 
     from sweep.signals import Interrupted, StopSignals, check_stop
 
+    passed_on: list[sys.UnraisableHookArgs] = []
+    monkeypatch.setattr(sys, "unraisablehook", passed_on.append)
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)  # pytest keeps its own handlers
     handler = StopSignals()
+    handler.install()
 
     class Anything:
         pass
@@ -106,6 +112,14 @@ def test_a_signal_whose_raise_was_swallowed_is_raised_at_the_next_safe_point():
     del thing
     gc.collect()
     assert ref() is None, "the callback ran, and Python swallowed the Interrupted it raised"
+    assert passed_on == [], "the swallowed stop signal printed 'Exception ignored ... Traceback'"
     with pytest.raises(Interrupted):
         check_stop()
     check_stop()  # raised once: a later safe point goes on
+
+    other = Anything()
+    other_ref = weakref.ref(other, lambda ref: 1 / 0)
+    del other
+    gc.collect()
+    assert other_ref() is None
+    assert [type(args.exc_value) for args in passed_on] == [ZeroDivisionError]
