@@ -1,5 +1,5 @@
 """The MLflow side of a study through `MlflowClient`: opening the store, one parent run per study (with its
-summary), one nested run per trial, the library versions every run records.
+summary), one nested run per trial, the library versions every run records (sweep.versions).
 
 Names (the report module and the README rely on them):
 - parent run: tags ``sweep.role=study``, ``sweep.study_name``; its id is kept in the Optuna study's user
@@ -19,12 +19,9 @@ import functools
 import json
 import logging
 import os
-import platform
 import socket
-import subprocess
 import time
 from collections.abc import Callable, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -59,27 +56,6 @@ log = logging.getLogger(__name__)
 
 MAX_PARAMS_PER_BATCH = 100
 MAX_PARAM_LENGTH = 6000
-PACKAGES = ("torch", "transformers", "sentence-transformers", "optuna", "mlflow", "datasets", "hydra-core", "sweep")
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-@functools.cache
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries whose behaviour changes results, the Python version and the git commit.
-
-    Read once per process, so a long sweep records the code it started with, not later commits."""
-    versions = {"python": platform.python_version()}
-    for package in PACKAGES:
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "not installed"
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5)
-        versions["git_commit"] = commit.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        versions["git_commit"] = "unknown"
-    return versions
 
 
 class TrackingClient(MlflowClient):

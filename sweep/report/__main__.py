@@ -17,6 +17,7 @@ import pandas as pd
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
 from sweep.report.study_figures import write_study_figures
+from sweep.versions import library_versions
 
 T = TypeVar("T")
 
@@ -190,7 +191,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def write_provenance(out_dir: Path, argv: Sequence[str] | None, source: Path | None = None) -> Path:
     """Record next to the figures the command that made them, the library versions and the git commit; for
     figures redrawn from the results folder ``source``, also its record of the run that made the data."""
-    from sweep.tracking import library_versions  # imported here: mlflow and optuna are slow to import
 
     command = ["python", "-m", "sweep.report", *(sys.argv[1:] if argv is None else argv)]
     path = Path(out_dir) / "provenance.json"
