@@ -129,8 +129,24 @@ def weights(metric: str, agg: str, zero: bool) -> float:
     return float(getattr(rows[metric], agg)())
 
 
-def norm(metric: str, normalize: bool, similarity: str, scale: float) -> float:
-    return trial("normalize", metric, model__normalize=normalize, loss__similarity=similarity, loss__scale=scale)
+def normalize_arms() -> dict[tuple[bool, str], pd.DataFrame]:
+    """results/normalize's trials per (model.normalize, loss.similarity), indexed by (scale, seed)."""
+    frame = table("normalize/trials.csv")
+    arms = frame.groupby(["model.normalize", "loss.similarity"])
+    return {arm: rows.set_index(["loss.scale", "trial.seed"]).sort_index() for arm, rows in arms}
+
+
+def same_loss_spread() -> float:
+    """The largest Spearman difference between matched trials of the three arms that compute the same loss."""
+    arms = normalize_arms()
+    base = arms[(False, "cosine")][[VAL, TEST]]
+    return max(float((arms[arm][[VAL, TEST]] - base).abs().max().max()) for arm in [(True, "cosine"), (True, "dot")])
+
+
+def norm_rand(normalize: bool, similarity: str, agg: str) -> float:
+    """min/max over scales of the seed-mean random-pair cosine of one normalize arm."""
+    per_scale = normalize_arms()[(normalize, similarity)].groupby(level="loss.scale")[RAND].mean()
+    return float(getattr(per_scale, agg)())
 
 
 def gist(metric: str, temperature: float) -> float:
@@ -193,18 +209,22 @@ LEARNABLE: Claims = [
     ("17.9", lambda: learned(5, "min")), ("19.2", lambda: learned(50, "max")), ("16.0", lambda: learned(1, "min")),
     ("16.2", lambda: learned(1, "max")), ("23.6", lambda: learned(100, "min")), ("27.4", lambda: learned(100, "max")),
 ]  # fmt: skip
+NORM_COS, NORM_DOT = "similarity=cosine, normalize=True", "similarity=dot, normalize=False"
 NORMALIZE: Claims = [
-    *[(q, lambda s=s: norm(VAL, True, "dot", s))
-      for q, s in [("0.611", 1.0), ("0.738", 5.0), ("0.733", 20.0), ("0.605", 50.0)]],
-    ("0.737785", lambda: norm(VAL, True, "cosine", 5.0)), ("0.737788", lambda: norm(VAL, False, "cosine", 5.0)),
-    *[(q, lambda s=s: norm(VAL, False, "dot", s))
-      for q, s in [("0.653", 1.0), ("0.697", 5.0), ("0.691", 20.0), ("0.702", 50.0)]],
-    ("0.042", lambda: norm(VAL, True, "dot", 20.0) - norm(VAL, False, "dot", 20.0)),
-    ("0.587", lambda: norm(TEST, False, "dot", 20.0)), ("0.636", lambda: norm(TEST, True, "dot", 20.0)),
-    ("0.122", lambda: trial("normalize", RAND, "min", model__normalize=False, loss__similarity="dot")),
-    ("0.161", lambda: trial("normalize", RAND, "max", model__normalize=False, loss__similarity="dot")),
-    ("0.026", lambda: trial("normalize", RAND, "min", loss__similarity="cosine")),
-    ("0.279", lambda: trial("normalize", RAND, "max", loss__similarity="cosine")),
+    ("0.0001", lambda: same_loss_spread()),
+    ("0.732", lambda: pair("normalize", 10, "spearman", NORM_COS)),
+    *[(q, lambda c=c: pair("normalize", 20, c, NORM_COS))
+      for q, c in [("0.014", "diff_to_best"), ("0.004", "ci_low"), ("0.022", "ci_high")]],
+    ("0.546", lambda: pair("normalize", 1, "spearman", NORM_COS)),
+    ("0.547", lambda: pair("normalize", 50, "spearman", NORM_COS)), ("0.645", lambda: sp(*UNTRAINED)),
+    *[(q, lambda s=s: pair("normalize", s, "spearman", NORM_DOT)) for q, s in [("0.706", 10), ("0.707", 20),
+                                                                               ("0.704", 50)]],
+    ("0.692", lambda: sp("normalize", 20, "ci_low", similarity="dot", normalize=False)),
+    ("0.723", lambda: sp("normalize", 20, "ci_high", similarity="dot", normalize=False)),
+    ("0.721", lambda: sp("normalize", 10, "ci_low", similarity="cosine", normalize=True)),
+    ("0.744", lambda: sp("normalize", 10, "ci_high", similarity="cosine", normalize=True)),
+    ("0.098", lambda: norm_rand(False, "dot", "min")), ("0.153", lambda: norm_rand(False, "dot", "max")),
+    ("0.021", lambda: norm_rand(False, "cosine", "min")), ("0.348", lambda: norm_rand(False, "cosine", "max")),
 ]  # fmt: skip
 MATRYOSHKA: Claims = [
     *[(q, lambda s=s, w=w: grid(s, 3, 384, w)) for q, s, w in [
@@ -280,8 +300,7 @@ TOP: Claims = [
     *COSENT_LR[1:3], ("0.781", lambda: pair("cosent_scale_lr", 5, "spearman", LR.format(0.002))),
     ("0.746", lambda: pair("cosent_scale_lr", 20, "spearman", LR.format(0.002))),
     *LEARNABLE[1:3], *LEARNABLE[4:6], ("0.724", lambda: sp("learnable_scale", 20)),
-    *ANGLE_WEIGHTS[:2], *ANGLE_WEIGHTS[3:5], *ANGLE_SCALES[:1],
-    ("0.653", lambda: norm(VAL, False, "dot", 1.0)), ("0.702", lambda: norm(VAL, False, "dot", 50.0)),
+    *ANGLE_WEIGHTS[:2], *ANGLE_WEIGHTS[3:5], *ANGLE_SCALES[:1], *NORMALIZE[:2], *NORMALIZE[9:11],
     ("0.742", lambda: gist(VAL, 0.05)), ("0.684", lambda: gist(VAL, 0.01)), ("0.75", lambda: gist(RAND, 0.01)),
     ("0.01", lambda: setting("gist_temperature", "loss.temperature")),  # GIST's default temperature
     ("0.734", lambda: sp("gist_temperature_guide", 20)), ("0.711", lambda: sp("gist_temperature_guide", 100)),
@@ -456,3 +475,24 @@ def test_learnable_scale_finding_reads_back_from_its_tables() -> None:
     assert trajectory[1.0].is_monotonic_increasing
     assert (paired(folder)["spearman"] < sp("mnrl_scale", 10)).all()
     assert sp("mnrl_scale", 10, "ci_low") <= sp(folder, 20) <= sp("mnrl_scale", 10, "ci_high")
+
+
+def test_normalize_finding_reads_back_from_its_tables() -> None:
+    """The words of results/normalize's finding: the same-loss arms match each other and mnrl_scale's trials, keep
+    its verdict, and unnormalised dot product ties 10-50, ending its scale-50 training loss above chance."""
+    arms = normalize_arms()
+    earlier = table("mnrl_scale/trials.csv").set_index(["loss.scale", "trial.seed"]).sort_index()
+    again = arms[(True, "cosine")]
+    pd.testing.assert_frame_equal(again[[VAL, TEST, RAND]], earlier.loc[again.index, [VAL, TEST, RAND]])
+    assert same_loss_spread() < 1e-4
+    verdicts = {condition: rows.set_index("scale") for condition, rows in table("normalize/paired_comparison.csv")
+                .groupby("condition")}  # fmt: skip
+    for condition, rows in verdicts.items():
+        tied_here = set(rows.index[rows["indistinguishable"]])
+        assert tied_here == ({10.0, 20.0, 50.0} if condition == NORM_DOT else {10.0}), condition
+        if condition != NORM_DOT:
+            assert rows.loc[1.0, "spearman"] < sp(*UNTRAINED) and rows.loc[50.0, "spearman"] < sp(*UNTRAINED)
+    assert verdicts[NORM_DOT]["spearman"].max() < verdicts[NORM_COS]["spearman"].max()
+    dot_50 = table("normalize/train_loss_curves.csv").query("similarity == 'dot' and not normalize and scale == 50")
+    ends = dot_50.sort_values("step").groupby("run_id")["value"].last()
+    assert len(ends) == 3 and (ends > math.log(128)).all()
