@@ -103,16 +103,15 @@ def loss(folder: str, profile: str, scale: float, column: str = "loss") -> float
     return cell(f"{folder}/loss_vs_scale.csv", column, profile=profile, scale=scale)
 
 
-def grid(scale: float, layer: int, dim: int, wrapper: str = "None") -> float:
-    return cell(
-        "matryoshka2d/layer_grid_heatmap.csv",
-        "mean",
-        wrapper__name=wrapper,
-        scale=scale,
-        split="test",
-        layer=layer,
-        dim=dim,
-    )
+def grid(scale: float, layer: int, dim: int, wrapper: str = "None", column: str = "mean") -> float:
+    """A test-split cell of results/matryoshka2d's layer x dim grid: the seeds' mean or a t-interval end."""
+    where = {"wrapper__name": wrapper, "scale": scale, "split": "test", "layer": layer, "dim": dim}
+    return cell("matryoshka2d/layer_grid_heatmap.csv", column, **where)
+
+
+def wrapper_cost(scale: float, layer: int, dim: int) -> float:
+    """What the Matryoshka2d wrapper costs one cell (negative: a gain)."""
+    return grid(scale, layer, dim) - grid(scale, layer, dim, "matryoshka2d")
 
 
 VAL, TEST, RAND, UNIF = "stsb_validation_spearman", "stsb_test_spearman", "sim_rand_mean", "sim_uniformity"
@@ -226,14 +225,24 @@ NORMALIZE: Claims = [
     ("0.098", lambda: norm_rand(False, "dot", "min")), ("0.153", lambda: norm_rand(False, "dot", "max")),
     ("0.021", lambda: norm_rand(False, "cosine", "min")), ("0.348", lambda: norm_rand(False, "cosine", "max")),
 ]  # fmt: skip
+M2D = "wrapper.name=matryoshka2d"
 MATRYOSHKA: Claims = [
+    ("0.440", lambda: grid(10.0, 1, 64)), ("0.515", lambda: grid(10.0, 1, 64, "matryoshka2d")),
+    ("0.438", lambda: grid(10.0, 1, 64, column="ci_low")), ("0.442", lambda: grid(10.0, 1, 64, column="ci_high")),
+    ("0.497", lambda: grid(10.0, 1, 64, "matryoshka2d", "ci_low")),
+    ("0.533", lambda: grid(10.0, 1, 64, "matryoshka2d", "ci_high")),
+    ("0.488", lambda: grid(10.0, 2, 64)), ("0.556", lambda: grid(10.0, 2, 64, "matryoshka2d")),
+    ("0.049", lambda: grid(20.0, 1, 64, "matryoshka2d") - grid(20.0, 1, 64)),
+    ("0.431", lambda: grid(50.0, 1, 64)), ("0.433", lambda: grid(50.0, 1, 64, "matryoshka2d")),
     *[(q, lambda s=s, w=w: grid(s, 3, 384, w)) for q, s, w in [
-        ("0.710", 10.0, "matryoshka2d"), ("0.722", 20.0, "matryoshka2d"), ("0.697", 50.0, "matryoshka2d"),
-        ("0.705", 10.0, "None"), ("0.721", 20.0, "None"), ("0.719", 50.0, "None")]],
-    ("0.435", lambda: grid(10.0, 1, 64)), ("0.509", lambda: grid(10.0, 1, 64, "matryoshka2d")),
-    ("0.478", lambda: grid(10.0, 2, 64)), ("0.561", lambda: grid(10.0, 2, 64, "matryoshka2d")),
-    ("0.426", lambda: grid(50.0, 1, 64, "matryoshka2d")), ("0.425", lambda: grid(50.0, 1, 64)),
-    ("0.01", lambda: 0.01),  # a resolution threshold, not a measurement
+        ("0.705", 10.0, "matryoshka2d"), ("0.716", 20.0, "matryoshka2d"), ("0.682", 50.0, "matryoshka2d"),
+        ("0.702", 10.0, "None"), ("0.718", 20.0, "None"), ("0.711", 50.0, "None")]],
+    ("0.028", lambda: min(wrapper_cost(50.0, 3, dim) for dim in (64, 128, 256, 384))),
+    ("0.043", lambda: max(wrapper_cost(50.0, 3, dim) for dim in (64, 128, 256, 384))),
+    *[(q, lambda c=c: pair("matryoshka2d", 50, c, M2D))
+      for q, c in [("0.046", "diff_to_best"), ("0.035", "ci_low"), ("0.057", "ci_high")]],
+    *[(q, lambda c=c: pair("matryoshka2d", 50, c, "wrapper.name=None"))
+      for q, c in [("0.022", "diff_to_best"), ("0.011", "ci_low"), ("0.032", "ci_high")]],
 ]  # fmt: skip
 LOSS: Claims = [
     ("1.3863", lambda: loss("loss_vs_scale", CONFIDENT, 0)), ("0.0024", lambda: loss("loss_vs_scale", CONFIDENT, 10)),
@@ -307,7 +316,7 @@ TOP: Claims = [
     ("0.023", lambda: pair("gist_temperature_guide", 100, "diff_to_best")),
     ("0.014", lambda: pair("gist_temperature_guide", 100, "ci_low")),
     ("0.033", lambda: pair("gist_temperature_guide", 100, "ci_high")),
-    ("0.082", lambda: grid(10.0, 2, 64, "matryoshka2d") - grid(10.0, 2, 64)),
+    *MATRYOSHKA[:2],
 ]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
     "mnrl_scale": MNRL,
@@ -496,3 +505,17 @@ def test_normalize_finding_reads_back_from_its_tables() -> None:
     dot_50 = table("normalize/train_loss_curves.csv").query("similarity == 'dot' and not normalize and scale == 50")
     ends = dot_50.sort_values("step").groupby("run_id")["value"].last()
     assert len(ends) == 3 and (ends > math.log(128)).all()
+
+
+def test_matryoshka2d_finding_reads_back_from_its_tables() -> None:
+    """The words of results/matryoshka2d's finding: the 1-2 layer cells gain most at scale 10 and nothing at 50,
+    the full model gains at no scale, 3-layer cells lose at 50, and 20 is the best full-model scale either way."""
+    truncated = [(layer, dim) for layer in (1, 2) for dim in (64, 128, 256, 384)]
+    gains = {scale: [-wrapper_cost(scale, *at) for at in truncated] for scale in (10.0, 20.0, 50.0)}
+    assert max(gains[10.0]) == max(max(g) for g in gains.values()) and max(gains[50.0]) < 0.01
+    assert grid(10.0, 1, 64, column="ci_high") < grid(10.0, 1, 64, "matryoshka2d", "ci_low")
+    assert all(wrapper_cost(scale, 3, 384) > -0.005 for scale in (10.0, 20.0, 50.0))
+    assert all(wrapper_cost(50.0, 3, dim) > 0 for dim in (64, 128, 256, 384))
+    verdicts = table("matryoshka2d/paired_comparison.csv")
+    assert verdicts[verdicts["best"]]["scale"].tolist() == [20.0, 20.0]
+    assert not verdicts[~verdicts["best"]]["indistinguishable"].any()
