@@ -2,7 +2,8 @@
 
 Trials that differ only in scale (same seed) train on the same batches and are scored on the same evaluation
 pairs, so their Spearman correlations are compared *paired*. Rule, for one condition (the swept parameters other
-than scale and seed held fixed), with predictions of shape (scales, seeds, pairs):
+than scale and seed held fixed), with predictions of shape (scales, seeds, pairs); a study that sweeps other keys
+instead of one scale (AnglE's three scales, its weights) compares its grid points the same way, labelled by name:
 
 1. point estimate per scale: the mean over seeds of the Spearman correlation on all pairs; the best scale has the
    highest one;
@@ -40,8 +41,8 @@ def _spearman(ranked_gold: np.ndarray, ranked_predictions: np.ndarray) -> np.nda
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """The result for one condition: ``table`` has one row per scale (``scale, spearman, diff_to_best, ci_low,
-    ci_high, best, indistinguishable``)."""
+    """The result for one condition: ``table`` has one row per scale or grid point (``scale, spearman,
+    diff_to_best, ci_low, ci_high, best, indistinguishable``)."""
 
     table: pd.DataFrame
     n_pairs: int
@@ -57,10 +58,12 @@ class PairedComparison:
         """``best scale 10 (0.751); not distinguishable from it: 5, 15, 20 (paired bootstrap, 1,500 pairs x 3
         seeds, 95%)``, prefixed with the condition when there is one."""
         others = self.table[self.table["indistinguishable"] & ~self.table["best"]]["scale"]
-        listed = ", ".join(f"{s:g}" for s in others) or "none"
+        numeric = pd.api.types.is_numeric_dtype(self.table["scale"])
+        listed = (", " if numeric else "; ").join(f"{s:g}" if numeric else f"({s})" for s in others) or "none"
+        best = f"scale {self.best['scale']:g}" if numeric else f"point ({self.best['scale']})"
         seeds = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
         text = (
-            f"best scale {self.best['scale']:g} ({self.best['spearman']:.3f}); not distinguishable from it: {listed} "
+            f"best {best} ({self.best['spearman']:.3f}); not distinguishable from it: {listed} "
             f"(paired bootstrap, {self.n_pairs:,} pairs x {seeds}, {self.level:.0%})"
         )
         return f"{condition}: {text}" if condition else text
@@ -69,13 +72,14 @@ class PairedComparison:
 def paired_bootstrap(
     gold: np.ndarray,
     predictions: np.ndarray,
-    scales: Sequence[float],
+    scales: Sequence[float] | Sequence[str],
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
 ) -> PairedComparison:
     """The paired comparison of the module docstring. ``predictions[i, k, j]``: the predicted similarity of pair
-    ``j`` by the trial at ``scales[i]`` with the k-th seed; ``gold[j]`` its gold score."""
+    ``j`` by the trial at ``scales[i]`` (a scale, or a grid point's label) with the k-th seed; ``gold[j]`` its gold
+    score."""
     gold = np.asarray(gold, dtype=np.float64)
     predictions = np.asarray(predictions, dtype=np.float64)
     n_scales, n_seeds, n_pairs = predictions.shape
@@ -100,7 +104,7 @@ def paired_bootstrap(
     low, high = np.quantile(differences, [(1 - level) / 2, (1 + level) / 2], axis=1)
     table = pd.DataFrame(
         {
-            "scale": np.asarray(scales, dtype=float),
+            "scale": list(scales) if any(isinstance(s, str) for s in scales) else np.asarray(scales, dtype=float),
             "spearman": point,
             "diff_to_best": point[best] - point,
             "ci_low": low,

@@ -81,3 +81,40 @@ def test_a_trial_run_without_logged_params_is_left_out_of_the_paired_table(monke
     table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=50)
     assert sorted(table["scale"]) == [10.0, 50.0] and len(lines) == 1
     assert "1 COMPLETE trial runs have no logged scale" in caplog.text
+
+
+def test_a_grid_over_other_keys_compares_its_points(monkeypatch):
+    """AnglE's three scales (no single loss.scale swept): every grid point against the best one, paired by seed,
+    in a ``point`` column labelled by the swept keys (before, such studies got no paired comparison at all)."""
+    import pandas as pd
+
+    from sweep.report import paired_table
+
+    gold = np.linspace(0, 5, 200)
+    noise = {(10, 1): 0.3, (10, 20): 0.3, (50, 1): 3.0, (50, 20): 3.0}
+    grid = [(cos, angle, seed) for cos, angle in noise for seed in (0, 1)]
+    predictions = {f"{c}-{a}-{s}": noisy(gold, noise[c, a], 10 * s + c + a) for c, a, s in grid}
+    monkeypatch.setattr(
+        paired_table,
+        "load_predictions",
+        lambda client, run_id, split: pd.DataFrame({"gold": gold, "cosine": predictions[run_id]}),
+    )
+    trials = pd.DataFrame(
+        {
+            "run_id": [f"{c}-{a}-{s}" for c, a, s in grid],
+            "state": "COMPLETE",
+            "param.loss.scale": 20.0,  # the composite's unswept default
+            "param.loss.cos_scale": [float(c) for c, _, _ in grid],
+            "param.loss.angle_scale": [float(a) for _, a, _ in grid],
+            "param.trial.seed": [float(s) for _, _, s in grid],
+            "param.study.search_space.loss.cos_scale": "[10, 50]",
+            "param.study.search_space.loss.angle_scale": "[1, 20]",
+        }
+    )
+    table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=100)
+    verdicts = table.set_index("point")
+    assert "scale" not in table and len(verdicts) == 4 and set(table["n_seeds"]) == {2}
+    assert verdicts["best"].sum() == 1 and verdicts.index[verdicts["best"]][0].startswith("cos_scale=10, ")
+    assert not verdicts.loc["cos_scale=50, angle_scale=1", "indistinguishable"]
+    assert not verdicts.loc["cos_scale=50, angle_scale=20", "indistinguishable"]
+    assert len(lines) == 1 and lines[0].startswith("best point (cos_scale=10, angle_scale=")

@@ -1,4 +1,5 @@
-"""The paired-comparison table of a study: per condition, which scales are not distinguishable from the best.
+"""The paired-comparison table of a study: per condition, which scales are not distinguishable from the best (or,
+in a study that sweeps other keys instead of the scale, which grid points).
 
 Read from MLflow (each COMPLETE trial's ``predictions/stsb_validation.csv``) and computed by
 :func:`sweep.paired.paired_bootstrap`; written by ``python -m sweep.report study`` as ``paired_comparison.csv`` and
@@ -19,17 +20,18 @@ from sweep.names import ARTIFACT_PAIRED_COMPARISON, TAG_PAIRED_COMPARISON
 from sweep.paired import paired_bootstrap
 from sweep.predictions import load_predictions
 from sweep.report.results_folder import PAIRED_FILES
-from sweep.report.summaries import by_condition, complete_trials, condition_columns
+from sweep.report.summaries import by_condition, complete_trials, condition_label, condition_names, swept_scales
 
 log = logging.getLogger(__name__)
 
 SEED = "param.trial.seed"
 COLUMNS = ["condition", "scale", "spearman", "diff_to_best", "ci_low", "ci_high", "best", "indistinguishable"]
+POINT = "point"  # the column that replaces "scale" when grid points are compared
 
 
 def _condition_arrays(
     group: pd.DataFrame, client: MlflowClient, split: str
-) -> tuple[np.ndarray, np.ndarray, list[float]] | None:
+) -> tuple[np.ndarray, np.ndarray, list[float] | list[str]] | None:
     """(gold, predictions (scales, seeds, pairs), scales) over the seeds that every scale of the group has."""
     group = group.assign(seed=group[SEED] if SEED in group else 0)
     seeds = sorted(set.intersection(*(set(g["seed"]) for _, g in group.groupby("scale"))))
@@ -48,7 +50,27 @@ def _condition_arrays(
             gold = table["gold"].to_numpy() if gold is None else gold
             rows.append(table["cosine"].to_numpy())
         predictions.append(rows)
-    return gold, np.asarray(predictions), [float(s) for s in scales]
+    return gold, np.asarray(predictions), [s if isinstance(s, str) else float(s) for s in scales]
+
+
+def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], str]:
+    """(label, COMPLETE trials with a ``scale`` column) per condition, and what ``scale`` holds: with the scale
+    swept, one group per condition; otherwise, when other keys are swept (AnglE's three scales, its weights), one
+    group whose ``scale`` is each trial's grid point, ``name=value, ...``: every point against the best one."""
+    complete = complete_trials(trials)
+    if swept_scales(trials):
+        unlogged = complete["scale"].isna()
+        if unlogged.any():  # their params never reached MLflow (the tracking server was down past the limit)
+            log.warning(
+                "%d COMPLETE trial runs have no logged scale: left out of the paired comparison", unlogged.sum()
+            )
+            complete = complete[~unlogged]
+        return by_condition(complete, condition_names(trials)), "scale"
+    names = condition_names(trials)
+    if not names:
+        return [], POINT
+    points = [condition_label(names, values) for values in complete[names].itertuples(index=False)]
+    return [("", complete.assign(scale=points))], POINT
 
 
 def paired_comparisons(
@@ -59,17 +81,14 @@ def paired_comparisons(
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """The table (one row per condition and scale, with n_pairs, n_seeds, n_resamples, level) and one summary
-    line per condition; empty when scale was not swept or the trials logged no predictions."""
-    if "param.loss.scale" not in trials or trials.empty:
+    """The table (one row per condition and scale, or per grid point in a ``point`` column, with n_pairs, n_seeds,
+    n_resamples, level) and one summary line per condition; empty when nothing was swept or the trials logged no
+    predictions."""
+    if trials.empty:
         return pd.DataFrame(columns=COLUMNS), []
-    complete = complete_trials(trials)
-    unlogged = complete["scale"].isna()
-    if unlogged.any():  # their params never reached MLflow (the tracking server was down past the limit)
-        log.warning("%d COMPLETE trial runs have no logged scale: left out of the paired comparison", unlogged.sum())
-        complete = complete[~unlogged]
+    groups, column = _comparison_groups(trials)
     tables, lines = [], []
-    for label, group in by_condition(complete, list(condition_columns(trials).values())):
+    for label, group in groups:
         arrays = _condition_arrays(group, client, split)
         if arrays is None:
             continue
@@ -83,7 +102,8 @@ def paired_comparisons(
     if not tables:
         return pd.DataFrame(columns=COLUMNS), []
     table = pd.concat(tables, ignore_index=True)
-    return table[COLUMNS + [c for c in table if c not in COLUMNS]], lines
+    table = table[COLUMNS + [c for c in table if c not in COLUMNS]]
+    return table.rename(columns={"scale": column}), lines
 
 
 def _markdown(table: pd.DataFrame) -> list[str]:
