@@ -122,6 +122,30 @@ AS = {"loss__cos_scale": 10.0, "loss__ibn_scale": 10.0, "loss__angle_scale": 1.0
 W1 = {"0": "0,0,1|0,0.5,1|0,1,0|0,1,0.5|0,1,1"}
 
 
+AS_BEST, AS_NEXT = "cos_scale=10, ibn_scale=10, angle_scale=1", "cos_scale=10, ibn_scale=20, angle_scale=1"
+AS_PAPER, AS_DEFAULT_ANGLE = "cos_scale=20, ibn_scale=20, angle_scale=1", "cos_scale=10, ibn_scale=10, angle_scale=20"
+AS_KEYS = ["loss.cos_scale", "loss.ibn_scale", "loss.angle_scale"]
+
+
+def point(folder: str, label: str, column: str) -> float:
+    """A cell of the paired table of a study that compares grid points (its ``point`` column)."""
+    frame = table(f"{folder}/paired_comparison.csv")
+    rows = frame[frame["point"] == label]
+    assert len(rows) == 1, (folder, label)
+    return float(rows[column].iloc[0])
+
+
+def angle_scale_means(metric: str) -> pd.Series:
+    """results/angle_scales: the seeds' mean of ``metric`` per (cos_scale, ibn_scale, angle_scale)."""
+    return table("angle_scales/trials.csv").groupby(AS_KEYS)[metric].mean()
+
+
+def angle_gains(cos_scale: float) -> list[float]:
+    """Per in-batch scale, what angle scale 1 gains over 20 at this cosine scale (validation, seeds' mean)."""
+    means = angle_scale_means(VAL)
+    return [means[cos_scale, ibn, 1.0] - means[cos_scale, ibn, 20.0] for ibn in (10.0, 20.0, 50.0)]
+
+
 def weights(metric: str, agg: str, zero: bool) -> float:
     frame = table("angle_weights/trials.csv")
     rows = frame[(frame["loss.weights"].str.split(",").str[0].astype(float) == 0) == zero]
@@ -171,18 +195,22 @@ COSENT: Claims = [
     ("0.002", lambda: lr_of("cosent_scale_lr", "min")), ("0.01", lambda: lr_of("cosent_scale_lr", "max")),
 ]  # fmt: skip
 ANGLE_SCALES: Claims = [
-    ("0.688", lambda: trial("angle_scales", VAL, **AS)), ("0.559", lambda: trial("angle_scales", TEST, **AS)),
-    ("0.593", lambda: trial("angle_scales", VAL, loss__cos_scale=20.0, loss__ibn_scale=20.0, loss__angle_scale=1.0)),
-    ("0.554", lambda: trial("angle_scales", VAL, loss__cos_scale=50.0, loss__ibn_scale=50.0, loss__angle_scale=20.0)),
-    ("0.645", lambda: sp(*UNTRAINED)),
-    ("0.651", lambda: trial("angle_scales", VAL, loss__cos_scale=10.0, loss__ibn_scale=10.0, loss__angle_scale=20.0)),
-    ("0.650", lambda: trial("angle_scales", VAL, loss__cos_scale=10.0, loss__ibn_scale=20.0, loss__angle_scale=1.0)),
-    ("0.037", lambda: trial("angle_scales", VAL, **AS)
-     - trial("angle_scales", VAL, loss__cos_scale=10.0, loss__ibn_scale=10.0, loss__angle_scale=20.0)),
-    ("0.334", lambda: trial("angle_scales", RAND, **AS)),
-    ("0.754", lambda: trial("angle_scales", RAND, loss__cos_scale=50.0, loss__ibn_scale=50.0, loss__angle_scale=20.0)),
+    ("0.686", lambda: point("angle_scales", AS_BEST, "spearman")),
+    ("0.551", lambda: trial("angle_scales", TEST, "mean", **AS)),
+    *[(q, lambda c=c: point("angle_scales", AS_NEXT, c))
+      for q, c in [("0.040", "diff_to_best"), ("0.029", "ci_low"), ("0.052", "ci_high")]],
+    ("0.645", lambda: sp(*UNTRAINED)), ("0.646", lambda: point("angle_scales", AS_NEXT, "spearman")),
+    ("0.586", lambda: point("angle_scales", AS_PAPER, "spearman")),
+    *[(q, lambda c=c: point("angle_scales", AS_PAPER, c))
+      for q, c in [("0.100", "diff_to_best"), ("0.084", "ci_low"), ("0.116", "ci_high")]],
+    ("0.041", lambda: min(angle_gains(10.0))), ("0.068", lambda: max(angle_gains(10.0))),
+    *[(q, lambda c=c: point("angle_scales", AS_DEFAULT_ANGLE, c))
+      for q, c in [("0.066", "diff_to_best"), ("0.048", "ci_low"), ("0.083", "ci_high")]],
+    ("0.020", lambda: max(abs(g) for cos in (20.0, 50.0) for g in angle_gains(cos))),
+    ("0.390", lambda: trial("angle_scales", RAND, "mean", **AS)),
+    ("0.736", lambda: angle_scale_means(RAND).max()),
     ("0.457", lambda: trial("angle_scales", "sim_rand_mean_init", "mean")),
-    ("0.05", lambda: setting("angle_scales", "trial.learning_rate")), ("0.01", lambda: 0.01),  # a resolution threshold
+    ("0.05", lambda: setting("angle_scales", "trial.learning_rate")),
 ]  # fmt: skip
 ANGLE_WEIGHTS: Claims = [
     ("0.682", lambda: weights(VAL, "min", True)), ("0.738", lambda: weights(VAL, "max", True)),
@@ -519,3 +547,19 @@ def test_matryoshka2d_finding_reads_back_from_its_tables() -> None:
     verdicts = table("matryoshka2d/paired_comparison.csv")
     assert verdicts[verdicts["best"]]["scale"].tolist() == [20.0, 20.0]
     assert not verdicts[~verdicts["best"]]["indistinguishable"].any()
+
+
+def test_angle_scales_finding_reads_back_from_its_tables() -> None:
+    """The words of results/angle_scales' finding: the lowest corner is best and alone, the only point clearly above
+    the untrained model; angle scale 1 beats 20 at cosine scale 10 only."""
+    verdicts = table("angle_scales/paired_comparison.csv").set_index("point")
+    assert verdicts.index[verdicts["best"]].tolist() == [AS_BEST] and verdicts["indistinguishable"].sum() == 1
+    above = verdicts[verdicts["spearman"] > sp(*UNTRAINED)]
+    assert (
+        set(above.index) <= {AS_BEST, AS_NEXT}
+        and abs(point("angle_scales", AS_NEXT, "spearman") - sp(*UNTRAINED)) < 0.005
+    )
+    assert len(verdicts) == 18 and (verdicts.drop([AS_BEST, AS_NEXT])["spearman"] < sp(*UNTRAINED)).all()
+    assert min(angle_gains(10.0)) > 0
+    later = [gain for cos in (20.0, 50.0) for gain in angle_gains(cos)]
+    assert min(later) < 0 < max(later)
