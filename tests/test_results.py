@@ -147,9 +147,14 @@ def angle_gains(cos_scale: float) -> list[float]:
 
 
 def weights(metric: str, agg: str, zero: bool) -> float:
-    frame = table("angle_weights/trials.csv")
-    rows = frame[(frame["loss.weights"].str.split(",").str[0].astype(float) == 0) == zero]
-    return float(getattr(rows[metric], agg)())
+    """results/angle_weights: min/max over the triples with (``zero``) or without a cosine term of the seeds' mean."""
+    means = table("angle_weights/trials.csv").groupby("loss.weights")[metric].mean()
+    without_cosine = means.index.str.split(",").str[0].astype(float) == 0
+    return float(getattr(means[without_cosine == zero], agg)())
+
+
+def triple(metric: str, weights_: str) -> float:
+    return trial("angle_weights", metric, "mean", loss__weights=weights_)
 
 
 def normalize_arms() -> dict[tuple[bool, str], pd.DataFrame]:
@@ -213,15 +218,21 @@ ANGLE_SCALES: Claims = [
     ("0.05", lambda: setting("angle_scales", "trial.learning_rate")),
 ]  # fmt: skip
 ANGLE_WEIGHTS: Claims = [
-    ("0.682", lambda: weights(VAL, "min", True)), ("0.738", lambda: weights(VAL, "max", True)),
-    ("0.640", lambda: trial("angle_weights", TEST, loss__weights="0,0.5,1")),
-    ("0.525", lambda: weights(VAL, "min", False)), ("0.618", lambda: weights(VAL, "max", False)),
-    ("0.593", lambda: trial("angle_weights", VAL, loss__weights="1,1,1")),
-    ("0.452", lambda: trial("angle_weights", TEST, loss__weights="1,1,1")), ("0.645", lambda: sp(*UNTRAINED)),
-    ("0.580", lambda: weights(RAND, "min", False)), ("0.782", lambda: weights(RAND, "max", False)),
+    ("0.683", lambda: weights(VAL, "min", True)), ("0.732", lambda: weights(VAL, "max", True)),
+    ("0.541", lambda: weights(VAL, "min", False)), ("0.609", lambda: weights(VAL, "max", False)),
+    ("0.586", lambda: triple(VAL, "1,1,1")), ("0.451", lambda: triple(TEST, "1,1,1")),
+    ("0.645", lambda: sp(*UNTRAINED)),
+    ("0.732", lambda: point("angle_weights", "weights=0,0.5,1", "spearman")),
+    ("0.646", lambda: triple(TEST, "0,0.5,1")),
+    *[(q, lambda c=c, w=w: point("angle_weights", f"weights={w}", c)) for q, c, w in [
+        ("0.016", "diff_to_best", "0,0,1"), ("0.003", "ci_low", "0,0,1"), ("0.029", "ci_high", "0,0,1"),
+        ("0.049", "diff_to_best", "0,1,0"), ("0.031", "ci_low", "0,1,0"), ("0.067", "ci_high", "0,1,0")]],
+    ("0.602", lambda: weights(RAND, "min", False)), ("0.796", lambda: weights(RAND, "max", False)),
     ("0.457", lambda: trial("angle_weights", "sim_rand_mean_init", "mean")),
-    ("0.040", lambda: weights(RAND, "min", True)), ("0.337", lambda: weights(RAND, "max", True)),
-    ("0.5", lambda: 0.5), ("0.01", lambda: 0.01),  # a weight of the grid; a resolution threshold
+    ("0.049", lambda: weights(RAND, "min", True)), ("0.345", lambda: weights(RAND, "max", True)),
+    ("0.05", lambda: setting("angle_weights", "trial.learning_rate")),
+    ("0.002", lambda: lr_of("cosent_scale_lr", "min")),
+    ("0.5", lambda: 0.5),  # a weight of the grid
 ]  # fmt: skip
 TEMPERATURES = (0.1, 0.05, 0.02, 0.01, 0.005)
 GIST: Claims = [
@@ -337,7 +348,7 @@ TOP: Claims = [
     *COSENT_LR[1:3], ("0.781", lambda: pair("cosent_scale_lr", 5, "spearman", LR.format(0.002))),
     ("0.746", lambda: pair("cosent_scale_lr", 20, "spearman", LR.format(0.002))),
     *LEARNABLE[1:3], *LEARNABLE[4:6], ("0.724", lambda: sp("learnable_scale", 20)),
-    *ANGLE_WEIGHTS[:2], *ANGLE_WEIGHTS[3:5], *ANGLE_SCALES[:1], *NORMALIZE[:2], *NORMALIZE[9:11],
+    *ANGLE_WEIGHTS[:4], *ANGLE_WEIGHTS[-1:], *ANGLE_SCALES[:1], *NORMALIZE[:2], *NORMALIZE[9:11],
     ("0.742", lambda: gist(VAL, 0.05)), ("0.684", lambda: gist(VAL, 0.01)), ("0.75", lambda: gist(RAND, 0.01)),
     ("0.01", lambda: setting("gist_temperature", "loss.temperature")),  # GIST's default temperature
     ("0.734", lambda: sp("gist_temperature_guide", 20)), ("0.711", lambda: sp("gist_temperature_guide", 100)),
@@ -563,3 +574,19 @@ def test_angle_scales_finding_reads_back_from_its_tables() -> None:
     assert min(angle_gains(10.0)) > 0
     later = [gain for cos in (20.0, 50.0) for gain in angle_gains(cos)]
     assert min(later) < 0 < max(later)
+
+
+def test_angle_weights_finding_reads_back_from_its_tables() -> None:
+    """The words of results/angle_weights' finding: every triple without a cosine term beats every triple with one;
+    the best has no cosine term and only two ties, and in-batch + angle beat either alone."""
+    assert weights(VAL, "min", True) > weights(VAL, "max", False)
+    verdicts = table("angle_weights/paired_comparison.csv").set_index("point")
+    assert verdicts.index[verdicts["best"]].tolist() == ["weights=0,0.5,1"]
+    assert set(verdicts.index[verdicts["indistinguishable"]]) == {
+        f"weights={w}" for w in ("0,0.5,1", "0,1,1", "0,1,0.5")
+    }
+    assert triple(VAL, "1,1,1") < sp(*UNTRAINED)
+    assert (
+        not verdicts.loc["weights=0,0,1", "indistinguishable"]
+        and not verdicts.loc["weights=0,1,0", "indistinguishable"]
+    )
