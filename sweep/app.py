@@ -80,7 +80,8 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
 
 def paired_summary(sweep: Sweep) -> list[str]:
     """The paired-bootstrap lines (best scale and the scales not distinguishable from it), also logged on the
-    parent run; nothing when scale was not swept or `stats.paired.enabled` is false."""
+    parent run (the grid points instead of scales when other keys were swept); nothing when nothing was swept or
+    `stats.paired.enabled` is false."""
     stats = sweep.cfg.stats
     if not stats.paired.enabled:
         return []
