@@ -116,7 +116,7 @@ def findings_block(
     concentration_conditions = [c for c in conditions if c in concentration.columns]
     lines, best_by_condition = [START, ""], []
     for label, rows in by_condition(spearman, conditions):
-        own = paired[paired["condition"].fillna("") == label] if not paired.empty else paired
+        own = paired[paired["condition"].astype("string").fillna("") == label] if not paired.empty else paired
         if label:
             lines += [f"**{label}**", ""]
         lines += [*_scale_table(rows, own), ""]
