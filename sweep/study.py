@@ -55,7 +55,7 @@ from sweep.study_setup import (
 )
 from sweep.trial import DivergenceError, train_and_evaluate
 from sweep.validation import resolve_trial_config
-from sweep.versions import library_versions
+from sweep.versions import version_params
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class Sweep:
             trial.set_user_attr(ATTR_TEMPERATURE, cfg.loss.temperature)
         start = time.perf_counter()
         try:
-            run.log_params({**flatten(cfg), **{f"version.{k}": v for k, v in library_versions().items()}})
+            run.log_params({**flatten(cfg), **version_params()})
             value = train_and_evaluate(
                 trial,
                 cfg,
@@ -271,7 +271,7 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
     data_module.check_available(cfg.data)
     extra_eval.check_sets(cfg)
     client = tracking.open_tracking(cfg)
-    versions = {f"version.{k}": v for k, v in library_versions().items()}  # pinned at start
+    versions = version_params()  # pinned at start (read once per process)
     holder: dict[str, Sweep] = {}
     storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
     study, created = create_or_load(cfg, storage, space)

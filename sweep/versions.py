@@ -29,3 +29,8 @@ def library_versions() -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         versions["git_commit"] = "unknown"
     return versions
+
+
+def version_params() -> dict[str, str]:
+    """`library_versions` as the MLflow params every run records: ``version.<name>``."""
+    return {f"version.{name}": version for name, version in library_versions().items()}
