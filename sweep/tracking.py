@@ -197,20 +197,23 @@ def write_shared(write: Callable[[], object], attempts: int = 3) -> None:
             time.sleep(0.2 * (attempt + 1))
 
 
-def write_artifact(client: TrackingClient, run_id: str, artifact_file: str, write: Callable[[], object]) -> None:
-    """Run `write` (an artifact upload); a failing file system (disk full) is raised as an OSError naming where."""
-    try:
-        write()
-    except OSError as error:
-        where = f"{client.get_run(run_id).info.artifact_uri}/{artifact_file}"
-        raise OSError(error.errno, f"cannot write artifact {where}: {error.strerror or error}") from error
+def upload_artifact(client: TrackingClient, run_id: str, artifact_file: str, upload: Callable[[], object]) -> None:
+    """Run `upload` (writing `artifact_file` of run `run_id`) through the tracking writer: buffered while the server
+    is unreachable; a failing file system (disk full) is raised as an OSError naming where."""
+
+    def write() -> None:
+        try:
+            upload()
+        except OSError as error:
+            where = f"{client.get_run(run_id).info.artifact_uri}/{artifact_file}"
+            raise OSError(error.errno, f"cannot write artifact {where}: {error.strerror or error}") from error
+
+    client.writer.write(artifact_file, write)
 
 
 def log_text(client: TrackingClient, run_id: str, text: str, artifact_file: str) -> None:
-    """Upload `text` as `artifact_file` of run `run_id` through the tracking writer (buffered while the server is
-    unreachable; a failing file system is raised as an OSError naming where)."""
-    upload = functools.partial(client.log_text, run_id, text, artifact_file)
-    client.writer.write(artifact_file, lambda: write_artifact(client, run_id, artifact_file, upload))
+    """Upload `text` as `artifact_file` of run `run_id` (see `upload_artifact`)."""
+    upload_artifact(client, run_id, artifact_file, functools.partial(client.log_text, run_id, text, artifact_file))
 
 
 def close_parent_run(
@@ -285,8 +288,8 @@ class TrialRun:
         self.client.writer.write("set tags", lambda: self.client.log_batch(self.run_id, tags=entries))
 
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        write = functools.partial(self.client.log_dict, self.run_id, data, artifact_file)
-        self.client.writer.write(artifact_file, lambda: write_artifact(self.client, self.run_id, artifact_file, write))
+        upload = functools.partial(self.client.log_dict, self.run_id, data, artifact_file)
+        upload_artifact(self.client, self.run_id, artifact_file, upload)
 
     def log_text(self, text: str, artifact_file: str) -> None:
         log_text(self.client, self.run_id, text, artifact_file)
