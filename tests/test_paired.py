@@ -14,6 +14,19 @@ def noisy(gold: np.ndarray, noise: float, seed: int) -> np.ndarray:
     return gold + np.random.default_rng(seed).normal(scale=noise, size=gold.size)
 
 
+def serve_predictions(monkeypatch: pytest.MonkeyPatch, gold: np.ndarray, predictions: dict[str, np.ndarray]) -> None:
+    """Stand in for MLflow: each trial run's logged STSB predictions are ``predictions[run_id]`` against ``gold``."""
+    import pandas as pd
+
+    from sweep.report import paired_table
+
+    monkeypatch.setattr(
+        paired_table,
+        "load_predictions",
+        lambda client, run_id, split: pd.DataFrame({"gold": gold, "cosine": predictions[run_id]}),
+    )
+
+
 def test_a_clear_winner_a_tie_and_the_line():
     gold = np.random.default_rng(0).uniform(size=400)
     good = noisy(gold, 0.1, 1)
@@ -64,11 +77,7 @@ def test_a_trial_run_without_logged_params_is_left_out_of_the_paired_table(monke
 
     gold = np.linspace(0, 5, 50)
     predictions = {"a": noisy(gold, 0.5, 1), "b": noisy(gold, 2.0, 2), "c": noisy(gold, 0.5, 3)}
-    monkeypatch.setattr(
-        paired_table,
-        "load_predictions",
-        lambda client, run_id, split: pd.DataFrame({"gold": gold, "cosine": predictions[run_id]}),
-    )
+    serve_predictions(monkeypatch, gold, predictions)
     trials = pd.DataFrame(
         {
             "run_id": ["a", "b", "c"],
@@ -94,11 +103,7 @@ def test_a_grid_over_other_keys_compares_its_points(monkeypatch):
     noise = {(10, 1): 0.3, (10, 20): 0.3, (50, 1): 3.0, (50, 20): 3.0}
     grid = [(cos, angle, seed) for cos, angle in noise for seed in (0, 1)]
     predictions = {f"{c}-{a}-{s}": noisy(gold, noise[c, a], 10 * s + c + a) for c, a, s in grid}
-    monkeypatch.setattr(
-        paired_table,
-        "load_predictions",
-        lambda client, run_id, split: pd.DataFrame({"gold": gold, "cosine": predictions[run_id]}),
-    )
+    serve_predictions(monkeypatch, gold, predictions)
     trials = pd.DataFrame(
         {
             "run_id": [f"{c}-{a}-{s}" for c, a, s in grid],
