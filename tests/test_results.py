@@ -127,14 +127,6 @@ AS_PAPER, AS_DEFAULT_ANGLE = "cos_scale=20, ibn_scale=20, angle_scale=1", "cos_s
 AS_KEYS = ["loss.cos_scale", "loss.ibn_scale", "loss.angle_scale"]
 
 
-def point(folder: str, label: str, column: str) -> float:
-    """A cell of the paired table of a study that compares grid points (its ``point`` column)."""
-    frame = table(f"{folder}/paired_comparison.csv")
-    rows = frame[frame["point"] == label]
-    assert len(rows) == 1, (folder, label)
-    return float(rows[column].iloc[0])
-
-
 def angle_scale_means(metric: str) -> pd.Series:
     """results/angle_scales: the seeds' mean of ``metric`` per (cos_scale, ibn_scale, angle_scale)."""
     return table("angle_scales/trials.csv").groupby(AS_KEYS)[metric].mean()
@@ -200,16 +192,16 @@ COSENT: Claims = [
     ("0.002", lambda: lr_of("cosent_scale_lr", "min")), ("0.01", lambda: lr_of("cosent_scale_lr", "max")),
 ]  # fmt: skip
 ANGLE_SCALES: Claims = [
-    ("0.686", lambda: point("angle_scales", AS_BEST, "spearman")),
+    ("0.686", lambda: pair("angle_scales", AS_BEST, "spearman")),
     ("0.551", lambda: trial("angle_scales", TEST, "mean", **AS)),
-    *[(q, lambda c=c: point("angle_scales", AS_NEXT, c))
+    *[(q, lambda c=c: pair("angle_scales", AS_NEXT, c))
       for q, c in [("0.040", "diff_to_best"), ("0.029", "ci_low"), ("0.052", "ci_high")]],
-    ("0.645", lambda: sp(*UNTRAINED)), ("0.646", lambda: point("angle_scales", AS_NEXT, "spearman")),
-    ("0.586", lambda: point("angle_scales", AS_PAPER, "spearman")),
-    *[(q, lambda c=c: point("angle_scales", AS_PAPER, c))
+    ("0.645", lambda: sp(*UNTRAINED)), ("0.646", lambda: pair("angle_scales", AS_NEXT, "spearman")),
+    ("0.586", lambda: pair("angle_scales", AS_PAPER, "spearman")),
+    *[(q, lambda c=c: pair("angle_scales", AS_PAPER, c))
       for q, c in [("0.100", "diff_to_best"), ("0.084", "ci_low"), ("0.116", "ci_high")]],
     ("0.041", lambda: min(angle_gains(10.0))), ("0.068", lambda: max(angle_gains(10.0))),
-    *[(q, lambda c=c: point("angle_scales", AS_DEFAULT_ANGLE, c))
+    *[(q, lambda c=c: pair("angle_scales", AS_DEFAULT_ANGLE, c))
       for q, c in [("0.066", "diff_to_best"), ("0.048", "ci_low"), ("0.083", "ci_high")]],
     ("0.020", lambda: max(abs(g) for cos in (20.0, 50.0) for g in angle_gains(cos))),
     ("0.390", lambda: trial("angle_scales", RAND, "mean", **AS)),
@@ -222,9 +214,9 @@ ANGLE_WEIGHTS: Claims = [
     ("0.541", lambda: weights(VAL, "min", False)), ("0.609", lambda: weights(VAL, "max", False)),
     ("0.586", lambda: triple(VAL, "1,1,1")), ("0.451", lambda: triple(TEST, "1,1,1")),
     ("0.645", lambda: sp(*UNTRAINED)),
-    ("0.732", lambda: point("angle_weights", "weights=0,0.5,1", "spearman")),
+    ("0.732", lambda: pair("angle_weights", "weights=0,0.5,1", "spearman")),
     ("0.646", lambda: triple(TEST, "0,0.5,1")),
-    *[(q, lambda c=c, w=w: point("angle_weights", f"weights={w}", c)) for q, c, w in [
+    *[(q, lambda c=c, w=w: pair("angle_weights", f"weights={w}", c)) for q, c, w in [
         ("0.016", "diff_to_best", "0,0,1"), ("0.003", "ci_low", "0,0,1"), ("0.029", "ci_high", "0,0,1"),
         ("0.049", "diff_to_best", "0,1,0"), ("0.031", "ci_low", "0,1,0"), ("0.067", "ci_high", "0,1,0")]],
     ("0.602", lambda: weights(RAND, "min", False)), ("0.796", lambda: weights(RAND, "max", False)),
@@ -321,12 +313,12 @@ GIST_GUIDE: Claims = [
 ]
 
 
-def pair(folder: str, scale: float, column: str, condition: str | None = None) -> float:
-    """A cell of a study's paired table: one row per (condition, scale)."""
+def pair(folder: str, at: float | str, column: str, condition: str | None = None) -> float:
+    """A cell of a study's paired table: one row per (condition, scale), or per grid point (its ``point`` column)."""
     frame = table(f"{folder}/paired_comparison.csv")
-    rows = frame[frame["scale"] == scale]
+    rows = frame[frame["point" if "point" in frame else "scale"] == at]
     rows = rows[rows["condition"] == condition] if condition else rows
-    assert len(rows) == 1, (folder, scale, condition)
+    assert len(rows) == 1, (folder, at, condition)
     return float(rows[column].iloc[0])
 
 
@@ -568,7 +560,7 @@ def test_angle_scales_finding_reads_back_from_its_tables() -> None:
     above = verdicts[verdicts["spearman"] > sp(*UNTRAINED)]
     assert (
         set(above.index) <= {AS_BEST, AS_NEXT}
-        and abs(point("angle_scales", AS_NEXT, "spearman") - sp(*UNTRAINED)) < 0.005
+        and abs(pair("angle_scales", AS_NEXT, "spearman") - sp(*UNTRAINED)) < 0.005
     )
     assert len(verdicts) == 18 and (verdicts.drop([AS_BEST, AS_NEXT])["spearman"] < sp(*UNTRAINED)).all()
     assert min(angle_gains(10.0)) > 0
