@@ -57,7 +57,7 @@ def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFra
     """(label, COMPLETE trials with a ``scale`` column) per condition, and what ``scale`` holds: with the scale
     swept, one group per condition; otherwise, when other keys are swept (AnglE's three scales, its weights), one
     group whose ``scale`` is each trial's grid point, ``name=value, ...``: every point against the best one."""
-    complete = complete_trials(trials)
+    complete, names = complete_trials(trials), condition_names(trials)
     if swept_scales(trials):
         unlogged = complete["scale"].isna()
         if unlogged.any():  # their params never reached MLflow (the tracking server was down past the limit)
@@ -65,8 +65,7 @@ def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFra
                 "%d COMPLETE trial runs have no logged scale: left out of the paired comparison", unlogged.sum()
             )
             complete = complete[~unlogged]
-        return by_condition(complete, condition_names(trials)), "scale"
-    names = condition_names(trials)
+        return by_condition(complete, names), "scale"
     if not names:
         return [], POINT
     points = [condition_label(names, values) for values in complete[names].itertuples(index=False)]
