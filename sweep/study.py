@@ -88,9 +88,30 @@ class Sweep:
     def objective(self, trial: optuna.Trial) -> float:
         try:
             return self._train_trial(trial)
-        except KeyboardInterrupt:  # also between suggest and training (re-queueing is idempotent)
-            self.requeue(trial, next_attempt=False)
+        except optuna.TrialPruned:
             raise
+        except BaseException as error:  # also before the trial's MLflow run exists (a signal right after the ask)
+            if ATTR_FAIL_REASON not in trial.user_attrs:  # not recorded yet by _train_trial
+                self.record_failure(trial, error)
+            raise
+
+    def record_failure(self, trial: optuna.Trial, error: BaseException) -> str:
+        """Record why `trial` failed (user attr ``fail_reason``) and queue its grid point again where a retry can
+        help: after an interruption or a tracking outage as the same attempt (it was not the point's fault), after
+        another error as the next attempt; never after a divergence (deterministic) or a wrong config (the study
+        stops)."""
+        if isinstance(error, KeyboardInterrupt):
+            reason = f"interrupted ({signal_name(error)}); the point is queued again"
+        elif isinstance(error, DivergenceError):
+            reason = f"diverged: {error}"
+        else:
+            reason = f"{type(error).__name__}: {error}"
+        trial.set_user_attr(ATTR_FAIL_REASON, reason)
+        if isinstance(error, ConfigError):
+            trial.set_user_attr(ATTR_CONFIG_ERROR, True)
+        elif not isinstance(error, DivergenceError):
+            self.requeue(trial, next_attempt=not isinstance(error, (KeyboardInterrupt, tracking.TrackingOutage)))
+        return reason
 
     def _train_trial(self, trial: optuna.Trial) -> float:
         check_stop()  # a stop signal whose first raise was swallowed: no new trial
@@ -104,13 +125,10 @@ class Sweep:
         resolve_trial_config(cfg)
         run_name = f"trial-{trial.number:03d} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items())
         run_name = run_name.strip()
-        try:
-            run = tracking.TrialRun(
-                self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
-            )
-        except tracking.TrackingOutage:  # not trained: the point is queued again (after_trial stops the study)
-            self.requeue(trial.user_attrs, trial.params)
-            raise
+        # A tracking outage here is recorded by `objective`; after_trial then stops the study.
+        run = tracking.TrialRun(
+            self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
+        )
         trial.set_user_attr(ATTR_MLFLOW_RUN_ID, run.run_id)
         if "scale" in cfg.loss:
             trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
@@ -129,24 +147,9 @@ class Sweep:
         except optuna.TrialPruned as pruned:
             self._end(trial, run, start, TrialState.PRUNED, str(pruned))
             raise
-        except DivergenceError as error:  # deterministic: recorded, not retried
-            trial.set_user_attr(ATTR_FAIL_REASON, f"diverged: {error}")
-            self._end(trial, run, start, TrialState.FAIL, f"diverged: {error}")
-            raise
-        except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: not a failed attempt, the point is queued again
-            reason = f"interrupted ({signal_name(interrupt)}); the point is queued again"
-            trial.set_user_attr(ATTR_FAIL_REASON, reason)
-            self.requeue(trial, next_attempt=False)
-            self._end(trial, run, start, None, reason)
-            raise
-        except BaseException as error:
-            reason = f"{type(error).__name__}: {error}"
-            trial.set_user_attr(ATTR_FAIL_REASON, reason)
-            if isinstance(error, ConfigError):  # the config is wrong: retrying cannot help, the study stops
-                trial.set_user_attr(ATTR_CONFIG_ERROR, True)
-            else:
-                self.requeue(trial)
-            self._end(trial, run, start, TrialState.FAIL, reason)
+        except BaseException as error:  # an interrupted trial's run ends KILLED, a failed one's FAILED
+            reason = self.record_failure(trial, error)
+            self._end(trial, run, start, None if isinstance(error, KeyboardInterrupt) else TrialState.FAIL, reason)
             raise
         self._end(trial, run, start, TrialState.COMPLETE, None)
         log.info(

@@ -3,6 +3,7 @@ attempt, a point is never queued twice, no run is left RUNNING or mislabelled, a
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -19,6 +20,7 @@ from sweep import tracking
 from sweep.config import ConfigError
 from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_BEST_PARAMS, TAG_END_REASON
 from sweep.results import parent_summary
+from sweep.signals import Interrupted
 from sweep.study import finish, open_sweep
 from tests.helpers import point_of, run_study, trial_runs
 
@@ -59,6 +61,45 @@ def test_ctrl_c_twice_on_a_point_leaves_it_queued_and_the_next_run_trains_it(com
     _, (parent,), children = trial_runs(sweep.cfg)
     assert parent.info.status == "FINISHED"
     assert sorted(r.info.status for r in children) == ["FINISHED", "KILLED", "KILLED"]
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (Interrupted(signal.SIGTERM), "interrupted (SIGTERM); the point is queued again"),
+        (tracking.TrackingOutage("server down"), "TrackingOutage: server down"),
+    ],
+)
+def test_a_trial_stopped_before_its_run_exists_records_why_and_its_point_is_trained_later(
+    compose_cfg, monkeypatch, error, reason
+):
+    """A stop signal right after Optuna's ask (seen in CI: a worker signalled while it created its MLflow run) or
+    a tracking server down at the run's creation fails the trial with its reason, and its point is queued again as
+    the same attempt (before, the first left no reason and the second lost the point to an AttributeError)."""
+    first_run = True
+
+    def trial_run(*args, **kwargs):
+        nonlocal first_run
+        if first_run:
+            first_run = False
+            raise error
+        return real_trial_run(*args, **kwargs)
+
+    real_trial_run = tracking.TrialRun
+    monkeypatch.setattr(tracking, "TrialRun", trial_run)
+    fake_training(monkeypatch, lambda: 0.5)
+    sweep = open_sweep(compose_cfg(ONE_POINT, "name=before_run"))
+    if isinstance(error, KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt):
+            sweep.run()
+        finish(sweep, interrupted="SIGTERM")
+        sweep = open_sweep(compose_cfg(ONE_POINT, "name=before_run"))
+    sweep.run()
+    finish(sweep)
+    (failed,) = in_state(sweep.study, TrialState.FAIL)
+    assert failed.user_attrs["fail_reason"] == reason
+    (done,) = in_state(sweep.study, TrialState.COMPLETE)
+    assert point_of(done) == {"loss.scale": 20} and done.user_attrs[ATTR_ATTEMPT] == 1
 
 
 def test_a_point_killed_between_its_requeue_and_its_fail_is_queued_once(compose_cfg, monkeypatch):
