@@ -31,6 +31,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.lockstep import Outcome, run_in_lockstep
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
+from sweep.signals import check_stop
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -137,9 +138,12 @@ class Packer:
         size = self.guard.fit(self.limit) if self.guard else self.limit
         members = [leader, *self.more(size - 1)]
         try:
+            check_stop()  # a stop signal held by one of the asks (members train in threads: no check_stop there)
             outcomes = self.run(members)
-        except BaseException as error:  # never leave a popped member RUNNING: no worker would take it again
-            for trial in members[1:]:
+        except BaseException as error:  # never leave a popped member RUNNING or its point unqueued
+            for trial in members:
+                sweep.record_failure(trial, error)
+            for trial in members[1:]:  # Optuna tells the leader's
                 sweep.study.tell(trial, state=TrialState.FAIL)
             raise error
         for trial, outcome in zip(members[1:], outcomes[1:], strict=True):

@@ -4,6 +4,7 @@ every run ended), a signal during that clean-up is deferred, and `study.n_worker
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import TypeVar
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # The shell's convention, 128 + the signal number: Ctrl-C 130, SIGTERM (SLURM preemption, timeout, docker stop) 143.
@@ -23,6 +25,7 @@ PARENT_ENV = "SWEEP_PARENT_PID"  # set in the environment of the worker processe
 PR_SET_PDEATHSIG = 1
 WORKER_KEYS = ("study.n_workers", "trial.torch_threads", "quiet")
 WORKER_GRACE_S = 120.0
+T = TypeVar("T")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -70,11 +73,12 @@ def quiet_swallowed_interrupts(
 
 
 @contextmanager
-def deferred() -> Iterator[None]:
+def deferred(*, until_check_stop: bool = False) -> Iterator[None]:
     """A block that a stop signal must not cut in half (an MLflow or Optuna write holding a SQLite transaction: an
     exception raised inside it turns into "database is locked" and the interrupt is lost). The first signal that
-    arrives inside is raised as `Interrupted` once the outermost block has finished. Signals reach the main thread
-    only, so other threads' blocks (the storage heartbeat) pass through."""
+    arrives inside is raised as `Interrupted` once the outermost block has finished, or with `until_check_stop` by
+    the next `check_stop`. Signals reach the main thread only, so other threads' blocks (the storage heartbeat)
+    pass through."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -87,8 +91,22 @@ def deferred() -> Iterator[None]:
             raise Interrupted(signum) from error
         raise
     signum = _leave_deferral()
-    if signum is not None:
+    if signum is not None and not until_check_stop:
         raise Interrupted(signum)
+
+
+def holding_stop_signals(ask: Callable[..., T]) -> Callable[..., T]:
+    """`ask` (Optuna's ``Study.ask``) with a stop signal deferred until the objective's `check_stop`. Optuna marks a
+    queued trial RUNNING inside ask, before the objective (which records an interrupted trial and queues its point
+    again) starts: a signal raised in between left the trial RUNNING without a heartbeat, which Optuna never
+    fails, so the point was lost and every worker waited for it forever."""
+
+    @functools.wraps(ask)
+    def held_ask(*args: object, **kwargs: object) -> T:
+        with deferred(until_check_stop=True):
+            return ask(*args, **kwargs)
+
+    return held_ask
 
 
 def _leave_deferral() -> int | None:

@@ -40,7 +40,7 @@ from sweep.names import (
 )
 from sweep.resources import StudyResources
 from sweep.results import parent_summary, results_table
-from sweep.signals import check_stop, signal_name
+from sweep.signals import check_stop, holding_stop_signals, signal_name
 from sweep.study_setup import (
     absolute_paths,
     check_declared_space,
@@ -80,6 +80,8 @@ class Sweep:
 
     def __post_init__(self) -> None:
         self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
+        # Every ask, Optuna's in optimize and the packer's, holds a stop signal for the objective's check_stop.
+        self.study.ask = holding_stop_signals(self.study.ask)  # type: ignore[method-assign]
 
     @property
     def is_grid(self) -> bool:
@@ -90,16 +92,17 @@ class Sweep:
             return self._train_trial(trial)
         except optuna.TrialPruned:
             raise
-        except BaseException as error:  # also before the trial's MLflow run exists (a signal right after the ask)
-            if ATTR_FAIL_REASON not in trial.user_attrs:  # not recorded yet by _train_trial
-                self.record_failure(trial, error)
+        except BaseException as error:  # also before the trial's MLflow run exists (a signal held by the ask)
+            self.record_failure(trial, error)
             raise
 
     def record_failure(self, trial: optuna.Trial, error: BaseException) -> str:
         """Record why `trial` failed (user attr ``fail_reason``) and queue its grid point again where a retry can
         help: after an interruption or a tracking outage as the same attempt (it was not the point's fault), after
         another error as the next attempt; never after a divergence (deterministic) or a wrong config (the study
-        stops)."""
+        stops). Recorded once: a second call returns the first reason."""
+        if ATTR_FAIL_REASON in trial.user_attrs:
+            return str(trial.user_attrs[ATTR_FAIL_REASON])
         if isinstance(error, KeyboardInterrupt):
             reason = f"interrupted ({signal_name(error)}); the point is queued again"
         elif isinstance(error, DivergenceError):
@@ -180,7 +183,7 @@ class Sweep:
         running in another trial or done is not queued again (a process killed between this and Optuna's FAIL
         leaves its trial RUNNING, and the heartbeat path then calls this a second time)."""
         attempt = int(trial.user_attrs.get(ATTR_ATTEMPT, 1))
-        params = trial.params
+        params = grid_point(self.study._storage.get_trial(trial._trial_id))  # also when stopped before suggest
         if not self.is_grid or not params or (next_attempt and attempt > self.cfg.study.max_retries):
             return
         pending = self._trials(TrialState.WAITING, TrialState.RUNNING, *DONE_STATES)

