@@ -17,14 +17,13 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep import data as data_module
-from sweep import extra_eval, model_store, pack, search_space, tracking, ui_links
+from sweep import extra_eval, grid_queue, model_store, pack, search_space, tracking, ui_links
 from sweep.config import ConfigError, flatten
 from sweep.failures import FailureWatch
 from sweep.input_checks import check_swept_overrides
 from sweep.model import check_available
 from sweep.names import (
     ARTIFACT_CONFIG,
-    ATTR_ATTEMPT,
     ATTR_CONFIG_ERROR,
     ATTR_DISCARDED,
     ATTR_FAIL_REASON,
@@ -46,9 +45,7 @@ from sweep.study_setup import (
     check_declared_space,
     create_or_load,
     declared_space,
-    enqueue_grid,
     fail_stale_trials,
-    grid_point,
     open_storage,
     validate,
     wait_until_ready,
@@ -178,18 +175,9 @@ class Sweep:
             run.end(state, reason)
 
     def requeue(self, trial: optuna.Trial | FrozenTrial, next_attempt: bool = True) -> None:
-        """Queue a failed or interrupted grid point again: a failure as the next attempt (at most
-        `study.max_retries` times), an interruption as the same attempt. Idempotent: a point already queued,
-        running in another trial or done is not queued again (a process killed between this and Optuna's FAIL
-        leaves its trial RUNNING, and the heartbeat path then calls this a second time)."""
-        attempt = int(trial.user_attrs.get(ATTR_ATTEMPT, 1))
-        params = grid_point(self.study._storage.get_trial(trial._trial_id))  # also when stopped before suggest
-        if not self.is_grid or not params or (next_attempt and attempt > self.cfg.study.max_retries):
-            return
-        pending = self._trials(TrialState.WAITING, TrialState.RUNNING, *DONE_STATES)
-        if any(t.number != trial.number and grid_point(t) == params for t in pending):
-            return
-        self.study.enqueue_trial(params, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: attempt + next_attempt})
+        """Queue `trial`'s grid point again (`grid_queue.requeue`); distribution studies sample new trials."""
+        if self.is_grid:
+            grid_queue.requeue(self.study, trial, self.cfg.study.max_retries, next_attempt)
 
     def on_stale_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
         """A worker died mid-trial (no heartbeat): end its MLflow run as KILLED and queue the point again."""
@@ -290,7 +278,7 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
         )
         tracking.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
         if space and search_space.is_grid(space):
-            enqueue_grid(study, space, cfg.study.sampler.seed)
+            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed)
         study.set_user_attr(ATTR_READY, True)
     else:
         wait_until_ready(study)

@@ -1,15 +1,8 @@
 """Setting a study up before it runs: validation, the sampler and pruner, the Optuna storage (under the SQLite init
-lock), create-or-load, the grid queue and the declared search space.
-
-Grids run through Optuna's trial queue so that every point is trained exactly once, whatever the number of
-worker processes or machines sharing the storage: the process that creates the study (creation is atomic,
-the study name is unique) enqueues every grid point; workers pop WAITING trials (an atomic state change in
-the RDB storage). Optuna's GridSampler cannot give that guarantee: concurrent workers may draw the same point.
-"""
+lock), create-or-load and the declared search space (its grid queue: `sweep.grid_queue`)."""
 
 from __future__ import annotations
 
-import random
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -22,7 +15,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep import search_space
 from sweep.config import ConfigError, require_auto_or_int, require_choice, validate_study
-from sweep.names import ATTR_ATTEMPT, ATTR_GRID_POINT, ATTR_READY, ATTR_SEARCH_SPACE
+from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.sqlite_lock import sqlite_init_lock
 from sweep.storage_retry import RetryingRDBStorage
 from sweep.validation import validate_space
@@ -147,20 +140,6 @@ def create_or_load(
         return optuna.create_study(direction=cfg.study.direction, **kwargs), True
     except optuna.exceptions.DuplicatedStudyError:
         return optuna.load_study(**kwargs), False
-
-
-def enqueue_grid(study: optuna.Study, space: search_space.Space, seed: int | None) -> None:
-    """Queue every grid point once, as attempt 1, in a seeded shuffle: a pruner then compares trials from across
-    the grid, and a partial study covers it evenly instead of only its first axis values."""
-    points = search_space.grid_points(space)
-    random.Random(seed).shuffle(points)
-    for point in points:
-        study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
-
-
-def grid_point(trial: FrozenTrial) -> dict[str, Any]:
-    """A trial's grid point: its params, or for a queued (WAITING) trial the params it was enqueued with."""
-    return trial.params or trial.system_attrs.get("fixed_params", {})
 
 
 def wait_until_ready(study: optuna.Study, timeout: float = 300.0) -> None:

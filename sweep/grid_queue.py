@@ -1,0 +1,53 @@
+"""The grid queue: every grid point queued once as a WAITING Optuna trial, and queued again after a failure or an
+interruption, never twice.
+
+Grids run through Optuna's trial queue so that every point is trained exactly once, whatever the number of
+worker processes or machines sharing the storage: the process that creates the study (creation is atomic,
+the study name is unique) enqueues every grid point; workers pop WAITING trials (an atomic state change in
+the RDB storage). Optuna's GridSampler cannot give that guarantee: concurrent workers may draw the same point.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from sweep import search_space
+from sweep.names import ATTR_ATTEMPT, ATTR_GRID_POINT
+
+# Trials that hold their point: queued, being trained, or done (a FAIL releases it).
+HOLDING_STATES = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def enqueue_grid(study: optuna.Study, space: search_space.Space, seed: int | None) -> None:
+    """Queue every grid point once, as attempt 1, in a seeded shuffle: a pruner then compares trials from across
+    the grid, and a partial study covers it evenly instead of only its first axis values."""
+    points = search_space.grid_points(space)
+    random.Random(seed).shuffle(points)
+    for point in points:
+        study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
+
+
+def grid_point(trial: FrozenTrial) -> dict[str, Any]:
+    """A trial's grid point: its params, or for a queued (WAITING) trial the params it was enqueued with."""
+    return trial.params or trial.system_attrs.get("fixed_params", {})
+
+
+def requeue(
+    study: optuna.Study, trial: optuna.Trial | FrozenTrial, max_retries: int, next_attempt: bool = True
+) -> None:
+    """Queue a failed or interrupted trial's grid point again: a failure as the next attempt (at most `max_retries`
+    times), an interruption as the same attempt. Idempotent: a point already queued, running in another trial or
+    done is not queued again (a process killed between this and Optuna's FAIL leaves its trial RUNNING, and the
+    heartbeat path then calls this a second time)."""
+    attempt = int(trial.user_attrs.get(ATTR_ATTEMPT, 1))
+    point = grid_point(study._storage.get_trial(trial._trial_id))  # also a trial stopped before its suggest
+    if not point or (next_attempt and attempt > max_retries):
+        return
+    holding = study.get_trials(deepcopy=False, states=HOLDING_STATES)
+    if any(t.number != trial.number and grid_point(t) == point for t in holding):
+        return
+    study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: attempt + next_attempt})
