@@ -7,8 +7,13 @@ restart fails every call. Optuna does not retry: a failed heartbeat ends the hea
 dead and is trained again by another worker) and a failed ``tell`` leaves the trial RUNNING. So the calls are
 retried here, in every thread (the heartbeat thread included). A retried write is safe: Optuna's writes are
 upserts or checked state changes; a state change whose first try was committed but not acknowledged is seen as
-done (below). One window stays: a worker's claim of a queued trial committed but not acknowledged reads as
-"another worker took it", and that trial waits RUNNING without a heartbeat; nothing trains twice.
+done (below).
+
+A trial RUNNING without any heartbeat (its worker died between claiming the queued trial and its first heartbeat,
+or the claim was committed but not acknowledged, which reads as "another worker took it") is never stale to
+Optuna: its point would be lost and a grid's workers would wait for it forever. Here such a trial is stale once
+this process has seen it without a heartbeat for the grace period (measured on this process's clock: the claim's
+``datetime_start`` comes from the claiming machine's clock and time zone).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 import optuna
+from optuna.storages._rdb import models
+from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 from sqlalchemy import exc as sqlalchemy_exc
 
@@ -53,7 +60,6 @@ RETRIED = (
     "get_all_trials",
     "get_best_trial",
     "record_heartbeat",
-    "_get_stale_trial_ids",
 )
 
 
@@ -70,6 +76,32 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
     """RDBStorage whose database calls are retried while the connection is lost, up to `outage_timeout_s`."""
 
     outage_timeout_s: float = 300.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._beatless_since: dict[int, float] = {}  # trial id -> when this process first saw it without one
+
+    def _get_stale_trial_ids(self, study_id: int) -> list[int]:
+        """Optuna's stale trials (heartbeat older than the grace period) and the trials RUNNING without any
+        heartbeat that this process has seen so for longer than the grace period."""
+        call = functools.partial(optuna.storages.RDBStorage._get_stale_trial_ids, self, study_id)
+        stale = self._retry("_get_stale_trial_ids", call, (study_id,))
+        beatless = self._retry("_running_without_heartbeat", lambda: self._running_without_heartbeat(study_id), ())
+        now, grace = time.monotonic(), self.grace_period or 2 * (self.heartbeat_interval or 0)
+        self._beatless_since = {trial_id: self._beatless_since.get(trial_id, now) for trial_id in beatless}
+        return stale + [trial_id for trial_id, since in self._beatless_since.items() if now - since > grace]
+
+    def _running_without_heartbeat(self, study_id: int) -> list[int]:
+        # Optuna has no public query for these; its own stale query skips them (`len(trial.heartbeats) == 0`).
+        with _create_scoped_session(self.scoped_session) as session:
+            rows = (
+                session.query(models.TrialModel.trial_id)
+                .filter(models.TrialModel.study_id == study_id)
+                .filter(models.TrialModel.state == TrialState.RUNNING)
+                .filter(~models.TrialModel.heartbeats.any())
+                .all()
+            )
+        return [trial_id for (trial_id,) in rows]
 
     def _retry(self, name: str, call: Callable[[], Any], args: tuple[Any, ...]) -> Any:
         started, tries = time.monotonic(), 0

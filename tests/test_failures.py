@@ -127,6 +127,22 @@ def test_a_stop_signal_inside_optunas_ask_fails_the_claimed_trial_and_queues_its
     assert point_of(waiting) == {"loss.scale": 20} and waiting.user_attrs[ATTR_ATTEMPT] == 1
 
 
+def test_a_trial_claimed_by_a_worker_that_died_before_its_heartbeat_is_trained_by_another(compose_cfg, monkeypatch):
+    """A worker killed right after claiming a queued trial, before its first heartbeat, leaves the trial RUNNING
+    without one, which Optuna never counts as stale: the next worker fails it after the grace period and trains
+    the point (before, it waited for it until study.timeout, and without one forever)."""
+    cfg = compose_cfg(ONE_POINT, "name=beatless", "study.heartbeat_interval=1", "study.timeout=60")
+    fake_training(monkeypatch, lambda: 0.5)
+    open_sweep(cfg).study.ask()  # the claim; its worker dies before the heartbeat thread starts
+    survivor = open_sweep(cfg)
+    survivor.run()
+    (claimed,) = in_state(survivor.study, TrialState.FAIL)
+    assert claimed.number == 0, "the claim was failed, then its point trained"
+    (complete,) = in_state(survivor.study, TrialState.COMPLETE)
+    assert point_of(complete) == {"loss.scale": 20} and complete.user_attrs[ATTR_ATTEMPT] == 2
+    assert not in_state(survivor.study, TrialState.RUNNING)
+
+
 def test_a_point_killed_between_its_requeue_and_its_fail_is_queued_once(compose_cfg, monkeypatch):
     cfg = compose_cfg(ONE_POINT, "name=window", "study.heartbeat_interval=1")
     fake_training(monkeypatch, lambda: RuntimeError("boom"))
