@@ -16,10 +16,16 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep import search_space
-from sweep.names import ATTR_ATTEMPT, ATTR_GRID_POINT
+from sweep.names import ATTR_ATTEMPT, ATTR_DISCARDED, ATTR_GRID_POINT, ATTR_NOT_RETRIED
 
-# Trials that hold their point: queued, being trained, or done (a FAIL releases it).
 HOLDING_STATES = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def holding(study: optuna.Study) -> list[FrozenTrial]:
+    """Trials that hold their point: queued, being trained, or done. A FAIL releases it, and so does a discarded
+    second copy (recorded as PRUNED without training)."""
+    trials = study.get_trials(deepcopy=False, states=HOLDING_STATES)
+    return [t for t in trials if not t.user_attrs.get(ATTR_DISCARDED)]
 
 
 def enqueue_grid(study: optuna.Study, space: search_space.Space, seed: int | None) -> None:
@@ -47,7 +53,32 @@ def requeue(
     point = grid_point(study._storage.get_trial(trial._trial_id))  # also a trial stopped before its suggest
     if not point or (next_attempt and attempt > max_retries):
         return
-    holding = study.get_trials(deepcopy=False, states=HOLDING_STATES)
-    if any(t.number != trial.number and grid_point(t) == point for t in holding):
+    if any(t.number != trial.number and grid_point(t) == point for t in holding(study)):
         return
     study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: attempt + next_attempt})
+
+
+def holder(study: optuna.Study, trial: optuna.Trial) -> int | None:
+    """The number of an earlier trial that holds `trial`'s grid point (queued, running or done), if any: then
+    `trial` is a second copy of its point and must not train. Only the lowest-numbered holder trains, so two
+    processes that queued the same point at once (two reruns starting together) still train it once."""
+    point = grid_point(study._storage.get_trial(trial._trial_id))
+    return min((t.number for t in holding(study) if t.number < trial.number and grid_point(t) == point), default=None)
+
+
+def requeue_exhausted(study: optuna.Study) -> list[dict[str, Any]]:
+    """Queue again, as attempt 1, every grid point whose failed attempts used up `study.max_retries` in an earlier
+    run and that nothing holds now: rerunning the command is the user's decision to try again (the retry limit
+    bounds one run, so that a failure that recurs cannot loop). Divergences and config errors stay failed: a retry
+    cannot help them. Returns the points queued."""
+    held = [grid_point(t) for t in holding(study)]
+    queued: list[dict[str, Any]] = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        point = grid_point(trial)
+        if not point or trial.user_attrs.get(ATTR_NOT_RETRIED):
+            continue
+        if not trial.user_attrs.get(ATTR_GRID_POINT) or point in held or point in queued:
+            continue
+        study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
+        queued.append(point)
+    return queued

@@ -45,6 +45,7 @@ ATTR_SCALE = "scale"
 ATTR_TEMPERATURE = "temperature"
 ATTR_FAIL_REASON = "fail_reason"
 ATTR_CONFIG_ERROR = "sweep.config_error"  # the trial failed on a ConfigError: not retried, the study stops
+ATTR_NOT_RETRIED = "sweep.not_retried"  # a failure that a retry cannot help (divergence, a config error)
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
 ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.extra_eval)

@@ -29,6 +29,7 @@ from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_GRID_POINT,
     ATTR_MLFLOW_RUN_ID,
+    ATTR_NOT_RETRIED,
     ATTR_READY,
     ATTR_SCALE,
     ATTR_SEARCH_SPACE,
@@ -109,7 +110,9 @@ class Sweep:
         trial.set_user_attr(ATTR_FAIL_REASON, reason)
         if isinstance(error, ConfigError):
             trial.set_user_attr(ATTR_CONFIG_ERROR, True)
-        elif not isinstance(error, DivergenceError):
+        if isinstance(error, (ConfigError, DivergenceError)):
+            trial.set_user_attr(ATTR_NOT_RETRIED, True)
+        else:
             self.requeue(trial, next_attempt=not isinstance(error, (KeyboardInterrupt, tracking.TrackingOutage)))
         return reason
 
@@ -120,6 +123,9 @@ class Sweep:
             trial.set_user_attr(ATTR_DISCARDED, True)
             self.study.stop()
             raise optuna.TrialPruned("grid queue empty")
+        if self.is_grid and (earlier := grid_queue.holder(self.study, trial)) is not None:
+            trial.set_user_attr(ATTR_DISCARDED, True)  # its point was queued twice: trial `earlier` trains it
+            raise optuna.TrialPruned(f"grid point already held by trial {earlier}")
         params = search_space.suggest(trial, self.space)
         cfg = search_space.apply(self.cfg, params)
         resolve_trial_config(cfg)
@@ -209,6 +215,9 @@ class Sweep:
     def run(self) -> None:
         """Train until the grid queue is empty (waiting for other workers' running trials, failing those whose
         worker died), or until `study.n_trials` trials are done for distributions."""
+        if self.is_grid and not self._trials(TrialState.RUNNING):  # no other worker is in this run
+            for point in grid_queue.requeue_exhausted(self.study):
+                log.warning("grid point %s failed every attempt in an earlier run: queued again", point)
         if self.is_grid and not self._trials(TrialState.WAITING, TrialState.RUNNING):
             log.info("study %s is complete: nothing to train", self.study.study_name)
             return

@@ -244,3 +244,52 @@ def test_a_config_error_inside_a_trial_stops_the_study_and_is_not_retried(compos
     assert sweep.stopped_reason and "data.train.columns" in sweep.stopped_reason
     assert len(in_state(sweep.study, TrialState.FAIL)) == 1
     assert len(in_state(sweep.study, TrialState.WAITING)) == 1, "the other point, not the failed one again"
+
+
+def test_a_point_that_failed_every_attempt_is_trained_by_the_next_run(compose_cfg, monkeypatch):
+    """Retries are bounded within a run; rerunning the command tries a point whose attempts ran out again (before,
+    the rerun said 'nothing to train' while a grid point had no result)."""
+    fake_training(monkeypatch, lambda: OSError(28, "No space left on device"))
+    first, _ = run_study(compose_cfg(ONE_POINT, "name=exhausted"))  # study.max_retries=1: two attempts
+    assert [t.user_attrs[ATTR_ATTEMPT] for t in in_state(first.study, TrialState.FAIL)] == [1, 2]
+    assert not in_state(first.study, TrialState.WAITING)
+
+    fake_training(monkeypatch, lambda: 0.5)  # the disk was freed
+    second, table = run_study(compose_cfg(ONE_POINT, "name=exhausted"))
+    (complete,) = in_state(second.study, TrialState.COMPLETE)
+    assert point_of(complete) == {"loss.scale": 20} and complete.user_attrs[ATTR_ATTEMPT] == 1
+    assert list(table.state) == ["FAIL", "FAIL", "COMPLETE"]
+    third, _ = run_study(compose_cfg(ONE_POINT, "name=exhausted"))
+    assert len(third.study.trials) == 3, "a done point is not queued again"
+
+
+def test_a_diverged_point_is_not_queued_again_by_the_next_run(compose_cfg, monkeypatch):
+    fake_training(monkeypatch, lambda: study_module.DivergenceError("training loss became NaN/inf at step 3"))
+    run_study(compose_cfg(ONE_POINT, "name=diverged"))
+    fake_training(monkeypatch, lambda: 0.5)
+    sweep, _ = run_study(compose_cfg(ONE_POINT, "name=diverged"))
+    (failed,) = sweep.study.trials
+    assert failed.state == TrialState.FAIL and failed.user_attrs["fail_reason"].startswith("diverged")
+
+
+def test_a_point_queued_twice_trains_once(compose_cfg, monkeypatch):
+    """Two processes that queue the same point at once (two reruns starting together) leave two copies: only the
+    lowest-numbered one trains, the other is discarded without a run."""
+    trained = []
+
+    def count() -> float:
+        trained.append(1)
+        return 0.5
+
+    fake_training(monkeypatch, count)
+    cfg = compose_cfg(ONE_POINT, "name=twice")
+    sweep = open_sweep(cfg)
+    (queued,) = in_state(sweep.study, TrialState.WAITING)
+    sweep.study.enqueue_trial(point_of(queued), user_attrs=dict(queued.user_attrs))
+    sweep.run()
+    table = finish(sweep)
+    assert len(trained) == 1 and list(table.state) == ["COMPLETE"]
+    (complete,) = in_state(sweep.study, TrialState.COMPLETE)
+    assert complete.number == 0
+    _, _, children = trial_runs(cfg)
+    assert len(children) == 1
