@@ -101,7 +101,7 @@ class BufferedWriter:
             try:
                 with deferred():
                     call()
-            except Exception as error:  # noqa: BLE001 - is_unreachable decides; other errors are raised
+            except Exception as error:  # is_unreachable decides; other errors are raised
                 if not is_unreachable(error):
                     self.pending.popleft()
                     raise
