@@ -14,11 +14,9 @@ import transformers
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from sweep import model_store, ui_links
-from sweep.config import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR, ConfigError
 from sweep.names import TAG_BEST_MODEL_PATH
 from sweep.report.paired_table import log_paired_comparison
-from sweep.results import OBJECTIVE, STSB_TEST, STSB_VALIDATION, objective_is_stsb_validation
 from sweep.signals import (
     StopSignals,
     exit_code,
@@ -29,7 +27,10 @@ from sweep.signals import (
     stop_workers,
     worker_threads,
 )
-from sweep.study import Sweep, finish, open_sweep
+from sweep.study.run_loop import StudyRunner, finish, open_sweep
+from sweep.study.summary import OBJECTIVE, STSB_TEST, STSB_VALIDATION, objective_is_stsb_validation
+from sweep.tracking import ui_links
+from sweep.training import kept_models
 
 log = logging.getLogger("sweep")
 
@@ -44,7 +45,7 @@ def _quiet_libraries() -> None:
     datasets.disable_progress_bars()
 
 
-def summary(sweep: Sweep, table: pd.DataFrame) -> str:
+def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
     """The final report: the table, where the Optuna storage and MLflow database are, and how to open them.
 
     The `objective` column is shown only when it differs from `stsb_val` (`eval.objective` other than full)."""
@@ -72,13 +73,13 @@ def summary(sweep: Sweep, table: pd.DataFrame) -> str:
         f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
         *ui_links.open_lines(uri, sweep.experiment_id, sweep.cfg.study.storage),
     ]
-    best_model = model_store.parent_tags(sweep.cfg).get(TAG_BEST_MODEL_PATH)
+    best_model = kept_models.parent_tags(sweep.cfg).get(TAG_BEST_MODEL_PATH)
     if best_model:
         lines.append(f"Best model: {best_model} (SentenceTransformer(path); rescore: python -m sweep.evaluate)")
     return "\n".join(lines)
 
 
-def paired_summary(sweep: Sweep) -> list[str]:
+def paired_summary(sweep: StudyRunner) -> list[str]:
     """The paired-bootstrap lines (best scale and the scales not distinguishable from it), also logged on the
     parent run (the grid points instead of scales when other keys were swept); nothing when nothing was swept or
     `stats.paired.enabled` is false."""

@@ -19,10 +19,11 @@ import pandas as pd
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
-from sweep import data as data_module
-from sweep import extra_eval, model_store
-from sweep.config import ConfigError, compose_config, eval_batch_size
-from sweep.resources import stsb_evaluator  # the trial's own evaluator: identical settings
+from sweep.config.checks import ConfigError, compose_config, eval_batch_size
+from sweep.evaluation import extra_sets
+from sweep.inputs import data as data_module
+from sweep.training import kept_models
+from sweep.training.resources import stsb_evaluator  # the trial's own evaluator: identical settings
 
 SPLITS = ("validation", "test")
 
@@ -45,8 +46,8 @@ def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[st
             raise ValueError(f"--model {path}: not a folder")
         models.append(({"source": "folder", "model": str(Path(path).resolve())}, SentenceTransformer(path)))
     for name in args.study:
-        best = model_store.best_path(cfg.paths.root, name)
-        meta = model_store.read_meta(best)
+        best = kept_models.best_path(cfg.paths.root, name)
+        meta = kept_models.read_meta(best)
         if meta is None:
             raise ValueError(f"--study {name}: no kept best model in {best} (trial.save_model=best or all)")
         row = {"source": "study", "model": str(best), "trial": meta["trial_number"], "run_id": meta["mlflow_run_id"]}
@@ -57,17 +58,17 @@ def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[st
 
         mlflow.set_tracking_uri(args.tracking_uri or cfg.tracking.uri)
         for run_id in args.run_id:
-            uri = f"runs:/{run_id}/{model_store.MLFLOW_ARTIFACT}"
+            uri = f"runs:/{run_id}/{kept_models.MLFLOW_ARTIFACT}"
             models.append(({"source": "mlflow", "model": uri}, mlflow.sentence_transformers.load_model(uri)))
     return models
 
 
 def score_table(args: argparse.Namespace, cfg: DictConfig) -> pd.DataFrame:
     """One row per model: where it came from, STSB Spearman per split and every extra set's metrics."""
-    extra_eval.validate(cfg)
-    extra_eval.check_sets(cfg)
+    extra_sets.validate(cfg)
+    extra_sets.check_sets(cfg)
     stsb = stsb_scores(cfg, args.splits)
-    extra = extra_eval.ExtraEvaluators.from_config(cfg)
+    extra = extra_sets.ExtraEvaluators.from_config(cfg)
     rows = []
     for row, model in load_models(args, cfg):
         for split, evaluator in stsb.items():

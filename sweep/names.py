@@ -19,7 +19,7 @@ TAG_WORKER = "sweep.worker"  # hostname:pid of the process that trained the tria
 TAG_PARENT_RUN_ID = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
 SCALE_ZERO_MODE = "trained_with_zero_gradient"  # the value of TAG_SCALE_ZERO
-# The kept best model, on the parent run (see sweep.model_store).
+# The kept best model, on the parent run (see sweep.training.kept_models).
 TAG_BEST_MODEL_PATH = "sweep.best_model_path"  # the study's best-model folder
 TAG_BEST_MODEL_URI = "sweep.best_model_uri"  # runs:/<trial run id>/model (or models:/<name>/<version>)
 TAG_BEST_MODEL_RUN_ID = "sweep.best_model_run_id"
@@ -48,7 +48,7 @@ ATTR_CONFIG_ERROR = "sweep.config_error"  # the trial failed on a ConfigError: n
 ATTR_NOT_RETRIED = "sweep.not_retried"  # a failure that a retry cannot help (divergence, a config error)
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
-ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.extra_eval)
+ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.evaluation.extra_sets)
 TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale ...; not distinguishable ..." line(s)
 
 # MLflow artifacts.

@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from sweep.config import CONFIG_DIR
+from sweep.config.checks import CONFIG_DIR
 from tests.helpers import USER_STATE_VARIABLES
 
 # A 2-layer, 32-dim BERT from a config, a few steps on a small slice of the real offline data.

@@ -1,9 +1,11 @@
-"""Dependencies inside the package run one way: no import cycle (module-level or inside functions), a bottom layer
-(`sweep.names`, `sweep.config`) that imports nothing above it, and the CLI (`sweep.app`) imported by no module."""
+"""Dependencies inside the package run one way: the sub-packages form layers (`LAYERS`, bottom first) and a module
+imports only from its own layer or those below it; no import cycle (module-level or inside functions); the CLI
+(`sweep.app`) is imported by no module."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -68,9 +70,73 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+# The floor plan, bottom first: each layer is a set of root modules or sub-packages of `sweep`. A module may import
+# from its own layer and the layers below it, never from one above.
+LAYERS: list[set[str]] = [
+    {"sweep", "sweep.names", "sweep.signals"},
+    {"sweep.config"},
+    {"sweep.tracking"},
+    {"sweep.inputs"},
+    {"sweep.losses"},
+    {"sweep.stats"},
+    {"sweep.evaluation"},
+    {"sweep.training"},
+    {"sweep.study"},
+    {"sweep.report"},
+    {"sweep.bench"},
+    {"sweep.evaluate", "sweep.app", "sweep.__main__"},
+]
+# The only modules at the package root: the entry points and the two names every layer shares.
+ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.evaluate", "sweep.names", "sweep.signals"}
+SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
+SUB_PACKAGES += ["sweep.study", "sweep.losses"]
+
+
+def unit_of(module: str) -> str:
+    """The layer unit of a module: its sub-package (`sweep.study.setup` -> `sweep.study`) or the root module itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def layer_of(module: str) -> int:
+    return next(index for index, layer in enumerate(LAYERS) if unit_of(module) in layer)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module in a higher layer, as 'importer -> imported'."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
+
+
 def test_the_walk_sees_the_package_and_its_imports():
-    assert {"sweep.config", "sweep.names", "sweep.app", "sweep.losses", "sweep.losses.mnrl"} <= set(MODULES)
-    assert "sweep.study" in GRAPH["sweep.app"] and "sweep.losses.spec" in GRAPH["sweep.losses.mnrl"]
+    assert {"sweep.config.checks", "sweep.names", "sweep.app", "sweep.losses", "sweep.losses.mnrl"} <= set(MODULES)
+    assert "sweep.study.run_loop" in GRAPH["sweep.app"] and "sweep.losses.spec" in GRAPH["sweep.losses.mnrl"]
+
+
+def test_every_module_sits_in_a_layer_and_only_entry_points_and_names_stay_at_the_root():
+    assert not [module for module in MODULES if not any(unit_of(module) in layer for layer in LAYERS)]
+    root = {module for module, path in MODULES.items() if module.count(".") == 1 and path.name != "__init__.py"}
+    assert root == ROOT_MODULES, sorted(root ^ ROOT_MODULES)
+
+
+def test_imports_run_down_the_layers():
+    assert upward_imports(GRAPH) == []
+
+
+def test_an_upward_import_is_reported():
+    graph = {"sweep.config.checks": {"sweep.study.setup"}, "sweep.study.setup": {"sweep.config.checks"}}
+    assert upward_imports(graph) == ["sweep.config.checks -> sweep.study.setup"]
+
+
+@pytest.mark.parametrize("package", SUB_PACKAGES)
+def test_each_sub_package_says_what_it_owns_and_exports_its_public_names(package):
+    tree = ast.parse(MODULES[package].read_text())
+    assert ast.get_docstring(tree), f"{package}/__init__.py has no docstring"
+    module = importlib.import_module(package)
+    assert module.__all__ and all(hasattr(module, name) for name in module.__all__), package
 
 
 def test_find_cycle_reports_the_cycle():
@@ -83,7 +149,7 @@ def test_no_import_cycle_in_the_package():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-@pytest.mark.parametrize(("module", "allowed"), [("sweep.names", set()), ("sweep.config", {"sweep.names"})])
+@pytest.mark.parametrize(("module", "allowed"), [("sweep.names", set()), ("sweep.config.checks", {"sweep.names"})])
 def test_the_bottom_layer_imports_nothing_above_it(module, allowed):
     assert GRAPH[module] <= allowed, f"{module} imports {sorted(GRAPH[module] - allowed)}"
 

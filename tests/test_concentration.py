@@ -1,4 +1,4 @@
-"""Analytic checks of sweep.concentration (similarity concentration, alignment, uniformity)."""
+"""Analytic checks of sweep.stats.concentration (similarity concentration, alignment, uniformity)."""
 
 import io
 import math
@@ -9,7 +9,7 @@ import torch
 from matplotlib.figure import Figure
 from scipy.stats import norm
 
-from sweep.concentration import (
+from sweep.stats.concentration import (
     SUMMARY_KEYS,
     alignment,
     concentration_statistics,
@@ -21,7 +21,7 @@ from sweep.concentration import (
     summarize,
     uniformity,
 )
-from sweep.similarity_histogram import histogram_figure
+from sweep.stats.histogram import histogram_figure
 
 EXTRA_KEYS = {
     "sim_gap",

@@ -6,7 +6,7 @@ import threading
 
 from mlflow.tracking import MlflowClient
 
-from sweep.tracking import TrackingClient, experiment_id
+from sweep.tracking.mlflow_client import TrackingClient, experiment_id
 
 
 def test_workers_creating_the_experiment_at_once_all_get_it(tmp_path):

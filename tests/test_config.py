@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from sweep import search_space
-from sweep.config import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten
-from sweep.scale_temperature import resolve_scale
-from sweep.study import open_sweep
-from sweep.study_setup import declared_space, validate
-from sweep.validation import validate_trial_config
+from sweep.config import search_space
+from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten
+from sweep.config.scale_temperature import resolve_scale
+from sweep.study.preflight import validate_trial_config
+from sweep.study.run_loop import open_sweep
+from sweep.study.setup import declared_space, validate
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
 

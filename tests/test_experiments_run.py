@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from sweep.config import CONFIG_DIR
-from sweep.data import load_split
-from sweep.layer_grid import stsb_layer_grid, validate_layer_grid
-from sweep.model import build_model
-from sweep.study import finish, open_sweep
+from sweep.config.checks import CONFIG_DIR
+from sweep.evaluation.layer_grid import stsb_layer_grid, validate_layer_grid
+from sweep.inputs.data import load_split
+from sweep.inputs.model import build_model
+from sweep.study.run_loop import finish, open_sweep
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
 SHORT = [

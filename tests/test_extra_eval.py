@@ -11,9 +11,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
-from sweep.config import ConfigError
+from sweep.config.checks import ConfigError
 from sweep.report.__main__ import main as report_main
-from sweep.study import finish, open_sweep
+from sweep.study.run_loop import finish, open_sweep
 
 NLI = {
     "name": "nli_pairs",

@@ -15,13 +15,13 @@ from mlflow.exceptions import MlflowException
 from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
-import sweep.study as study_module
-from sweep import tracking
-from sweep.config import ConfigError
+import sweep.study.run_loop as study_module
+from sweep.config.checks import ConfigError
 from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_BEST_PARAMS, TAG_END_REASON
-from sweep.results import parent_summary
 from sweep.signals import Interrupted, StopSignals
-from sweep.study import finish, open_sweep
+from sweep.study.run_loop import finish, open_sweep
+from sweep.study.summary import parent_summary
+from sweep.tracking import mlflow_client
 from tests.helpers import point_of, run_study, trial_runs
 
 ONE_POINT = "+study.search_space.loss.scale=[20]"
@@ -67,7 +67,7 @@ def test_ctrl_c_twice_on_a_point_leaves_it_queued_and_the_next_run_trains_it(com
     ("error", "reason"),
     [
         (Interrupted(signal.SIGTERM), "interrupted (SIGTERM); the point is queued again"),
-        (tracking.TrackingOutage("server down"), "TrackingOutage: server down"),
+        (mlflow_client.TrackingOutage("server down"), "TrackingOutage: server down"),
     ],
 )
 def test_a_trial_stopped_before_its_run_exists_records_why_and_its_point_is_trained_later(
@@ -85,8 +85,8 @@ def test_a_trial_stopped_before_its_run_exists_records_why_and_its_point_is_trai
             raise error
         return real_trial_run(*args, **kwargs)
 
-    real_trial_run = tracking.TrialRun
-    monkeypatch.setattr(tracking, "TrialRun", trial_run)
+    real_trial_run = mlflow_client.TrialRun
+    monkeypatch.setattr(mlflow_client, "TrialRun", trial_run)
     fake_training(monkeypatch, lambda: 0.5)
     sweep = open_sweep(compose_cfg(ONE_POINT, "name=before_run"))
     if isinstance(error, KeyboardInterrupt):
@@ -172,7 +172,7 @@ def test_a_failing_log_params_ends_the_trial_run_failed_with_its_reason(compose_
     def refuse(self, params):
         raise MlflowException("param value too long")
 
-    monkeypatch.setattr(tracking.TrialRun, "log_params", refuse)
+    monkeypatch.setattr(mlflow_client.TrialRun, "log_params", refuse)
     cfg = compose_cfg(ONE_POINT, "name=params", "study.max_retries=0")
     run_study(cfg)
     _, _, (child,) = trial_runs(cfg)

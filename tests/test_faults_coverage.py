@@ -13,12 +13,12 @@ import torch
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from sweep.config import CONFIG_DIR
+from sweep.config.checks import CONFIG_DIR
+from sweep.inputs.model import build_model
 from sweep.losses import build_loss
-from sweep.model import build_model
 from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_END_REASON, TAG_OPTUNA_STATE
-from sweep.study import finish, open_sweep
-from sweep.validation import resolve_trial_config
+from sweep.study.preflight import resolve_trial_config
+from sweep.study.run_loop import finish, open_sweep
 
 SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler}
 
@@ -55,7 +55,8 @@ def test_sampler_and_pruner_end_to_end_with_a_pruned_trial(compose_cfg, sampler,
     states = [t.state for t in sweep.study.trials]
     assert TrialState.PRUNED in states and TrialState.COMPLETE in states, states
     pruned = min(
-        (t for t in sweep.study.trials if t.state == TrialState.PRUNED), key=lambda t: max(t.intermediate_values)
+        (t for t in sweep.study.trials if t.state == TrialState.PRUNED),
+        key=lambda t: max(t.intermediate_values),
     )
     assert max(pruned.intermediate_values) < cfg.trial.max_steps, "a trial stopped before its last step"
     run_ = MlflowClient(cfg.tracking.uri).get_run(pruned.user_attrs[ATTR_MLFLOW_RUN_ID])

@@ -9,8 +9,8 @@ import sys
 import pytest
 import torch
 
-from sweep.config import ConfigError
-from sweep.study import open_sweep
+from sweep.config.checks import ConfigError
+from sweep.study.run_loop import open_sweep
 from tests.conftest import TINY
 from tests.helpers import REPO, clean_env
 

@@ -10,9 +10,8 @@ import torch
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
-from sweep.config import ConfigError, parse_numbers
-from sweep.data import load_split
-from sweep.layer_grid import (
+from sweep.config.checks import ConfigError, parse_numbers
+from sweep.evaluation.layer_grid import (
     grid_metrics,
     grid_sets,
     layer_dim_spearman,
@@ -21,7 +20,8 @@ from sweep.layer_grid import (
     stsb_layer_grid,
     validate_layer_grid,
 )
-from sweep.model import build_model, model_shape
+from sweep.inputs.data import load_split
+from sweep.inputs.model import build_model, model_shape
 
 LAYERS, DIMS = (0, 1, 2), (32, 16, 8)
 

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from sweep.inputs.model import build_model
 from sweep.losses import build_loss, training_callbacks
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss, ScaleClampCallback
-from sweep.model import build_model
 
 ANCHORS = ["A man is playing a guitar.", "A woman is slicing an onion.", "Kids play football.", "A cat sleeps."]
 POSITIVES = ["Someone plays an instrument.", "A person cuts a vegetable.", "Children kick a ball.", "A pet naps."]

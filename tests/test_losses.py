@@ -14,18 +14,18 @@ from mlflow.tracking import MlflowClient
 from sentence_transformers import SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, MatryoshkaLoss
 
-from sweep import search_space
-from sweep.config import CONFIG_DIR, ConfigError
+from sweep.config import search_space
+from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.scale_temperature import resolve_scale
+from sweep.inputs.model import build_model
 from sweep.losses import LOSSES, build_loss, learning_rate_mapping, resolve_loss
 from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
-from sweep.model import build_model
 from sweep.names import ROLE_TRIAL, TAG_ROLE
-from sweep.scale_temperature import resolve_scale
-from sweep.study import finish, open_sweep
-from sweep.study_setup import validate
-from sweep.trial import TrialTrainer
+from sweep.study.run_loop import finish, open_sweep
+from sweep.study.setup import validate
+from sweep.training.trial import TrialTrainer
 
 LOSS_CONFIGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "loss").glob("*.yaml"))
 SCORED = ("data=stsb_pairs",)

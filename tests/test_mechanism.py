@@ -11,10 +11,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from sweep.concentration import concentration_statistics, in_batch_statistics
-from sweep.config import ConfigError
-from sweep.stats_probe import ConcentrationProbe, Encodings, loss_scales
-from sweep.validation import validate_trial_config
+from sweep.config.checks import ConfigError
+from sweep.stats.concentration import concentration_statistics, in_batch_statistics
+from sweep.stats.probe import ConcentrationProbe, Encodings, loss_scales
+from sweep.study.preflight import validate_trial_config
 
 
 def _random(n: int, d: int, seed: int) -> np.ndarray:

@@ -19,12 +19,12 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from sentence_transformers import SentenceTransformer
 
-from sweep import model_store
 from sweep.evaluate import main as evaluate_main
 from sweep.evaluate import stsb_scores
-from sweep.model import build_model
+from sweep.inputs.model import build_model
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_URI, TAG_MODEL_LOGGED
-from sweep.study import finish, open_sweep
+from sweep.study.run_loop import finish, open_sweep
+from sweep.training import kept_models
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,8 +46,8 @@ def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tm
     assert cfg.trial.save_model == "best"
     sweep, _ = run_study(cfg)
     best_trial = sweep.study.best_trial
-    best = model_store.best_path(cfg.paths.root, "keep_best")
-    meta = model_store.read_meta(best)
+    best = kept_models.best_path(cfg.paths.root, "keep_best")
+    meta = kept_models.read_meta(best)
     assert best.is_symlink() and meta["trial_number"] == best_trial.number
     assert [p.name for p in (best.parent / "trials").iterdir()] == [f"trial-{best_trial.number:03d}"]
 
@@ -81,13 +81,13 @@ def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tm
 def test_all_keeps_one_model_per_trial_and_none_keeps_nothing(compose_cfg, mode):
     cfg = compose_cfg(f"name=keep_{mode}", "+study.search_space.loss.scale=[0,20]", f"trial.save_model={mode}")
     sweep, _ = run_study(cfg)
-    directory = model_store.study_dir(cfg.paths.root, f"keep_{mode}")
+    directory = kept_models.study_dir(cfg.paths.root, f"keep_{mode}")
     if mode == "none":
         assert not directory.exists()
         return
     kept = sorted(p.name for p in (directory / "trials").iterdir())
     assert kept == [f"trial-{t.number:03d}" for t in sweep.study.trials]
-    assert model_store.read_meta(directory / "best")["trial_number"] == sweep.study.best_trial.number
+    assert kept_models.read_meta(directory / "best")["trial_number"] == sweep.study.best_trial.number
     for trial in sweep.study.trials:
         SentenceTransformer(str(directory / "trials" / f"trial-{trial.number:03d}"))
 
@@ -106,31 +106,31 @@ class FakeRun:
 
 @pytest.fixture
 def store_cfg(compose_cfg, monkeypatch):
-    monkeypatch.setattr(model_store, "log_to_mlflow", lambda *args, **kwargs: "")
+    monkeypatch.setattr(kept_models, "log_to_mlflow", lambda *args, **kwargs: "")
     cfg = compose_cfg("name=crash")
     return cfg, build_model(cfg.model, seed=0, device="cpu")
 
 
 def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatch):
     cfg, model = store_cfg
-    model_store.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
-    best = model_store.best_path(cfg.paths.root, "crash")
+    kept_models.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
+    best = kept_models.best_path(cfg.paths.root, "crash")
 
     def crash(*args):
         raise OSError("simulated crash before the rename")
 
     with monkeypatch.context() as patch:
-        patch.setattr(model_store.os, "rename", crash)
+        patch.setattr(kept_models.os, "rename", crash)
         with pytest.raises(OSError, match="simulated"):
-            model_store.keep(cfg, model, 0.9, {}, trial_number=1, run=FakeRun())
-    assert model_store.read_meta(best)["trial_number"] == 0
+            kept_models.keep(cfg, model, 0.9, {}, trial_number=1, run=FakeRun())
+    assert kept_models.read_meta(best)["trial_number"] == 0
     assert list(best.parent.glob(".tmp-*")), "the half-done save is left behind..."
     SentenceTransformer(str(best))
 
-    model_store.keep(cfg, model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
+    kept_models.keep(cfg, model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
     assert not list(best.parent.glob(".tmp-*")), "...and removed by the next save"
-    model_store.keep(cfg, model, 0.7, {}, trial_number=3, run=FakeRun())
-    assert model_store.read_meta(best)["trial_number"] == 3
+    kept_models.keep(cfg, model, 0.7, {}, trial_number=3, run=FakeRun())
+    assert kept_models.read_meta(best)["trial_number"] == 3
     assert [p.name for p in (best.parent / "trials").iterdir()] == ["trial-003"]
 
 
@@ -138,11 +138,11 @@ KILLED_SAVE = """
 import sys, time
 from pathlib import Path
 from omegaconf import OmegaConf
-from sweep import model_store
-from sweep.model import build_model
+from sweep.training import kept_models
+from sweep.inputs.model import build_model
 
 cfg = OmegaConf.load(sys.argv[1])
-model_store.log_to_mlflow = lambda *args, **kwargs: ""
+kept_models.log_to_mlflow = lambda *args, **kwargs: ""
 model = build_model(cfg.model, seed=0, device="cpu")
 real_save = model.save
 
@@ -156,14 +156,14 @@ model.save = slow_save
 class Run:
     run_id = "killed"
 
-model_store.keep(cfg, model, 0.9, {}, trial_number=1, run=Run())
+kept_models.keep(cfg, model, 0.9, {}, trial_number=1, run=Run())
 """
 
 
 def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path):
     cfg, model = store_cfg
-    model_store.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
-    best = model_store.best_path(cfg.paths.root, "crash")
+    kept_models.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
+    best = kept_models.best_path(cfg.paths.root, "crash")
     config, marker, script = tmp_path / "cfg.yaml", tmp_path / "saving", tmp_path / "killed_save.py"
     config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
     script.write_text(KILLED_SAVE)
@@ -178,8 +178,8 @@ def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path
         worker.send_signal(signal.SIGKILL)
         worker.wait()
     assert Path(marker.read_text()).is_dir(), "a complete-looking temporary folder was left, never published"
-    assert model_store.read_meta(best)["trial_number"] == 0
+    assert kept_models.read_meta(best)["trial_number"] == 0
     SentenceTransformer(str(best))
-    model_store.keep(cfg, model, 0.6, {}, trial_number=2, run=FakeRun())  # the lock died with the worker
-    assert model_store.read_meta(best)["trial_number"] == 2
+    kept_models.keep(cfg, model, 0.6, {}, trial_number=2, run=FakeRun())  # the lock died with the worker
+    assert kept_models.read_meta(best)["trial_number"] == 2
     assert not list(best.parent.glob(".tmp-*"))

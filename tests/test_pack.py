@@ -10,14 +10,14 @@ import pytest
 import torch
 from optuna.trial import TrialState
 
-import sweep.pack as pack_module
-import sweep.study as study_module
-from sweep import data as data_module
-from sweep import search_space
-from sweep.lockstep import Lockstep, member_callbacks, run_in_lockstep
-from sweep.model import check_available
+import sweep.study.packing as pack_module
+import sweep.study.run_loop as study_module
+from sweep.config import search_space
+from sweep.inputs import data as data_module
+from sweep.inputs.model import check_available
 from sweep.names import ATTR_ATTEMPT, ATTR_FAIL_REASON, ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN, TAG_RUN_NAME
-from sweep.study_setup import validate
+from sweep.study.setup import validate
+from sweep.training.lockstep import Lockstep, member_callbacks, run_in_lockstep
 from tests.test_study import run_study, trial_runs
 
 # Steps where the metrics of a packed and an unpacked trial must agree; wall times naturally differ.
@@ -211,7 +211,7 @@ def test_a_stop_signal_inside_a_members_ask_fails_every_member_and_queues_its_po
     import signal
 
     from sweep.signals import StopSignals
-    from sweep.study import finish, open_sweep
+    from sweep.study.run_loop import finish, open_sweep
 
     monkeypatch.setattr(study_module, "train_and_evaluate", lambda *args, **kwargs: 0.5)
     sweep = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,2]", "name=pack_signal", "study.pack=2"))

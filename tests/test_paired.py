@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from sweep.paired import paired_bootstrap
+from sweep.stats.paired_bootstrap import paired_bootstrap
 
 
 def noisy(gold: np.ndarray, noise: float, seed: int) -> np.ndarray:

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from sweep import search_space
-from sweep.config import ConfigError
-from sweep.scale_temperature import resolve_scale
-from sweep.study import validate
+from sweep.config import search_space
+from sweep.config.checks import ConfigError
+from sweep.config.scale_temperature import resolve_scale
+from sweep.study.run_loop import validate
 
 SCALED_LOSSES = ("mnrl", "cached_mnrl", "cosent", "angle", "gist", "learnable_scale")
 

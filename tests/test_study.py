@@ -15,7 +15,7 @@ from sweep.names import (
     TAG_SCALE_ZERO,
     TAG_STUDY_NAME,
 )
-from sweep.study import open_sweep
+from sweep.study.run_loop import open_sweep
 from tests.helpers import run_study, trial_runs
 
 GRID = "+study.search_space.loss.scale=[0,20]"
@@ -99,7 +99,7 @@ def test_rerun_continues_the_study_without_retraining(compose_cfg):
 
 
 def fail_first_trial(monkeypatch):
-    import sweep.study as study_module
+    import sweep.study.run_loop as study_module
 
     real = study_module.train_and_evaluate
     calls = {"n": 0}
@@ -160,7 +160,7 @@ def test_parent_run_writes_retry_a_concurrent_insert_collision():
     IntegrityError on the tag's unique key, which a retry (now an update) resolves. Other errors are raised."""
     from mlflow.exceptions import MlflowException
 
-    from sweep.tracking import write_shared
+    from sweep.tracking.mlflow_client import write_shared
 
     calls = []
 

@@ -13,9 +13,9 @@ import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 
-from sweep import ui_links
 from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
-from sweep.study import open_sweep
+from sweep.study.run_loop import open_sweep
+from sweep.tracking import ui_links
 
 
 def test_runs_page_addresses():

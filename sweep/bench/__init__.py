@@ -12,7 +12,7 @@ Rows (see `ITEMS` in `__main__`):
      with the similarity statistics disabled and enabled; and trainer time / trainer time
   3  whole sweep: one `python -m sweep` process over N scales / the sum of N baseline processes
   4  pruning: training steps of a pruned study / steps of the full grid, to find the same best scale
-  5  layer x dim grid evaluation (`sweep.layer_grid`) / one full-model STSB evaluation; naive per-layer re-encoding
+  5  layer x dim grid (`sweep.evaluation.layer_grid`) / one full-model STSB evaluation; naive per-layer re-encoding
   6  evaluation speed: the project's STSB evaluator / `model.encode` with default settings (sentences/s)
   7  GPU: skipped when there is none
   8  packing: trials per hour with study.pack=K and study.n_workers=N / one trial at a time, and a framework trial

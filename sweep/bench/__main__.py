@@ -17,7 +17,7 @@ import sweep.bench
 from sweep.bench.eval_speed import measure_eval_speed
 from sweep.bench.gpu import gpu_rows
 from sweep.bench.inprocess import quiet_libraries
-from sweep.bench.layer_grid import measure_layer_grid
+from sweep.bench.naive_layer_grid import measure_layer_grid
 from sweep.bench.packing import measure_packing
 from sweep.bench.pruning import measure_pruning, pruning_rows
 from sweep.bench.runners import REPO_ROOT

@@ -23,15 +23,15 @@ def encode_both(model: SentenceTransformer, dataset: Dataset) -> None:
 
 
 def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -> list[Row]:
-    """Item 6: sentences/s of the project's STSB evaluator (sweep.trial.stsb_evaluator, the trial's batch size)
-    vs `model.encode` with default settings, on the default static model and on MiniLM cut to a few layers.
+    """Item 6: sentences/s of the project's STSB evaluator (sweep.training.resources.stsb_evaluator, the trial's batch
+    size) vs `model.encode` with default settings, on the default static model and on MiniLM cut to a few layers.
     The evaluator runs cold (a model without the study's tokenization cache, as in a study's first evaluation)
     and warm (a model from `StudyResources`, whose cache an earlier evaluation filled: every later evaluation)."""
     # Hydra, torch and sentence-transformers are slow imports: only when this item runs
-    from sweep.config import compose_config, resolve_eval_batch_size
-    from sweep.model import build_model
-    from sweep.preprocess_cache import PreprocessCache
-    from sweep.resources import stsb_evaluator
+    from sweep.config.checks import compose_config, resolve_eval_batch_size
+    from sweep.inputs.model import build_model
+    from sweep.inputs.preprocess_cache import PreprocessCache
+    from sweep.training.resources import stsb_evaluator
 
     overrides = {
         "static_minilm (default)": [],

@@ -39,7 +39,7 @@ def minilm_overrides(s: Settings) -> list[str]:
 
 def validation_pairs(data: DictConfig, pairs: int | None) -> Dataset:
     """The STSB validation split of the data config `data`: its first `pairs` rows, or all when None."""
-    from sweep.data import load_split  # datasets: a slow import, only when an in-process item runs
+    from sweep.inputs.data import load_split  # datasets: a slow import, only when an in-process item runs
 
     dataset = load_split(data, "validation")
     return dataset if pairs is None else dataset.select(range(min(pairs, len(dataset))))

@@ -65,12 +65,12 @@ def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> f
     from hydra import compose, initialize_config_dir
     from transformers import get_scheduler
 
-    from sweep.config import CONFIG_DIR
-    from sweep.data import load_all
+    from sweep.config.checks import CONFIG_DIR
+    from sweep.inputs.data import load_all
+    from sweep.inputs.model import build_model
     from sweep.losses import build_loss
-    from sweep.model import build_model
-    from sweep.resources import spearman, stsb_evaluator
-    from sweep.validation import resolve_trial_config
+    from sweep.study.preflight import resolve_trial_config
+    from sweep.training.resources import spearman, stsb_evaluator
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         overrides = [*study_overrides(s, model), f"loss.scale={scale}", f"data.local_dir={data_dir}"]

@@ -209,11 +209,13 @@ ROW_DESCRIPTIONS = (
     "seeded shuffle of the listed grid (the notes give the order actually run), so two orders, two pruners and a TPE "
     "sampler over the same values are measured. Pruners compare the validation Spearman reported at every evaluation "
     "(Optuna steps = training steps); successive halving's first rung is the first evaluation.",
-    "5. **Layer x dim grid**: `sweep.layer_grid.layer_dim_spearman` on MiniLM cut to a few layers / one full-model "
-    "STSB evaluation with the project's evaluator; also the naive way (re-encode once per layer with `model.encode`). "
+    "5. **Layer x dim grid**: `sweep.evaluation.layer_grid.layer_dim_spearman` on MiniLM cut to a few layers / one "
+    "full-model STSB evaluation with the project's evaluator; also the naive way (re-encode once per layer with "
+    "`model.encode`). "
     "The grid's Spearman values are checked against the naive ones.",
-    "6. **Evaluation speed**: sentences per second of the project's STSB evaluator (`sweep.trial.stsb_evaluator`, "
-    "trial eval batch size, including the Spearman) / `model.encode` with default settings (batch 32). Warm: the "
+    "6. **Evaluation speed**: sentences per second of the project's STSB evaluator "
+    "(`sweep.training.resources.stsb_evaluator`, trial eval batch size, including the Spearman) / `model.encode` "
+    "with default settings (batch 32). Warm: the "
     "evaluated model's `preprocess` goes through the study's tokenization cache filled by an earlier evaluation "
     "(every evaluation of a study after its first); cold: a plain model (a study's first evaluation).",
     "7. **GPU**: needs a GPU; skipped otherwise.",

@@ -9,11 +9,25 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 from transformers import TrainerCallback
 
-from sweep.config import ConfigError, require_choice
+from sweep.config.checks import ConfigError, require_choice
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
 from sweep.losses.spec import LossSpec
 from sweep.losses.wrappers import validate_wrapper, wrap
+
+__all__ = [
+    "LOSSES",
+    "LossSpec",
+    "ScaleClampCallback",
+    "build_loss",
+    "learnable_scales",
+    "learning_rate_mapping",
+    "resolve_loss",
+    "training_callbacks",
+    "validate_loss",
+    "validate_wrapper",
+    "wrap",
+]
 
 LOSSES: dict[str, LossSpec] = {
     "mnrl": mnrl.SPEC,

@@ -6,7 +6,7 @@ from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
 
-from sweep.config import require_int
+from sweep.config.checks import require_int
 from sweep.losses import mnrl
 from sweep.losses.spec import TEXT_TUPLES, LossSpec
 

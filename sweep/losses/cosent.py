@@ -7,7 +7,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 from sentence_transformers.util import pairwise_cos_sim, pairwise_dot_score
 
-from sweep.config import require_choice
+from sweep.config.checks import require_choice
 from sweep.losses.spec import SCORED_PAIRS, LossSpec
 
 PAIRWISE_SIMILARITIES = {"cosine": pairwise_cos_sim, "dot": pairwise_dot_score}

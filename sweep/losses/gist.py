@@ -8,9 +8,9 @@ from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 
-from sweep.config import ConfigError, require_choice, require_number
+from sweep.config.checks import ConfigError, require_choice, require_number
+from sweep.inputs.model import build_model, resolve_path
 from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, LossSpec
-from sweep.model import build_model, resolve_path
 
 BASE_GUIDE = "base"
 MARGIN_STRATEGIES = ("absolute", "relative")

@@ -9,7 +9,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from sentence_transformers.util import cos_sim, dot_score
 
-from sweep.config import require_choice
+from sweep.config.checks import require_choice
 from sweep.losses.spec import TEXT_TUPLES, LossSpec
 
 SIMILARITIES = {"cosine": cos_sim, "dot": dot_score}

@@ -16,8 +16,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss, MatryoshkaLoss
 from torch import nn
 
-from sweep.config import ConfigError, parse_numbers, require_choice, require_int, require_number
-from sweep.model import model_shape
+from sweep.config.checks import ConfigError, parse_numbers, require_choice, require_int, require_number
+from sweep.inputs.model import model_shape
 
 WRAPPERS = ("matryoshka", "adaptive_layer", "matryoshka2d")
 LAYER_WEIGHTINGS = ("uniform", "log", "linear")

@@ -17,7 +17,7 @@ import pandas as pd
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
 from sweep.report.study_figures import write_study_figures
-from sweep.versions import library_versions
+from sweep.tracking.versions import library_versions
 
 T = TypeVar("T")
 

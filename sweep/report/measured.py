@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from sweep.config import ConfigError, compose_config, resolve_eval_batch_size
+from sweep.config.checks import ConfigError, compose_config, resolve_eval_batch_size
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     # imported here: sentence-transformers and datasets are slow to import; the loss table needs neither
     from sentence_transformers import SentenceTransformer
 
-    from sweep.data import load_split
-    from sweep.model import build_model
+    from sweep.inputs.data import load_split
+    from sweep.inputs.model import build_model
 
     cfg = compose_config(overrides)
     resolve_eval_batch_size(cfg)

@@ -2,9 +2,9 @@
 in a study that sweeps other keys instead of the scale, which grid points).
 
 Read from MLflow (each COMPLETE trial's ``predictions/stsb_validation.csv``) and computed by
-:func:`sweep.paired.paired_bootstrap`; written by ``python -m sweep.report study`` as ``paired_comparison.csv`` and
-``paired_comparison.md``, and logged on the parent run at the end of ``python -m sweep`` (tag
-``sweep.paired_comparison`` and artifact ``paired_comparison.csv``).
+:func:`sweep.stats.paired_bootstrap.paired_bootstrap`; written by ``python -m sweep.report study`` as
+``paired_comparison.csv`` and ``paired_comparison.md``, and logged on the parent run at the end of
+``python -m sweep`` (tag ``sweep.paired_comparison`` and artifact ``paired_comparison.csv``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from sweep.evaluation.predictions import load_predictions
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, TAG_PAIRED_COMPARISON
-from sweep.paired import paired_bootstrap
-from sweep.predictions import load_predictions
 from sweep.report.results_folder import PAIRED_FILES
 from sweep.report.summaries import by_condition, complete_trials, condition_label, condition_names, swept_scales
+from sweep.stats.paired_bootstrap import paired_bootstrap
 
 log = logging.getLogger(__name__)
 

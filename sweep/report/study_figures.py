@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweep.report.extra_sets import write_extra_sets_vs_scale
+from sweep.report.extra_set_figures import write_extra_sets_vs_scale
 from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves

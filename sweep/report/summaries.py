@@ -22,9 +22,11 @@ ANGLE_SCALES = {
     "param.loss.ibn_scale": "ibn_scale",
     "param.loss.angle_scale": "angle_scale",
 }
-LAYER_GRID = re.compile(r"^stsb_(validation|test)_spearman_L(\d+)_D(\d+)$")  # sweep.layer_grid's metric names
+LAYER_GRID = re.compile(
+    r"^stsb_(validation|test)_spearman_L(\d+)_D(\d+)$"
+)  # sweep.evaluation.layer_grid's metric names
 SPLITS = {"validation": "stsb_validation_spearman", "test": "stsb_test_spearman"}
-# cosine distributions logged as sim_{kind}_{mean,q05,q95}[_init] (see sweep.concentration), legend labels
+# cosine distributions logged as sim_{kind}_{mean,q05,q95}[_init] (see sweep.stats.concentration), legend labels
 SIM_KINDS = {
     "pos": "positive pairs",
     "neg": "in-batch negatives",

@@ -15,7 +15,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep import search_space
+from sweep.config import search_space
 from sweep.names import ATTR_ATTEMPT, ATTR_DISCARDED, ATTR_GRID_POINT, ATTR_NOT_RETRIED
 
 HOLDING_STATES = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)

@@ -1,7 +1,7 @@
 """The ``extra_sets_vs_scale`` figure: every ``eval.extra`` metric vs scale next to STSB validation and test.
 
 The sets a study scored are read from its trials' logged ``eval.extra`` param (the resolved list of entries), so
-the figure needs no naming convention beyond ``sweep.extra_eval.metric_names``.
+the figure needs no naming convention beyond ``sweep.evaluation.extra_sets.metric_names``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 
-from sweep.extra_eval import KINDS, metric_names
+from sweep.evaluation.extra_sets import KINDS, metric_names
 from sweep.report.axes import DOUBLE_COLUMN_WIDTH, PAPER_RC, format_scale_axis, legend_below, new_figure, save_figure
 from sweep.report.summaries import SCALE, complete_trials, condition_columns, t_interval
 

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from sweep.concentration import pair_cosines
 from sweep.names import ARTIFACT_PREDICTIONS
-from sweep.stats_probe import EmbeddingKeepingEvaluator
-from sweep.tracking import TrialRun
+from sweep.stats.concentration import pair_cosines
+from sweep.stats.probe import EmbeddingKeepingEvaluator
+from sweep.tracking.mlflow_client import TrialRun
 
 
 def artifact_path(split: str) -> str:

@@ -1,5 +1,5 @@
 """The MLflow side of a study through `MlflowClient`: opening the store, one parent run per study (with its
-summary), one nested run per trial, the library versions every run records (sweep.versions).
+summary), one nested run per trial, the library versions every run records (sweep.tracking.versions).
 
 Names (the report module and the README rely on them):
 - parent run: tags ``sweep.role=study``, ``sweep.study_name``; its id is kept in the Optuna study's user
@@ -8,7 +8,7 @@ Names (the report module and the README rely on them):
   ``sweep.optuna_state`` (COMPLETE / PRUNED / FAIL), ``sweep.worker`` (hostname:pid); params: the resolved trial
   config flattened and ``version.*``; status FINISHED (complete), KILLED (pruned) or FAILED.
 
-Every call goes through the client's `BufferedWriter` (sweep.tracking_writer): while a tracking server is
+Every call goes through the client's `BufferedWriter` (sweep.tracking.outage_buffer): while a tracking server is
 unreachable, writes wait in order and training goes on; a resumed study ends the trial runs that a lost server
 left RUNNING although their Optuna trial had finished.
 """
@@ -31,7 +31,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from sweep.config import ConfigError
+from sweep.config.checks import ConfigError
 from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_MLFLOW_PARENT_RUN_ID,
@@ -47,8 +47,8 @@ from sweep.names import (
     TAG_TRIAL_NUMBER,
     TAG_WORKER,
 )
-from sweep.sqlite_lock import sqlite_init_lock
-from sweep.tracking_writer import BufferedWriter, TrackingOutage, use_http_defaults
+from sweep.tracking.outage_buffer import BufferedWriter, TrackingOutage, use_http_defaults
+from sweep.tracking.sqlite_lock import sqlite_init_lock
 
 __all__ = ["TrackingOutage"]  # raised by TrialRun() when the server stays unreachable past the limit
 

@@ -1,5 +1,5 @@
 """The per-trial histogram of cosine distributions (the figure each trial logs next to its statistics): plotting,
-kept apart from the statistics in ``sweep.concentration``, which need no matplotlib."""
+kept apart from the statistics in ``sweep.stats.concentration``, which need no matplotlib."""
 
 from __future__ import annotations
 

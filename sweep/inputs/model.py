@@ -19,7 +19,7 @@ from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig
 
-from sweep.config import ConfigError
+from sweep.config.checks import ConfigError
 
 
 def _minilm_package_path() -> str | None:

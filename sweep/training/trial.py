@@ -16,9 +16,9 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from transformers import TrainerCallback, set_seed
 from transformers.trainer_callback import PrinterCallback
 
-from sweep import extra_eval
-from sweep.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
-from sweep.lockstep import member_callbacks
+from sweep.evaluation import extra_sets
+from sweep.evaluation.layer_grid import log_layer_grid, objective_value, stsb_layer_grid
+from sweep.evaluation.predictions import log_predictions
 from sweep.losses import build_loss, learning_rate_mapping, training_callbacks
 from sweep.names import (
     ATTR_TEST_SPEARMAN,
@@ -27,11 +27,11 @@ from sweep.names import (
     SCALE_ZERO_MODE,
     TAG_SCALE_ZERO,
 )
-from sweep.predictions import log_predictions
-from sweep.resources import TEST, VALIDATION, StudyResources, device_of, spearman
 from sweep.signals import check_stop
-from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, loss_scales
-from sweep.tracking import TrialRun
+from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, loss_scales
+from sweep.tracking.mlflow_client import TrialRun
+from sweep.training.lockstep import member_callbacks
+from sweep.training.resources import TEST, VALIDATION, StudyResources, device_of, spearman
 
 log = logging.getLogger(__name__)
 
@@ -195,8 +195,8 @@ def train_and_evaluate(
     if probe is not None:
         probe.follow(loss)  # the statistics use the loss's current scale (a learned one included)
     extra = resources.extra.get(cfg)
-    scorer = extra_eval.TrialScorer(extra, model, run.log_metrics)
-    every_eval = extra_eval.chain(
+    scorer = extra_sets.TrialScorer(extra, model, run.log_metrics)
+    every_eval = extra_sets.chain(
         probe_at_evaluation(probe, cfg, model, validation, run), scorer if cfg.eval.extra_every_eval else None
     )
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
@@ -246,8 +246,8 @@ def train_and_evaluate(
         log_layer_grid(run, grid, "validation", step=steps)
         log_layer_grid(run, stsb_layer_grid(model, splits["test"], cfg), "test", step=steps)
     extra_scores = scorer.final(steps)
-    if extra_eval.names_objective(cfg):
-        objective = extra_eval.objective(cfg.eval, val, extra, extra_scores)
+    if extra_sets.names_objective(cfg):
+        objective = extra_sets.objective(cfg.eval, val, extra, extra_scores)
     else:
         objective = objective_value(cfg.eval, val, grid)
     metrics["objective"] = objective
@@ -255,7 +255,7 @@ def train_and_evaluate(
     trial.set_user_attr(ATTR_VALIDATION_SPEARMAN, val)
     trial.set_user_attr(ATTR_TEST_SPEARMAN, test_value)
     trial.set_user_attr(ATTR_TRAIN_SECONDS, train_seconds)
-    extra_eval.record(trial, extra_scores)
+    extra_sets.record(trial, extra_scores)
     if on_trained is not None:
         on_trained(model, objective, {f"{VALIDATION}_spearman": val, **metrics, **extra_scores})
     return objective

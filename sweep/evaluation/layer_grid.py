@@ -36,12 +36,12 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.losses.adaptive_layer import TransformerDecorator
 from sentence_transformers.util import batch_to_device
 
-from sweep import extra_eval
-from sweep.config import ConfigError, eval_batch_size, parse_numbers, require_choice
-from sweep.model import model_shape
+from sweep.config.checks import ConfigError, eval_batch_size, parse_numbers, require_choice
+from sweep.evaluation import extra_sets
+from sweep.inputs.model import model_shape
 
 if TYPE_CHECKING:
-    from sweep.tracking import TrialRun
+    from sweep.tracking.mlflow_client import TrialRun
 
 OBJECTIVES = ("full", "grid_mean", "cell")
 CELL = re.compile(r"^L(\d+)_D(\d+)$")
@@ -63,7 +63,7 @@ def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def validate_layer_grid(cfg: DictConfig) -> None:
     """Check `eval.*`: layers within the model, dims within its dimension, the objective and its cell."""
     ev = cfg.eval
-    require_choice("eval.objective", ev.objective, (*OBJECTIVES, *extra_eval.objectives(cfg)))
+    require_choice("eval.objective", ev.objective, (*OBJECTIVES, *extra_sets.objectives(cfg)))
     if ev.objective != "full" and cfg.study.pruner.name != "none":
         raise ConfigError(
             "study.pruner.name",

@@ -14,7 +14,7 @@ import numpy as np
 from datasets import Dataset, load_dataset
 from omegaconf import DictConfig
 
-from sweep.config import ConfigError
+from sweep.config.checks import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -7,20 +7,21 @@ import json
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep import extra_eval, search_space
-from sweep.config import (
+from sweep.config import search_space
+from sweep.config.checks import (
     ConfigError,
     resolve_eval_batch_size,
     validate_data,
     validate_model,
     validate_trial,
 )
-from sweep.data import SPLITS, resolve_source
-from sweep.input_checks import check_csv_header, check_device, check_optimizer_and_scheduler
-from sweep.layer_grid import validate_layer_grid
+from sweep.config.input_checks import check_csv_header, check_device, check_optimizer_and_scheduler
+from sweep.config.scale_temperature import resolve_scale
+from sweep.evaluation import extra_sets
+from sweep.evaluation.layer_grid import validate_layer_grid
+from sweep.inputs.data import SPLITS, resolve_source
 from sweep.losses import resolve_loss, validate_loss
-from sweep.scale_temperature import resolve_scale
-from sweep.stats_probe import check_stats
+from sweep.stats.probe import check_stats
 
 
 def resolve_trial_config(cfg: DictConfig) -> None:
@@ -37,7 +38,7 @@ def validate_trial_config(cfg: DictConfig) -> None:
     validate_trial(cfg.trial)
     validate_data(cfg.data)
     validate_loss(cfg)
-    extra_eval.validate(cfg)
+    extra_sets.validate(cfg)
     validate_layer_grid(cfg)
     check_stats(cfg.stats)
     check_optimizer_and_scheduler(cfg.trial)

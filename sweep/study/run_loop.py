@@ -1,4 +1,4 @@
-"""Running a study: the `Sweep` run loop, the objective that trains one trial and records it, re-queueing failed
+"""Running a study: the `StudyRunner` run loop, the objective that trains one trial and records it, re-queueing failed
 grid points, and opening (`open_sweep`) and closing (`finish`) a study with its MLflow parent run."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
-from sweep import data as data_module
-from sweep import extra_eval, grid_queue, model_store, pack, search_space, tracking, ui_links
-from sweep.config import ConfigError, flatten
-from sweep.failures import FailureWatch
-from sweep.input_checks import check_swept_overrides
-from sweep.model import check_available
+from sweep.config import search_space
+from sweep.config.checks import ConfigError, flatten
+from sweep.config.input_checks import check_swept_overrides
+from sweep.evaluation import extra_sets
+from sweep.inputs import data as data_module
+from sweep.inputs.model import check_available
 from sweep.names import (
     ARTIFACT_CONFIG,
     ATTR_CONFIG_ERROR,
@@ -38,10 +38,11 @@ from sweep.names import (
     ATTR_WALL_TIME_S,
     TAG_END_REASON,
 )
-from sweep.resources import StudyResources
-from sweep.results import parent_summary, results_table
 from sweep.signals import check_stop, holding_stop_signals, signal_name
-from sweep.study_setup import (
+from sweep.study import grid_queue, packing
+from sweep.study.failures import FailureWatch
+from sweep.study.preflight import resolve_trial_config
+from sweep.study.setup import (
     absolute_paths,
     check_declared_space,
     create_or_load,
@@ -51,9 +52,12 @@ from sweep.study_setup import (
     validate,
     wait_until_ready,
 )
-from sweep.trial import DivergenceError, train_and_evaluate
-from sweep.validation import resolve_trial_config
-from sweep.versions import version_params
+from sweep.study.summary import parent_summary, results_table
+from sweep.tracking import mlflow_client, ui_links
+from sweep.tracking.versions import version_params
+from sweep.training import kept_models
+from sweep.training.resources import StudyResources
+from sweep.training.trial import DivergenceError, train_and_evaluate
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +66,13 @@ DONE_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
 @dataclass
-class Sweep:
+class StudyRunner:
     """A study being run by this process: its config, search space, Optuna study and MLflow parent run."""
 
     cfg: DictConfig
     space: search_space.Space
     study: optuna.Study
-    client: tracking.TrackingClient
+    client: mlflow_client.TrackingClient
     experiment_id: str
     parent_run_id: str
     resources: StudyResources = field(default_factory=StudyResources)
@@ -113,7 +117,7 @@ class Sweep:
         if isinstance(error, (ConfigError, DivergenceError)):
             trial.set_user_attr(ATTR_NOT_RETRIED, True)
         else:
-            self.requeue(trial, next_attempt=not isinstance(error, (KeyboardInterrupt, tracking.TrackingOutage)))
+            self.requeue(trial, next_attempt=not isinstance(error, (KeyboardInterrupt, mlflow_client.TrackingOutage)))
         return reason
 
     def _train_trial(self, trial: optuna.Trial) -> float:
@@ -132,7 +136,7 @@ class Sweep:
         run_name = f"trial-{trial.number:03d} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items())
         run_name = run_name.strip()
         # A tracking outage here is recorded by `objective`; after_trial then stops the study.
-        run = tracking.TrialRun(
+        run = mlflow_client.TrialRun(
             self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
         )
         trial.set_user_attr(ATTR_MLFLOW_RUN_ID, run.run_id)
@@ -148,7 +152,7 @@ class Sweep:
                 self.resources,
                 run,
                 quiet=self.cfg.quiet,
-                on_trained=functools.partial(model_store.keep, cfg, trial_number=trial.number, run=run),
+                on_trained=functools.partial(kept_models.keep, cfg, trial_number=trial.number, run=run),
             )
         except optuna.TrialPruned as pruned:
             self._end(trial, run, start, TrialState.PRUNED, str(pruned))
@@ -169,14 +173,19 @@ class Sweep:
         return value
 
     def _end(
-        self, trial: optuna.Trial, run: tracking.TrialRun, start: float, state: TrialState | None, reason: str | None
+        self,
+        trial: optuna.Trial,
+        run: mlflow_client.TrialRun,
+        start: float,
+        state: TrialState | None,
+        reason: str | None,
     ) -> None:
         """Record the wall time and end the trial's MLflow run (`state` None: interrupted, the run is KILLED)."""
         wall = time.perf_counter() - start
         trial.set_user_attr(ATTR_WALL_TIME_S, wall)
         run.log_metrics({"trial_wall_time_s": wall})
         if state is None:
-            tracking.kill_trial_run(self.client, run.run_id, reason or "interrupted")
+            mlflow_client.kill_trial_run(self.client, run.run_id, reason or "interrupted")
         else:
             run.end(state, reason)
 
@@ -189,7 +198,7 @@ class Sweep:
         """A worker died mid-trial (no heartbeat): end its MLflow run as KILLED and queue the point again."""
         run_id = trial.user_attrs.get(ATTR_MLFLOW_RUN_ID)
         if run_id:
-            tracking.kill_trial_run(self.client, run_id, "worker stopped without finishing (no heartbeat)")
+            mlflow_client.kill_trial_run(self.client, run_id, "worker stopped without finishing (no heartbeat)")
         self.requeue(trial)
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
@@ -237,8 +246,8 @@ class Sweep:
         if not self.is_grid:
             callbacks.append(optuna.study.MaxTrialsCallback(total, states=DONE_STATES))
         deadline = time.monotonic() + self.cfg.study.timeout if self.cfg.study.timeout else None
-        packed = pack.is_packed(self.cfg)  # study.pack > 1, or CUDA (memory guard): sweep/pack.py
-        objective = pack.Packer(self, callbacks, None if self.is_grid else total) if packed else self.objective
+        packed = packing.is_packed(self.cfg)  # study.pack > 1, or CUDA (memory guard): sweep/packing.py
+        objective = packing.Packer(self, callbacks, None if self.is_grid else total) if packed else self.objective
         try:
             while self.stopped_reason is None and (deadline is None or time.monotonic() < deadline):
                 if self.is_grid and not self._trials(TrialState.WAITING):
@@ -261,7 +270,7 @@ class Sweep:
             log.info("study %s: every grid point is done", self.study.study_name)
 
 
-def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
+def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
     """Validate the config (and the command-line `overrides` it was composed with), then open (or create) the
     Optuna study, its grid queue and MLflow parent run."""
     config_yaml = OmegaConf.to_yaml(cfg)  # before the paths become this machine's
@@ -272,41 +281,41 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> Sweep:
     for model in validate(cfg, space):
         check_available(model)
     data_module.check_available(cfg.data)
-    extra_eval.check_sets(cfg)
-    client = tracking.open_tracking(cfg)
+    extra_sets.check_sets(cfg)
+    client = mlflow_client.open_tracking(cfg)
     versions = version_params()  # pinned at start (read once per process)
-    holder: dict[str, Sweep] = {}
+    holder: dict[str, StudyRunner] = {}
     storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
     study, created = create_or_load(cfg, storage, space)
-    exp_id = tracking.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
+    exp_id = mlflow_client.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
     ui_links.mark_model_development(client, exp_id)
     if created:
         study.set_user_attr(ATTR_SEARCH_SPACE, declared)
-        parent = tracking.parent_run(
+        parent = mlflow_client.parent_run(
             client, study, exp_id, {**flatten(cfg), "study.search_space": declared, **versions}
         )
-        tracking.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
+        mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
         if space and search_space.is_grid(space):
             grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed)
         study.set_user_attr(ATTR_READY, True)
     else:
         wait_until_ready(study)
         check_declared_space(study, declared, cfg.study.storage)
-        parent = tracking.parent_run(client, study, exp_id, {})
-    sweep = Sweep(cfg, space, study, client, exp_id, parent)
+        parent = mlflow_client.parent_run(client, study, exp_id, {})
+    sweep = StudyRunner(cfg, space, study, client, exp_id, parent)
     holder["sweep"] = sweep
     fail_stale_trials(study)
     return sweep
 
 
-def finish(sweep: Sweep, interrupted: str | None = None) -> pd.DataFrame:
+def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     """Close the parent run with the study's best value and the results table as an artifact; an interrupted
     (`interrupted`: the signal's name) or stopped study's run ends KILLED or FAILED with the reason as a tag."""
     table = results_table(sweep.study)
     summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric, sweep.cfg.eval.objective)
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
-    tags.update({**model_store.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
-    tracking.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
-    tracking.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
+    tags.update({**kept_models.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
+    mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
+    mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
     return table

@@ -13,12 +13,12 @@ from datasets import Dataset
 from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 
-from sweep import data as data_module
-from sweep import extra_eval
-from sweep.layer_grid import stsb_layer_grid
-from sweep.model import build_model
-from sweep.preprocess_cache import PreprocessCache
-from sweep.stats_probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+from sweep.evaluation import extra_sets
+from sweep.evaluation.layer_grid import stsb_layer_grid
+from sweep.inputs import data as data_module
+from sweep.inputs.model import build_model
+from sweep.inputs.preprocess_cache import PreprocessCache
+from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
 
 VALIDATION = "stsb_validation"
 TEST = "stsb_test"
@@ -71,7 +71,7 @@ class StudyResources:
     _evaluators: dict[str, tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]] = field(default_factory=dict)
     _preprocess: dict[str, PreprocessCache] = field(default_factory=dict)
     _initial: dict[str, InitialEvaluation] = field(default_factory=dict)
-    extra: extra_eval.ExtraCache = field(default_factory=extra_eval.ExtraCache)
+    extra: extra_sets.ExtraCache = field(default_factory=extra_sets.ExtraCache)
 
     def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
         key = _cache_key(data, heldout_pairs)

@@ -1,4 +1,4 @@
-"""Item 5: the layer x dim grid evaluation (`sweep.layer_grid`) and the naive re-encoding, against one evaluation."""
+"""Item 5: the layer x dim grid (`sweep.evaluation.layer_grid`) and the naive re-encoding, against one evaluation."""
 
 from __future__ import annotations
 
@@ -46,13 +46,14 @@ def naive_layer_dim_spearman(
 
 
 def measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None]) -> list[Row]:
-    """Item 5: `sweep.layer_grid.layer_dim_spearman` (one forward pass for every layer) and the naive per-layer
-    re-encoding, each / one full-model STSB evaluation (the project's evaluator), on MiniLM cut to a few layers."""
+    """Item 5: `sweep.evaluation.layer_grid.layer_dim_spearman` (one forward pass for every layer) and the naive
+    per-layer re-encoding, each / one full-model STSB evaluation (the project's evaluator), on MiniLM cut to a few
+    layers."""
     # Hydra, torch, sentence-transformers and pandas are slow imports: only when this item runs
-    from sweep.config import compose_config
-    from sweep.layer_grid import layer_dim_spearman
-    from sweep.model import build_model
-    from sweep.resources import stsb_evaluator
+    from sweep.config.checks import compose_config
+    from sweep.evaluation.layer_grid import layer_dim_spearman
+    from sweep.inputs.model import build_model
+    from sweep.training.resources import stsb_evaluator
 
     batch = 64
     cfg = compose_config([*minilm_overrides(s), f"data.local_dir={data_dir}"])
@@ -80,7 +81,7 @@ def measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None]) -
     return [
         Row.compare(
             "5",
-            "layer x dim grid, `sweep.layer_grid.layer_dim_spearman` / one full-model STSB evaluation",
+            "layer x dim grid, `sweep.evaluation.layer_grid.layer_dim_spearman` / one full-model STSB evaluation",
             grid,
             full,
             "s",

@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config import ConfigError, flatten
+from sweep.config.checks import ConfigError, flatten
 
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 # Setting one of these replaces the other (scale = 1/temperature): an override of either is lost when one is swept.

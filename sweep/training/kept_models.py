@@ -42,7 +42,7 @@ from sweep.names import (
     TAG_BEST_MODEL_URI,
     TAG_MODEL_LOGGED,
 )
-from sweep.tracking import TrialRun
+from sweep.tracking.mlflow_client import TrialRun
 
 log = logging.getLogger(__name__)
 

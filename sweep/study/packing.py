@@ -1,12 +1,12 @@
 """Packed trials (`study.pack=K`): one process takes up to K trials off the queue and trains them together, and
 the GPU memory guard of several workers sharing one device.
 
-The objective that `Sweep.run` hands to `study.optimize` receives the leader trial from Optuna (an atomic pop of a
+The objective that `StudyRunner.run` hands to `study.optimize` receives the leader trial from Optuna (an atomic pop of a
 WAITING grid point), pops up to K-1 more with `study.ask()` (each its own atomic pop), and runs the K members'
-ordinary `Sweep.objective` in lockstep (`sweep.lockstep`: same batches, one training step each in turn). Each
-member is still its own Optuna trial and MLflow child run with the records of an unpacked trial; a member that is
-pruned, diverges or fails leaves the pack and the others go on. The extra members are told to Optuna here (with the
-study's callbacks, and heartbeats while they run); the leader's outcome goes back to `study.optimize`.
+ordinary `StudyRunner.objective` in lockstep (`sweep.training.lockstep`: same batches, one training step each in
+turn). Each member is still its own Optuna trial and MLflow child run with the records of an unpacked trial; a
+member that is pruned, diverges or fails leaves the pack and the others go on. The extra members are told to Optuna here
+(with the study's callbacks, and heartbeats while they run); the leader's outcome goes back to `study.optimize`.
 
 On CUDA (any pack size, so also with `study.n_workers=N` sharing one GPU) the free device memory is checked before
 a pack starts: the pack shrinks to what fits (`study.pack_memory_gib` per member, or the peak measured per member
@@ -29,9 +29,9 @@ import optuna
 import torch
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep.lockstep import Outcome, run_in_lockstep
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
 from sweep.signals import check_stop
+from sweep.training.lockstep import Outcome, run_in_lockstep
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -124,7 +124,8 @@ def heartbeats(storage: optuna.storages.BaseStorage, trials: Sequence[optuna.Tri
 class Packer:
     """The objective of a packed study: trains the leader Optuna hands it together with up to K-1 more trials.
 
-    `sweep` is the `sweep.study.Sweep` running the study (not imported: `sweep.study` imports this module)."""
+    `sweep` is the `sweep.study.run_loop.StudyRunner` running the study (not imported: `sweep.study.run_loop` imports
+    this module)."""
 
     def __init__(self, sweep: Any, callbacks: Sequence[Callback], total: int | None) -> None:
         self.sweep, self.callbacks, self.total = sweep, list(callbacks), total

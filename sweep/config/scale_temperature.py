@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config import CONFIG_DIR, ConfigError, require_number
+from sweep.config.checks import CONFIG_DIR, ConfigError, require_number
 
 KEYS = ("scale", "temperature")
 
@@ -61,7 +61,7 @@ def resolve_scale(cfg: DictConfig) -> None:
     """Make `loss.scale` and `loss.temperature` consistent in place (scale = 1/temperature).
 
     The key the user set wins over the loss's default for the other; two set keys that disagree are refused
-    (see sweep.scale_temperature). Scale 0 has temperature inf.
+    (see sweep.config.scale_temperature). Scale 0 has temperature inf.
     """
     loss = cfg.loss
     if "scale" not in loss:

@@ -15,7 +15,7 @@ import optuna
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-from sweep.config import ConfigError
+from sweep.config.checks import ConfigError
 
 Space = dict[str, "list[Any] | BaseDistribution"]
 GridValue = None | bool | int | float | str

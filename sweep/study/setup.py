@@ -1,5 +1,5 @@
 """Setting a study up before it runs: validation, the sampler and pruner, the Optuna storage (under the SQLite init
-lock), create-or-load and the declared search space (its grid queue: `sweep.grid_queue`)."""
+lock), create-or-load and the declared search space (its grid queue: `sweep.study.grid_queue`)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep import search_space
-from sweep.config import ConfigError, require_auto_or_int, require_choice, validate_study
+from sweep.config import search_space
+from sweep.config.checks import ConfigError, require_auto_or_int, require_choice, validate_study
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
-from sweep.sqlite_lock import sqlite_init_lock
-from sweep.storage_retry import RetryingRDBStorage
-from sweep.validation import validate_space
+from sweep.study.preflight import validate_space
+from sweep.study.storage_retry import RetryingRDBStorage
+from sweep.tracking.sqlite_lock import sqlite_init_lock
 
 SAMPLERS = ("auto", "grid", "tpe", "random")
 PRUNERS = ("none", "median", "successive_halving", "hyperband")

@@ -30,8 +30,8 @@ from sentence_transformers.sentence_transformer.evaluation import (
     SentenceEvaluator,
 )
 
-from sweep import data as data_module
-from sweep.config import ConfigError, eval_batch_size
+from sweep.config.checks import ConfigError, eval_batch_size
+from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX
 
 # kind -> (number of columns, metric names, the key of each metric in the evaluator's output after its name_)
@@ -115,7 +115,7 @@ def validate(cfg: DictConfig) -> None:
 
 
 def _as_data(cfg: DictConfig, spec: DictConfig) -> DictConfig:
-    """The entry as a one-split data config, so that ``sweep.data`` finds and checks its file like any split."""
+    """The entry as a one-split data config, so that ``sweep.inputs.data`` finds and checks its file like any split."""
     split = {k: spec.get(k) for k in ("hub_name", "hub_subset", "hub_split", "local_file", "columns", "max_samples")}
     split["hub_split"] = split["hub_split"] or "test"
     return OmegaConf.create({"source": cfg.data.source, "local_dir": cfg.data.local_dir, "set": split})

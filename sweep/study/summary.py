@@ -9,7 +9,7 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from sweep import extra_eval
+from sweep.evaluation import extra_sets
 from sweep.names import (
     ATTR_DISCARDED,
     ATTR_SCALE,
@@ -43,7 +43,7 @@ def results_table(study: optuna.Study) -> pd.DataFrame:
                 OBJECTIVE: t.value,
                 STSB_VALIDATION: t.user_attrs.get(ATTR_VALIDATION_SPEARMAN),
                 STSB_TEST: t.user_attrs.get(ATTR_TEST_SPEARMAN),
-                **extra_eval.table_columns(t.user_attrs),
+                **extra_sets.table_columns(t.user_attrs),
                 "wall_s": t.user_attrs.get(ATTR_WALL_TIME_S),
                 "state": t.state.name,
             }

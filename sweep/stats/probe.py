@@ -14,11 +14,11 @@ from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.concentration import concentration_statistics, in_batch_statistics, loss_metric
-from sweep.config import ConfigError
+from sweep.config.checks import ConfigError
 from sweep.losses.learnable_scale import learnable_scales
-from sweep.similarity_histogram import histogram_figure
-from sweep.tracking import TrialRun
+from sweep.stats.concentration import concentration_statistics, in_batch_statistics, loss_metric
+from sweep.stats.histogram import histogram_figure
+from sweep.tracking.mlflow_client import TrialRun
 
 HISTOGRAM_BINS = np.linspace(-1.0, 1.0, 81)
 

@@ -12,7 +12,7 @@ import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 # The Hydra config tree ships inside the package, so an installed wheel finds it from any directory.
-CONFIG_DIR = str(Path(__file__).resolve().parent / "conf")
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 MODEL_KINDS = ("static", "transformer")
 STATIC_INITS = ("pretrained", "random")
@@ -22,7 +22,7 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 BATCH_SAMPLERS = ("no_duplicates", "batch_sampler")
 DIRECTIONS = ("maximize", "minimize")
 METRICS = ("stsb_validation_spearman",)
-SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.model_store)
+SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.training.kept_models)
 
 
 class ConfigError(ValueError):

@@ -1,0 +1,44 @@
+"""Layer 1, the config boundary: the checks vocabulary and section checks, input checks, scale vs temperature and
+the search space. Imports nothing from sweep but `sweep.names`."""
+
+from sweep.config.checks import (
+    AUTO_EVAL_BATCH_SIZE,
+    CONFIG_DIR,
+    ConfigError,
+    compose_config,
+    eval_batch_size,
+    flatten,
+    parse_numbers,
+    require_auto_or_int,
+    require_choice,
+    require_int,
+    require_number,
+)
+from sweep.config.input_checks import (
+    check_csv_header,
+    check_device,
+    check_optimizer_and_scheduler,
+    check_swept_overrides,
+)
+from sweep.config.scale_temperature import resolve_scale
+from sweep.config.search_space import Space
+
+__all__ = [
+    "AUTO_EVAL_BATCH_SIZE",
+    "CONFIG_DIR",
+    "ConfigError",
+    "Space",
+    "check_csv_header",
+    "check_device",
+    "check_optimizer_and_scheduler",
+    "check_swept_overrides",
+    "compose_config",
+    "eval_batch_size",
+    "flatten",
+    "parse_numbers",
+    "require_auto_or_int",
+    "require_choice",
+    "require_int",
+    "require_number",
+    "resolve_scale",
+]

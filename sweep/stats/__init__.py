@@ -1,0 +1,19 @@
+"""Layer 5, statistics: similarity concentration, the per-trial probe and its histogram, and the paired bootstrap
+across scales."""
+
+from sweep.stats.concentration import concentration_statistics, in_batch_statistics, pair_cosines
+from sweep.stats.histogram import histogram_figure
+from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap
+from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+
+__all__ = [
+    "ConcentrationProbe",
+    "EmbeddingKeepingEvaluator",
+    "Encodings",
+    "PairedComparison",
+    "concentration_statistics",
+    "histogram_figure",
+    "in_batch_statistics",
+    "pair_cosines",
+    "paired_bootstrap",
+]

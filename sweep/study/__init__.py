@@ -1,0 +1,7 @@
+"""Layer 8, the Optuna study: preflight checks, set-up (sampler, pruner, storage), the grid queue, the run loop with
+its failure rules and packing, and the results table."""
+
+from sweep.study.run_loop import StudyRunner, finish, open_sweep
+from sweep.study.summary import results_table
+
+__all__ = ["StudyRunner", "finish", "open_sweep", "results_table"]

@@ -1,0 +1,20 @@
+"""Layer 7, training: one trial (fine-tune and evaluate), the lockstep turns of packed trials, the resources a study
+shares between its trials and the models worth keeping."""
+
+from sweep.training.kept_models import best_path, keep
+from sweep.training.lockstep import Lockstep, Outcome, run_in_lockstep
+from sweep.training.resources import StudyResources, spearman, stsb_evaluator
+from sweep.training.trial import DivergenceError, train_and_evaluate
+
+__all__ = [
+    "DivergenceError",
+    "Lockstep",
+    "Outcome",
+    "StudyResources",
+    "best_path",
+    "keep",
+    "run_in_lockstep",
+    "spearman",
+    "stsb_evaluator",
+    "train_and_evaluate",
+]
