@@ -17,7 +17,7 @@ from optuna.trial import TrialState
 
 from sweep.names import ATTR_FAIL_REASON, ATTR_MLFLOW_RUN_ID
 from sweep.study.run_loop import finish, open_sweep
-from tests.faults import figures
+from tests.faults.harness import figures
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from sweep.report.results_folder import flat_config, read_csv
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.]*\d)")  # 0.749, -5.3181; not versions or file names
 STUDY_FILES = {"README.md", "config.yaml", "provenance.json", "trials.csv"}

@@ -16,7 +16,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_TRIAL, TAG_ROLE, TAG_TRIAL_NUMBER, TAG_WORKER
-from tests.faults import MlflowServer, Sweep, figures, free_port, running_trials, wait_for
+from tests.faults.harness import MlflowServer, Sweep, figures, free_port, running_trials, wait_for
 
 GRID = [1, 5, 20, 50]
 ARGS = ["study.search_space.loss.scale=[1,5,20,50]", "trial.max_steps=6", "trial.eval_steps=2"]

@@ -16,7 +16,7 @@ from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained, write_results_folder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 STUDY_FOLDERS = sorted(p.parent for p in RESULTS.glob("*/spearman_vs_scale.csv")) + [
     RESULTS / "angle_weights",

@@ -26,7 +26,7 @@ from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_URI, TAG_MODEL_LOGGE
 from sweep.study.run_loop import finish, open_sweep
 from sweep.training import kept_models
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_study(cfg):

@@ -1,6 +1,6 @@
 """Coverage the rest of the suite lacks: TPE and random samplers with each pruner and a real pruned trial, normalize
 on/off x cosine/dot, the scale of every loss reaching the gradient, and a second seed giving a different result.
-(Two worker processes both training: tests/test_faults_tracking.py, by the `sweep.worker` tag.)"""
+(Two worker processes both training: tests/faults/test_faults_tracking.py, by the `sweep.worker` tag.)"""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ from sweep.report.study_figures import write_study_figures
 from sweep.report.summaries import by_condition, complete_trials, spearman_summary
 from tests.conftest import TINY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "0.7811,0.0835,0.0644,0.0639"
 SIMS = [0.7811, 0.0835, 0.0644, 0.0639]
 LN4 = math.log(4)

@@ -12,7 +12,7 @@ from nbclient import NotebookClient
 
 from sweep.report.results_folder import read_csv
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 T = TypeVar("T")
 DEADLINE_S = 300  # only to fail a test that hangs; no assertion is about time
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Sweep:

@@ -34,7 +34,7 @@ CAPTIONS = {
 
 def scored_csv(path: Path, rows: int = 40) -> Path:
     """A tiny scored-pairs CSV built in the test (sentence pairs from STSB validation, shuffled scores)."""
-    stsb = pd.read_csv(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "stsb" / "validation.csv")
+    stsb = pd.read_csv(Path(__file__).resolve().parents[2].parent / "shared" / "data" / "stsb" / "validation.csv")
     table = stsb.head(rows).rename(columns={"sentence1": "left", "sentence2": "right", "score": "gold"})
     table.to_csv(path, index=False)
     return path

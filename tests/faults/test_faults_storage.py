@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 import optuna
 import pytest
 
-from tests.faults import Sweep, figures, running_trials, wait_for
+from tests.faults.harness import Sweep, figures, running_trials, wait_for
 
 POSTGRES_URL = os.environ.get("SWEEP_TEST_POSTGRES_URL")
 GRID = [1, 5, 20, 50]
