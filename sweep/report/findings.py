@@ -4,8 +4,8 @@ A results folder's ``README.md`` holds the command, the setup and the interpreta
 one block between ``<!-- findings: generated -->`` and ``<!-- findings: end -->`` that ``python -m sweep.report
 study`` rewrites from the tables it has just written (``spearman_vs_scale``, ``paired_comparison``,
 ``concentration_vs_scale``), so a rerun cannot leave a stale number behind, and ``tests/report/test_results.py``
-rewrites it from the committed CSVs and compares. Per condition (the swept parameters other than scale and seed) it gives
-a table of validation and test Spearman by scale with the paired verdict, the best scale and the set not
+rewrites it from the committed CSVs and compares. Per condition (the swept parameters other than scale and seed) it
+gives a table of validation and test Spearman by scale with the paired verdict, the best scale and the set not
 distinguishable from it, the library default against the best, the untrained model, and where random-pair cosines
 are lowest; across conditions, one line of best scales (does the optimum move with the condition?).
 """
