@@ -18,7 +18,7 @@ from sweep.inputs.model import check_available
 from sweep.names import ATTR_ATTEMPT, ATTR_FAIL_REASON, ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN, TAG_RUN_NAME
 from sweep.study.setup import validate
 from sweep.training.lockstep import Lockstep, member_callbacks, run_in_lockstep
-from tests.test_study import run_study, trial_runs
+from tests.study.test_study import run_study, trial_runs
 
 # Steps where the metrics of a packed and an unpacked trial must agree; wall times naturally differ.
 TIMED = ("trial_wall_time_s", "train_seconds", "train_samples_per_second")
