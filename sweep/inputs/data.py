@@ -145,7 +145,7 @@ def check_available(data: DictConfig) -> None:
                 f"data.{split}",
                 source.describe(),
                 f"cannot be read ({reason}). Offline, point data.local_dir or SWEEP_DATA_DIR at the folder holding "
-                "the local copies (nli/, stsb/; see the README's Data section)",
+                "the local copies (nli/, stsb/; see the Data section of docs/data-and-models.md)",
             ) from None
 
 

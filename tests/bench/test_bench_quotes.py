@@ -1,5 +1,5 @@
-"""Every figure the top README quotes from the benchmark is one that `python -m sweep.bench` wrote into a report
-under results/ (quoted rounded is fine, typed or left over from an older run is not)."""
+"""Every figure the docs' Benchmark page quotes is one that `python -m sweep.bench` wrote into a report under results/
+(quoted rounded is fine, typed or left over from an older run is not)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.]*\d)")
+PAGE = ROOT / "docs" / "benchmark.md"
 REPORTS = ("results/bench/README.md", "results/bench_packing/README.md")
-
-
-def section(text: str, heading: str) -> str:
-    """The body of the `## heading` section of a markdown text."""
-    body = text.split(f"\n## {heading}\n", 1)[1]
-    return body.split("\n## ", 1)[0]
 
 
 def measured() -> list[float]:
@@ -31,9 +26,9 @@ def unmatched(quoted: str, numbers: list[float]) -> list[str]:
     return missing
 
 
-def test_every_benchmark_figure_in_the_readme_is_in_a_generated_report():
-    quoted = section((ROOT / "README.md").read_text(), "Benchmark")
-    assert len(DECIMAL.findall(quoted)) >= 20, "the README quotes the benchmark's table"
+def test_every_benchmark_figure_in_the_docs_is_in_a_generated_report():
+    quoted = PAGE.read_text()
+    assert len(DECIMAL.findall(quoted)) >= 20, "the Benchmark page quotes the benchmark's table"
     assert not unmatched(quoted, measured())
 
 
