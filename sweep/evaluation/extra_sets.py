@@ -239,19 +239,6 @@ def check_sets(cfg: DictConfig) -> None:
             raise ConfigError(f"eval.extra.{index}", where, f"cannot be read ({reason})") from None
 
 
-def names_objective(cfg: DictConfig) -> bool:
-    """Whether ``eval.objective`` is one of the extra sets' metrics or their mean."""
-    return cfg.eval.objective in objectives(cfg)
-
-
-def objective(ev: DictConfig, stsb_validation: float, extra: ExtraEvaluators, scores: Mapping[str, float]) -> float:
-    """The named extra metric, or (``mean``) the mean of STSB validation Spearman and each set's first metric."""
-    if ev.objective == MEAN_OBJECTIVE:
-        values = [stsb_validation, *extra.primary(scores)]
-        return sum(values) / len(values)
-    return scores[ev.objective]
-
-
 def record(trial: Any, scores: Mapping[str, float]) -> None:
     """Keep the scores on the Optuna trial (``extra.<metric>``) for the final table."""
     for key, value in scores.items():

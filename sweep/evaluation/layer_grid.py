@@ -14,14 +14,14 @@ quantities ``AdaptiveLayerLoss``/``MatryoshkaLoss``/``Matryoshka2dLoss`` train (
 Sentence Embeddings"; Kusupati et al. 2022, "Matryoshka Representation Learning").
 
 Config (``sweep/conf/eval/default.yaml``): ``eval.layer_grid.{enabled, layers, dims}`` and the trial objective
-``eval.objective`` (``full`` | ``grid_mean`` | ``cell``) with ``eval.cell`` (``"L{layer}_D{dim}"``). Layer and dim
+``eval.objective`` (``full`` | ``grid_mean`` | ``cell``, computed in ``sweep.evaluation.objective``) with ``eval.cell``
+(``"L{layer}_D{dim}"``). Layer and dim
 sets are lists or comma strings (``"1,2,3"``), so that they can be Optuna grid values. Metrics are named
 ``stsb_{split}_spearman_L{layer}_D{dim}``; the table is logged as ``layer_grid/stsb_{split}_step{N}.csv``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -37,14 +37,11 @@ from sentence_transformers.sentence_transformer.losses.adaptive_layer import Tra
 from sentence_transformers.util import batch_to_device
 
 from sweep.config.checks import ConfigError, eval_batch_size, parse_numbers, require_choice
-from sweep.evaluation import extra_sets
+from sweep.evaluation.objective import CELL, GRID_OBJECTIVES, allowed_objectives
 from sweep.inputs.model import model_shape
 
 if TYPE_CHECKING:
     from sweep.tracking.mlflow_client import TrialRun
-
-OBJECTIVES = ("full", "grid_mean", "cell")
-CELL = re.compile(r"^L(\d+)_D(\d+)$")
 
 
 def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -63,15 +60,17 @@ def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def validate_layer_grid(cfg: DictConfig) -> None:
     """Check `eval.*`: layers within the model, dims within its dimension, the objective and its cell."""
     ev = cfg.eval
-    require_choice("eval.objective", ev.objective, (*OBJECTIVES, *extra_sets.objectives(cfg)))
-    if ev.objective != "full" and cfg.study.pruner.name != "none":
+    require_choice("eval.objective", ev.objective, allowed_objectives(cfg))
+    pruner = cfg.study.pruner
+    key, value = ("_target_", pruner.get("_target_")) if pruner.get("_target_") else ("name", pruner.name)
+    if ev.objective != "full" and value not in ("none", "optuna.pruners.NopPruner"):
         raise ConfigError(
-            "study.pruner.name",
-            cfg.study.pruner.name,
+            f"study.pruner.{key}",
+            value,
             f"must be none with eval.objective={ev.objective}: the pruner sees the full model's Spearman",
         )
     if not ev.layer_grid.enabled:
-        if ev.objective in OBJECTIVES and ev.objective != "full":
+        if ev.objective in GRID_OBJECTIVES and ev.objective != "full":
             raise ConfigError("eval.objective", ev.objective, "needs eval.layer_grid.enabled=true (else use full)")
         return
     if cfg.model.kind != "transformer":
@@ -158,16 +157,6 @@ def grid_metrics(table: pd.DataFrame, split: str) -> dict[str, float]:
     metrics = {f"stsb_{split}_spearman_L{r.layer}_D{r.dim}": r.spearman for r in table.itertuples()}
     metrics[f"stsb_{split}_spearman_grid_mean"] = float(table.spearman.mean())
     return metrics
-
-
-def objective_value(ev: DictConfig, full: float, table: pd.DataFrame | None) -> float:
-    """The trial objective: the full model's Spearman, the grid mean, or one named cell ``L{layer}_D{dim}``."""
-    if ev.objective == "full":
-        return full
-    if ev.objective == "grid_mean":
-        return float(table.spearman.mean())
-    layer, dim = (int(x) for x in CELL.match(ev.cell).groups())
-    return float(table.loc[(table.layer == layer) & (table.dim == dim), "spearman"].item())
 
 
 def stsb_layer_grid(model: SentenceTransformer, dataset: Dataset, cfg: DictConfig) -> pd.DataFrame:

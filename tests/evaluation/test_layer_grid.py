@@ -16,10 +16,10 @@ from sweep.evaluation.layer_grid import (
     grid_sets,
     layer_dim_spearman,
     log_layer_grid,
-    objective_value,
     stsb_layer_grid,
     validate_layer_grid,
 )
+from sweep.evaluation.objective import objective_value
 from sweep.inputs.data import load_split
 from sweep.inputs.model import build_model, model_shape
 
@@ -80,12 +80,12 @@ def test_grid_of_the_config_metrics_and_objective(tiny):
     metrics = grid_metrics(table, "validation")
     assert metrics["stsb_validation_spearman_L2_D8"] == table.spearman.iloc[3]
     assert metrics["stsb_validation_spearman_grid_mean"] == pytest.approx(table.spearman.mean())
-    assert objective_value(cfg.eval, 0.5, table) == 0.5
+    assert objective_value(cfg, 0.5, table) == 0.5
     cfg.eval.objective = "grid_mean"
-    assert objective_value(cfg.eval, 0.5, table) == pytest.approx(table.spearman.mean())
+    assert objective_value(cfg, 0.5, table) == pytest.approx(table.spearman.mean())
     cfg.eval.objective, cfg.eval.cell = "cell", "L1_D8"
     validate_layer_grid(cfg)
-    assert objective_value(cfg.eval, 0.5, table) == table.spearman.iloc[1]
+    assert objective_value(cfg, 0.5, table) == table.spearman.iloc[1]
 
 
 def test_log_layer_grid_logs_metrics_and_table():

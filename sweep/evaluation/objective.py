@@ -1,0 +1,61 @@
+"""The trial objective (``eval.objective``): which number Optuna optimises, chosen and computed in one place.
+
+- ``full`` (default): the full model's STSB validation Spearman;
+- ``grid_mean`` or ``cell`` (with ``eval.cell`` = ``"L{layer}_D{dim}"``): the mean of the layer x dim grid
+  (``eval.layer_grid``) or one of its cells;
+- ``mean`` or a metric name of an extra set (``eval.extra``): that metric, or the mean of STSB validation Spearman
+  and each set's first metric.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from sweep.evaluation import extra_sets
+
+GRID_OBJECTIVES = ("full", "grid_mean", "cell")
+CELL = re.compile(r"^L(\d+)_D(\d+)$")
+
+
+def allowed_objectives(cfg: DictConfig) -> tuple[str, ...]:
+    """Every value ``eval.objective`` may take with this config's extra sets."""
+    return (*GRID_OBJECTIVES, *extra_sets.objectives(cfg))
+
+
+def names_extra_metric(cfg: DictConfig) -> bool:
+    """Whether ``eval.objective`` is one of the extra sets' metrics or their mean."""
+    return cfg.eval.objective in extra_sets.objectives(cfg)
+
+
+def objective_value(
+    cfg: DictConfig,
+    stsb_validation: float,
+    grid: pd.DataFrame | None = None,
+    extra: extra_sets.ExtraEvaluators | None = None,
+    extra_scores: Mapping[str, float] | None = None,
+) -> float:
+    """The trial's objective from its scores: the STSB validation Spearman of the full model, the layer grid
+    (`grid`, needed for ``grid_mean`` and ``cell``) or the extra sets (`extra` and `extra_scores`)."""
+    objective = cfg.eval.objective
+    if objective == "full":
+        return stsb_validation
+    if objective in GRID_OBJECTIVES:
+        if grid is None:
+            raise ValueError(f"eval.objective={objective} needs the layer grid's table")
+        if objective == "grid_mean":
+            return float(grid.spearman.mean())
+        match = CELL.match(str(cfg.eval.cell))
+        if match is None:
+            raise ValueError(f"eval.cell={cfg.eval.cell} is not L<layer>_D<dim>")
+        layer, dim = (int(x) for x in match.groups())
+        return float(grid.loc[(grid.layer == layer) & (grid.dim == dim), "spearman"].item())
+    if extra is None or extra_scores is None:
+        raise ValueError(f"eval.objective={objective} needs the extra sets' scores")
+    if objective == extra_sets.MEAN_OBJECTIVE:
+        values = [stsb_validation, *extra.primary(extra_scores)]
+        return sum(values) / len(values)
+    return extra_scores[objective]
