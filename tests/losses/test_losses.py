@@ -25,7 +25,7 @@ from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingL
 from sweep.names import ROLE_TRIAL, TAG_ROLE
 from sweep.study.run_loop import finish, open_sweep
 from sweep.study.setup import validate
-from sweep.training.trial import TrialTrainer
+from sweep.training.trainer import TrialTrainer
 
 LOSS_CONFIGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "loss").glob("*.yaml"))
 SCORED = ("data=stsb_pairs",)

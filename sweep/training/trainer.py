@@ -1,0 +1,108 @@
+"""The sentence-transformers side of a trial: its `SentenceTransformerTrainer` (without model-card tracking), the
+training arguments read from ``trial.*``, and the callback that sends loss and Spearman to MLflow and the pruner."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+import torch
+from omegaconf import DictConfig
+from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+from transformers import TrainerCallback
+
+from sweep.losses import learning_rate_mapping
+from sweep.signals import check_stop
+from sweep.tracking.mlflow_client import TrialRun
+from sweep.training.resources import VALIDATION
+
+
+class TrialCallback(TrainerCallback):
+    """Sends the training loss and validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
+
+    def __init__(
+        self,
+        trial: optuna.Trial,
+        run: TrialRun,
+        loss: torch.nn.Module,
+        on_evaluated: Callable[[int], None] | None = None,
+    ) -> None:
+        self.trial, self.run, self.loss, self.on_evaluated = trial, run, loss, on_evaluated
+        self.pruned_at: int | None = None
+        self.diverged_at: int | None = None
+        self.last_eval: tuple[int, float] | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        check_stop()  # a stop signal whose first raise was swallowed (see sweep.signals.check_stop)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" in logs:
+            loss = float(logs["loss"])
+            metrics = {
+                "train_loss": loss,
+                "learning_rate": logs.get("learning_rate"),
+                "grad_norm": logs.get("grad_norm"),
+            }
+            # A loss may expose values to follow during training (e.g. a learnable scale): logged_metrics() -> dict.
+            metrics.update(getattr(self.loss, "logged_metrics", dict)())
+            self.run.log_metrics(
+                {k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step
+            )
+            if not math.isfinite(loss):
+                self.diverged_at = state.global_step
+                control.should_training_stop = True
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        value = float(metrics[f"eval_{VALIDATION}_spearman_cosine"])
+        step = state.global_step
+        self.last_eval = (step, value)
+        self.run.log_metrics({f"{VALIDATION}_spearman": value}, step=step)
+        if self.on_evaluated is not None:
+            self.on_evaluated(step)
+        self.trial.report(value, step)
+        if self.trial.should_prune():
+            self.pruned_at = step
+            control.should_training_stop = True
+
+
+class TrialTrainer(SentenceTransformerTrainer):
+    """The trainer without model-card tracking: trial models are never published, and the model-card
+    callback samples training rows for widget examples on every trial."""
+
+    def add_model_card_callback(self, default_args_dict: dict[str, Any]) -> None:
+        return None
+
+
+def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> SentenceTransformerTrainingArguments:
+    t = cfg.trial
+    device = t.device
+    return SentenceTransformerTrainingArguments(
+        output_dir=output_dir,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.batch_size,
+        per_device_eval_batch_size=t.eval_batch_size,
+        learning_rate=t.learning_rate,
+        learning_rate_mapping=learning_rate_mapping(cfg),
+        weight_decay=t.weight_decay,
+        warmup_steps=t.warmup_ratio,  # transformers 5: a float below 1 is a ratio of max_steps
+        lr_scheduler_type=t.lr_scheduler,
+        optim=t.optimizer,
+        batch_sampler=t.batch_sampler,
+        seed=t.seed,
+        data_seed=t.seed,
+        eval_strategy="steps",
+        eval_steps=t.eval_steps,
+        logging_steps=t.logging_steps,
+        logging_nan_inf_filter=False,  # a NaN/inf loss must reach the divergence check, not be averaged away
+        save_strategy="no",
+        report_to="none",
+        dataloader_drop_last=True,
+        bf16=t.precision == "bf16",
+        fp16=t.precision == "fp16",
+        use_cpu=device == "cpu",
+        disable_tqdm=quiet,
+        dataloader_pin_memory=torch.cuda.is_available() and device != "cpu",
+    )
