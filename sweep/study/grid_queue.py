@@ -17,6 +17,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
 from sweep.names import ATTR_ATTEMPT, ATTR_DISCARDED, ATTR_GRID_POINT, ATTR_NOT_RETRIED
+from sweep.study.optuna_access import stored_trial
 
 HOLDING_STATES = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -50,7 +51,7 @@ def requeue(
     done is not queued again (a process killed between this and Optuna's FAIL leaves its trial RUNNING, and the
     heartbeat path then calls this a second time)."""
     attempt = int(trial.user_attrs.get(ATTR_ATTEMPT, 1))
-    point = grid_point(study._storage.get_trial(trial._trial_id))  # also a trial stopped before its suggest
+    point = grid_point(stored_trial(study, trial))  # also a trial stopped before its suggest
     if not point or (next_attempt and attempt > max_retries):
         return
     if any(t.number != trial.number and grid_point(t) == point for t in holding(study)):
@@ -62,7 +63,7 @@ def holder(study: optuna.Study, trial: optuna.Trial) -> int | None:
     """The number of an earlier trial that holds `trial`'s grid point (queued, running or done), if any: then
     `trial` is a second copy of its point and must not train. Only the lowest-numbered holder trains, so two
     processes that queued the same point at once (two reruns starting together) still train it once."""
-    point = grid_point(study._storage.get_trial(trial._trial_id))
+    point = grid_point(stored_trial(study, trial))
     return min((t.number for t in holding(study) if t.number < trial.number and grid_point(t) == point), default=None)
 
 

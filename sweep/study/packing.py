@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import optuna
 import torch
@@ -31,6 +31,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
 from sweep.signals import check_stop
+from sweep.study.optuna_access import record_heartbeat, storage_of
 from sweep.training.lockstep import Outcome, run_in_lockstep
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def heartbeats(storage: optuna.storages.BaseStorage, trials: Sequence[optuna.Tri
     def beat() -> None:
         while True:
             for trial in trials:
-                storage.record_heartbeat(trial._trial_id)
+                record_heartbeat(storage, trial)
             if stop.wait(interval):
                 return
 
@@ -121,13 +122,29 @@ def heartbeats(storage: optuna.storages.BaseStorage, trials: Sequence[optuna.Tri
         thread.join()
 
 
+class PackedStudy(Protocol):
+    """What a packer needs of the study it packs (`sweep.study.run_loop.StudyRunner` implements it; that module
+    imports this one, so the interface is stated here instead of importing the class)."""
+
+    cfg: DictConfig
+    study: optuna.Study
+
+    @property
+    def is_grid(self) -> bool: ...
+
+    def objective(self, trial: optuna.Trial) -> float: ...
+
+    def record_failure(self, trial: optuna.Trial, error: BaseException) -> str: ...
+
+    def trials_in(self, *states: TrialState) -> list[FrozenTrial]: ...
+
+    def done_count(self) -> int: ...
+
+
 class Packer:
-    """The objective of a packed study: trains the leader Optuna hands it together with up to K-1 more trials.
+    """The objective of a packed study: trains the leader Optuna hands it together with up to K-1 more trials."""
 
-    `sweep` is the `sweep.study.run_loop.StudyRunner` running the study (not imported: `sweep.study.run_loop` imports
-    this module)."""
-
-    def __init__(self, sweep: Any, callbacks: Sequence[Callback], total: int | None) -> None:
+    def __init__(self, sweep: PackedStudy, callbacks: Sequence[Callback], total: int | None) -> None:
         self.sweep, self.callbacks, self.total = sweep, list(callbacks), total
         self.limit = max(1, int(sweep.cfg.study.get("pack", 1)))
         self.guard = MemoryGuard(sweep.cfg) if uses_cuda(sweep.cfg) else None
@@ -162,7 +179,7 @@ class Packer:
         """Train `members` in lockstep (on CUDA: under the memory guard, one stream each)."""
         if self.guard:
             self.guard.start()
-        with heartbeats(self.sweep.study._storage, members[1:]):
+        with heartbeats(storage_of(self.sweep.study), members[1:]):
             cuda = self.guard is not None and torch.cuda.is_available()
             outcomes = run_in_lockstep([functools.partial(self.sweep.objective, t) for t in members], cuda_streams=cuda)
         if self.guard:
@@ -174,9 +191,9 @@ class Packer:
         """Up to `wanted` more trials: queued grid points (each an atomic pop), or sampled trials within n_trials."""
         sweep, trials = self.sweep, []
         while len(trials) < wanted:
-            if sweep.is_grid and not sweep._trials(TrialState.WAITING):
+            if sweep.is_grid and not sweep.trials_in(TrialState.WAITING):
                 break
-            if self.total is not None and sweep._done_count() + len(sweep._trials(TrialState.RUNNING)) >= self.total:
+            if self.total is not None and sweep.done_count() + len(sweep.trials_in(TrialState.RUNNING)) >= self.total:
                 break
             trial = sweep.study.ask()
             if sweep.is_grid and ATTR_GRID_POINT not in trial.user_attrs:

@@ -17,19 +17,16 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError, flatten
+from sweep.config.checks import flatten
 from sweep.config.input_checks import check_swept_overrides
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
 from sweep.inputs.model import check_available
 from sweep.names import (
     ARTIFACT_CONFIG,
-    ATTR_CONFIG_ERROR,
     ATTR_DISCARDED,
-    ATTR_FAIL_REASON,
     ATTR_GRID_POINT,
     ATTR_MLFLOW_RUN_ID,
-    ATTR_NOT_RETRIED,
     ATTR_READY,
     ATTR_SCALE,
     ATTR_SEARCH_SPACE,
@@ -38,9 +35,10 @@ from sweep.names import (
     ATTR_WALL_TIME_S,
     TAG_END_REASON,
 )
-from sweep.signals import check_stop, holding_stop_signals, signal_name
+from sweep.signals import check_stop, holding_stop_signals
 from sweep.study import grid_queue, packing
-from sweep.study.failures import FailureWatch
+from sweep.study.failures import FailureWatch, record_failure
+from sweep.study.optuna_access import wrap_ask
 from sweep.study.preflight import resolve_trial_config
 from sweep.study.setup import (
     absolute_paths,
@@ -57,7 +55,7 @@ from sweep.tracking import mlflow_client, ui_links
 from sweep.tracking.versions import version_params
 from sweep.training import kept_models
 from sweep.training.resources import StudyResources
-from sweep.training.trial import DivergenceError, train_and_evaluate
+from sweep.training.trial import train_and_evaluate
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +81,7 @@ class StudyRunner:
     def __post_init__(self) -> None:
         self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
         # Every ask, Optuna's in optimize and the packer's, holds a stop signal for the objective's check_stop.
-        self.study.ask = holding_stop_signals(self.study.ask)  # type: ignore[method-assign]
+        wrap_ask(self.study, holding_stop_signals)
 
     @property
     def is_grid(self) -> bool:
@@ -99,26 +97,8 @@ class StudyRunner:
             raise
 
     def record_failure(self, trial: optuna.Trial, error: BaseException) -> str:
-        """Record why `trial` failed (user attr ``fail_reason``) and queue its grid point again where a retry can
-        help: after an interruption or a tracking outage as the same attempt (it was not the point's fault), after
-        another error as the next attempt; never after a divergence (deterministic) or a wrong config (the study
-        stops). Recorded once: a second call returns the first reason."""
-        if ATTR_FAIL_REASON in trial.user_attrs:
-            return str(trial.user_attrs[ATTR_FAIL_REASON])
-        if isinstance(error, KeyboardInterrupt):
-            reason = f"interrupted ({signal_name(error)}); the point is queued again"
-        elif isinstance(error, DivergenceError):
-            reason = f"diverged: {error}"
-        else:
-            reason = f"{type(error).__name__}: {error}"
-        trial.set_user_attr(ATTR_FAIL_REASON, reason)
-        if isinstance(error, ConfigError):
-            trial.set_user_attr(ATTR_CONFIG_ERROR, True)
-        if isinstance(error, (ConfigError, DivergenceError)):
-            trial.set_user_attr(ATTR_NOT_RETRIED, True)
-        else:
-            self.requeue(trial, next_attempt=not isinstance(error, (KeyboardInterrupt, mlflow_client.TrackingOutage)))
-        return reason
+        """Record why `trial` failed and queue its point again where a retry can help (`failures.record_failure`)."""
+        return record_failure(trial, error, self.requeue)
 
     def _train_trial(self, trial: optuna.Trial) -> float:
         check_stop()  # a stop signal whose first raise was swallowed: no new trial
@@ -212,22 +192,22 @@ class StudyRunner:
                 study.stop()
         elif trial.state in DONE_STATES:
             self.failures_seen.succeeded()
-        if self.is_grid and not self._trials(TrialState.WAITING):
+        if self.is_grid and not self.trials_in(TrialState.WAITING):
             study.stop()
 
-    def _trials(self, *states: TrialState) -> list[FrozenTrial]:
+    def trials_in(self, *states: TrialState) -> list[FrozenTrial]:
         return self.study.get_trials(deepcopy=False, states=states)
 
-    def _done_count(self) -> int:
-        return len([t for t in self._trials(*DONE_STATES) if not t.user_attrs.get(ATTR_DISCARDED)])
+    def done_count(self) -> int:
+        return len([t for t in self.trials_in(*DONE_STATES) if not t.user_attrs.get(ATTR_DISCARDED)])
 
     def run(self) -> None:
         """Train until the grid queue is empty (waiting for other workers' running trials, failing those whose
         worker died), or until `study.n_trials` trials are done for distributions."""
-        if self.is_grid and not self._trials(TrialState.RUNNING):  # no other worker is in this run
+        if self.is_grid and not self.trials_in(TrialState.RUNNING):  # no other worker is in this run
             for point in grid_queue.requeue_exhausted(self.study):
                 log.warning("grid point %s failed every attempt in an earlier run: queued again", point)
-        if self.is_grid and not self._trials(TrialState.WAITING, TrialState.RUNNING):
+        if self.is_grid and not self.trials_in(TrialState.WAITING, TrialState.RUNNING):
             log.info("study %s is complete: nothing to train", self.study.study_name)
             return
         total = (
@@ -237,7 +217,7 @@ class StudyRunner:
         )
         progress = tqdm(
             total=total,
-            initial=min(total, self._done_count()),
+            initial=min(total, self.done_count()),
             desc=f"study {self.study.study_name}",
             unit="trial",
             disable=self.cfg.quiet,
@@ -250,13 +230,13 @@ class StudyRunner:
         objective = packing.Packer(self, callbacks, None if self.is_grid else total) if packed else self.objective
         try:
             while self.stopped_reason is None and (deadline is None or time.monotonic() < deadline):
-                if self.is_grid and not self._trials(TrialState.WAITING):
-                    if not self._trials(TrialState.RUNNING):
+                if self.is_grid and not self.trials_in(TrialState.WAITING):
+                    if not self.trials_in(TrialState.RUNNING):
                         break
                     time.sleep(self.cfg.study.heartbeat_interval)  # other workers' trials, or a dead worker's
                     fail_stale_trials(self.study)
                     continue
-                if not self.is_grid and self._done_count() >= total:
+                if not self.is_grid and self.done_count() >= total:
                     break
                 timeout = None if deadline is None else max(1.0, deadline - time.monotonic())
                 self.study.optimize(objective, timeout=timeout, catch=(Exception,), callbacks=callbacks)
@@ -266,7 +246,7 @@ class StudyRunner:
             progress.close()
         if self.stopped_reason:
             log.error("study %s stopped: %s", self.study.study_name, self.stopped_reason)
-        elif not self._trials(TrialState.WAITING, TrialState.RUNNING) and self.is_grid:
+        elif not self.trials_in(TrialState.WAITING, TrialState.RUNNING) and self.is_grid:
             log.info("study %s: every grid point is done", self.study.study_name)
 
 

@@ -25,12 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 import optuna
-from optuna.storages._rdb import models
-from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 from sqlalchemy import exc as sqlalchemy_exc
 
 from sweep.signals import deferred
+from sweep.study.optuna_access import rdb_models, rdb_session
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +92,12 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
 
     def _running_without_heartbeat(self, study_id: int) -> list[int]:
         # Optuna has no public query for these; its own stale query skips them (`len(trial.heartbeats) == 0`).
-        with _create_scoped_session(self.scoped_session) as session:
+        with rdb_session(self.scoped_session) as session:
             rows = (
-                session.query(models.TrialModel.trial_id)
-                .filter(models.TrialModel.study_id == study_id)
-                .filter(models.TrialModel.state == TrialState.RUNNING)
-                .filter(~models.TrialModel.heartbeats.any())
+                session.query(rdb_models.TrialModel.trial_id)
+                .filter(rdb_models.TrialModel.study_id == study_id)
+                .filter(rdb_models.TrialModel.state == TrialState.RUNNING)
+                .filter(~rdb_models.TrialModel.heartbeats.any())
                 .all()
             )
         return [trial_id for (trial_id,) in rows]

@@ -22,6 +22,7 @@ from sweep.signals import Interrupted, StopSignals
 from sweep.study.run_loop import finish, open_sweep
 from sweep.study.summary import parent_summary
 from sweep.tracking import mlflow_client
+from sweep.training.trial import DivergenceError
 from tests.helpers import point_of, run_study, trial_runs
 
 ONE_POINT = "+study.search_space.loss.scale=[20]"
@@ -264,7 +265,7 @@ def test_a_point_that_failed_every_attempt_is_trained_by_the_next_run(compose_cf
 
 
 def test_a_diverged_point_is_not_queued_again_by_the_next_run(compose_cfg, monkeypatch):
-    fake_training(monkeypatch, lambda: study_module.DivergenceError("training loss became NaN/inf at step 3"))
+    fake_training(monkeypatch, lambda: DivergenceError("training loss became NaN/inf at step 3"))
     run_study(compose_cfg(ONE_POINT, "name=diverged"))
     fake_training(monkeypatch, lambda: 0.5)
     sweep, _ = run_study(compose_cfg(ONE_POINT, "name=diverged"))
