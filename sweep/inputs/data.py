@@ -18,8 +18,8 @@ from sweep.config.checks import ConfigError
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SPLITS = ("train", "validation", "test")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA_SPLITS = ("train", "validation", "test")  # the splits of `data.*`
 
 
 def find_local_dir(explicit: str | None) -> Path | None:
@@ -54,6 +54,7 @@ class SplitSource:
     def describe(self) -> str:
         if self.local_file is not None:
             return str(self.local_file)
+        assert self.hub is not None  # a source is a local file or a hub dataset
         name, subset, split = self.hub
         return f"hub:{name}" + (f"/{subset}" if subset else "") + f"[{split}]"
 
@@ -104,6 +105,7 @@ def load_split(data: DictConfig, split: str, where: str | None = None) -> Datase
                 raise ConfigError(where, str(source.local_file), "has no rows")
         dataset = load_dataset("csv", data_files=str(source.local_file), split="train")
     else:
+        assert source.hub is not None  # a source is a local file or a hub dataset
         name, subset, hub_split = source.hub
         dataset = load_dataset(name, subset, split=hub_split)
     columns = list(spec.columns)
@@ -131,7 +133,7 @@ def load_split(data: DictConfig, split: str, where: str | None = None) -> Datase
 def check_available(data: DictConfig) -> None:
     """Read every split that comes from the hub once (into the datasets cache the trials then read), so that an
     unreachable hub fails before training with the split and the fix, instead of failing every trial."""
-    for split in SPLITS:
+    for split in DATA_SPLITS:
         source = resolve_source(data, split)
         if source.hub is None:
             continue
@@ -164,7 +166,7 @@ def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
     training set is every row not held out, in file order. The trial always holds the pairs out (statistics on
     or off), so statistics never change what is trained.
     """
-    splits = {split: load_split(data, split) for split in SPLITS}
+    splits = {split: load_split(data, split) for split in DATA_SPLITS}
     train = splits["train"]
     if heldout_pairs and heldout_pairs >= len(train):
         raise ConfigError("stats.heldout_pairs", heldout_pairs, f"must be below the {len(train)} training rows")
