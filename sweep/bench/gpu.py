@@ -13,4 +13,4 @@ def gpu_rows() -> list[Row]:
         note = "not measured by this benchmark yet: run items 1-3 with trial.device=cuda"
     else:
         note = "skipped: no GPU on this machine (torch.cuda.is_available() is False)"
-    return [Row("7", "GPU (trial=gpu)", "-", "-", None, "", note, status="skipped")]
+    return [Row("7", "GPU (preset=gpu)", "-", "-", None, "", note, status="skipped")]

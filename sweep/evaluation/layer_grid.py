@@ -78,6 +78,7 @@ def validate_layer_grid(cfg: DictConfig) -> None:
             "eval.layer_grid.enabled", True, "needs model.kind=transformer (a static model has no layers)"
         )
     shape = model_shape(cfg.model)
+    assert shape.layers is not None  # a transformer's shape has its layers
     layers, dims = grid_sets(cfg)
     if any(not 0 <= layer <= shape.layers for layer in layers) or len(set(layers)) != len(layers):
         raise ConfigError(
@@ -154,7 +155,8 @@ def layer_dim_spearman(
 
 def grid_metrics(table: pd.DataFrame, split: str) -> dict[str, float]:
     """MLflow metrics of a grid: ``stsb_{split}_spearman_L{layer}_D{dim}`` and ``stsb_{split}_spearman_grid_mean``."""
-    metrics = {f"stsb_{split}_spearman_L{r.layer}_D{r.dim}": r.spearman for r in table.itertuples()}
+    cells = zip(table["layer"], table["dim"], table["spearman"], strict=True)
+    metrics = {f"stsb_{split}_spearman_L{layer}_D{dim}": spearman for layer, dim, spearman in cells}
     metrics[f"stsb_{split}_spearman_grid_mean"] = float(table.spearman.mean())
     return metrics
 

@@ -1,14 +1,40 @@
 """Setting a study up before it runs: validation, the sampler and pruner, the Optuna storage (under the SQLite init
-lock), create-or-load and the declared search space (its grid queue: `sweep.study.grid_queue`)."""
+lock), create-or-load and the declared search space (its grid queue: `sweep.study.grid_queue`).
+
+The sampler and the pruner are built with `hydra.utils.instantiate` from a `_target_`: `study.sampler` and
+`study.pruner` (sweep/conf/study/default.yaml) each hold a `_target_` (null by default), a short `name` and the keys
+the short names use. Short names stay the everyday form and map to a target (`SAMPLER_TARGETS`, `PRUNER_TARGETS`),
+so every existing override and recorded config (`study.sampler.name=tpe`, `study.pruner.name=successive_halving
+study.pruner.min_resource=25`, a results/*/config.yaml without `_target_`) keeps its meaning; config group files
+would have turned `study.sampler.name=...` into a group choice and broken them. Any other Optuna class is one
+`_target_` away, e.g. `study.sampler._target_=optuna.samplers.QMCSampler` or `study.pruner._target_=
+optuna.pruners.PercentilePruner +study.pruner.percentile=25` (a `_target_` replaces the default name, auto / none;
+a different name beside it is refused). The keys of the node:
+
+- `_target_`: the dotted path of a `BaseSampler` / `BasePruner` subclass; null: the class `name` stands for.
+- shared keys (`seed`; `n_startup_trials`, `n_warmup_steps`, `min_resource`, `reduction_factor`): given to the class
+  when its signature names them, skipped otherwise (a short name's class takes the ones it used before).
+- any other key (added with `+`): a keyword argument of the class, refused by name when the class has none such;
+  a nested `{_target_: ...}` is built too (`+study.sampler.base_sampler._target_=...`).
+
+What the project adds on top of Optuna: `auto` is the grid sampler when the search space is a grid and TPE
+otherwise; a grid sampler (`grid`, or a `_target_` subclassing `optuna.samplers.GridSampler`, which becomes
+`QueuedGridSampler`) takes its grid from `study.search_space`, never from the config; HyperbandPruner (by name or
+`_target_`) reads `min_resource: auto` as `trial.eval_steps`, the first report. A `_target_` that does not import,
+is not an Optuna sampler / pruner class, or whose class refuses its arguments is a `ConfigError` naming the key,
+raised by `validate` before any training. The config is logged as params as before (`study.sampler._target_` with
+it)."""
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import hydra
 import optuna
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import FrozenTrial, TrialState
@@ -22,6 +48,21 @@ from sweep.tracking.sqlite_lock import sqlite_init_lock
 
 SAMPLERS = ("auto", "grid", "tpe", "random")
 PRUNERS = ("none", "median", "successive_halving", "hyperband")
+# The short names' targets (`auto`: grid or tpe, chosen from the search space).
+SAMPLER_TARGETS = {
+    "grid": "sweep.study.setup.QueuedGridSampler",
+    "tpe": "optuna.samplers.TPESampler",
+    "random": "optuna.samplers.RandomSampler",
+}
+PRUNER_TARGETS = {
+    "none": "optuna.pruners.NopPruner",
+    "median": "optuna.pruners.MedianPruner",
+    "successive_halving": "optuna.pruners.SuccessiveHalvingPruner",
+    "hyperband": "optuna.pruners.HyperbandPruner",
+}
+# Keys every choice shares: given to the class when its signature names them.
+SAMPLER_SHARED = ("seed",)
+PRUNER_SHARED = ("n_startup_trials", "n_warmup_steps", "min_resource", "reduction_factor")
 
 
 class QueuedGridSampler(optuna.samplers.GridSampler):
@@ -35,42 +76,105 @@ class QueuedGridSampler(optuna.samplers.GridSampler):
         return None
 
 
-def make_sampler(sampler: DictConfig, space: search_space.Space) -> optuna.samplers.BaseSampler:
-    name = sampler.name
-    require_choice("study.sampler.name", name, SAMPLERS)
-    if name == "auto":
-        name = "grid" if space and search_space.is_grid(space) else "tpe"
-    if name == "grid":
-        if not search_space.is_grid(space) or not space:
+def _one_line(error: BaseException) -> str:
+    """An exception (its cause, for Hydra's wrapper) as one line."""
+    error = error.__cause__ or error
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
+
+
+def _choice(section: str, node: DictConfig, default: str, targets: dict[str, str]) -> tuple[str, Any, str]:
+    """(the key to name in errors, its value, the dotted target) of `study.sampler` or `study.pruner`; "" as the
+    target for a short name without one (auto)."""
+    name = node.name
+    target = node.get("_target_")
+    if target is None:
+        return f"{section}.name", name, targets.get(name, "")
+    if not isinstance(target, str) or not target:
+        raise ConfigError(f"{section}._target_", target, "must be the dotted path of an Optuna class, or null")
+    if name != default and targets.get(name) != target:
+        raise ConfigError(
+            f"{section}.name", name, f"conflicts with {section}._target_={target}: give one of them (name={default})"
+        )
+    return f"{section}._target_", target, target
+
+
+def _locate(choice: tuple[str, Any, str], base: type) -> type:
+    """The class `choice` names, which must subclass `base` (BaseSampler or BasePruner)."""
+    key, value, target = choice
+    try:
+        cls = hydra.utils.instantiate({"_target_": target, "_partial_": True}).func
+    except Exception as error:  # noqa: BLE001 - any import error: name the key and stop before training
+        raise ConfigError(key, value, f"cannot be imported ({_one_line(error)}); give a class path") from None
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        kind = base.__name__.removeprefix("Base").lower()
+        example = "optuna.samplers.QMCSampler" if kind == "sampler" else "optuna.pruners.PercentilePruner"
+        raise ConfigError(
+            key, value, f"is not an Optuna {kind} class (a subclass of optuna.{kind}s.{base.__name__}, e.g. {example})"
+        )
+    return cls
+
+
+def _build(
+    section: str, node: DictConfig, choice: tuple[str, Any, str], cls: type, shared: Sequence[str], **fixed: Any
+) -> Any:
+    """Instantiate `cls` with the shared keys of `node` it names, the node's other keys as keyword arguments (nested
+    `_target_`s built too) and `fixed` (what the project supplies); a failure is a ConfigError naming the key."""
+    key, value, _ = choice
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    config = OmegaConf.to_container(node, resolve=True)
+    kwargs = {name: config[name] for name in shared if name in config and name in params and name not in fixed}
+    for name, argument in config.items():
+        if name in ("_target_", "name", *shared):
+            continue
+        if name in fixed:
+            raise ConfigError(f"{section}.{name}", argument, "remove it: the grid comes from study.search_space")
+        if name.startswith("_") or not (takes_any or name in params):
+            allowed = ", ".join(p for p in params if p not in fixed) or "no arguments"
             raise ConfigError(
-                "study.sampler.name", "grid", "needs every study.search_space entry to be a list of values"
+                f"{section}.{name}", argument, f"is not an argument of {cls.__qualname__} (it takes: {allowed})"
             )
-        return QueuedGridSampler(space, seed=sampler.seed)
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=sampler.seed)
-    return optuna.samplers.RandomSampler(seed=sampler.seed)
+        kwargs[name] = argument
+    try:
+        built = hydra.utils.instantiate({"_target_": cls, "_partial_": True, **kwargs}, _convert_="all")(**fixed)
+    except Exception as error:  # noqa: BLE001 - the class refused its arguments: name the key, before training
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        raise ConfigError(key, value, f"{cls.__qualname__}({shown}) failed ({_one_line(error)})") from None
+    return built
+
+
+def make_sampler(sampler: DictConfig, space: search_space.Space) -> optuna.samplers.BaseSampler:
+    """The sampler of `study.sampler` (a short name or a `_target_`, see the module docstring)."""
+    require_choice("study.sampler.name", sampler.name, SAMPLERS)
+    grid = bool(space) and search_space.is_grid(space)
+    choice = _choice("study.sampler", sampler, "auto", SAMPLER_TARGETS)
+    if not choice[2]:  # auto
+        choice = (*choice[:2], SAMPLER_TARGETS["grid" if grid else "tpe"])
+    cls = _locate(choice, optuna.samplers.BaseSampler)
+    if not issubclass(cls, optuna.samplers.GridSampler):
+        return _build("study.sampler", sampler, choice, cls, SAMPLER_SHARED)
+    if not grid:
+        raise ConfigError(*choice[:2], "needs every study.search_space entry to be a list of values")
+    # Enqueued grid points need the queue-aware sampler; the grid comes from the search space.
+    cls = QueuedGridSampler if cls is optuna.samplers.GridSampler else cls
+    return _build("study.sampler", sampler, choice, cls, SAMPLER_SHARED, search_space=space)
 
 
 def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePruner:
-    """Optuna's pruner by name. Resources are training steps (trials report at every `eval_steps`)."""
-    name = pruner.name
-    require_choice("study.pruner.name", name, PRUNERS)
-    min_resource = pruner.min_resource
-    require_auto_or_int("study.pruner.min_resource", min_resource, note="training steps")
-    if name == "none":
-        return optuna.pruners.NopPruner()
-    if name == "median":
-        return optuna.pruners.MedianPruner(
-            n_startup_trials=pruner.n_startup_trials, n_warmup_steps=pruner.n_warmup_steps
-        )
-    if name == "successive_halving":
-        return optuna.pruners.SuccessiveHalvingPruner(
-            min_resource=min_resource, reduction_factor=pruner.reduction_factor
-        )
-    # HyperbandPruner has no "auto" minimum: the first report (one evaluation) is the smallest budget.
-    return optuna.pruners.HyperbandPruner(
-        min_resource=eval_steps if min_resource == "auto" else min_resource, reduction_factor=pruner.reduction_factor
-    )
+    """The pruner of `study.pruner` (a short name or a `_target_`, see the module docstring). Resources are training
+    steps (trials report at every `eval_steps`)."""
+    require_choice("study.pruner.name", pruner.name, PRUNERS)
+    require_auto_or_int("study.pruner.min_resource", pruner.min_resource, note="training steps")
+    choice = _choice("study.pruner", pruner, "none", PRUNER_TARGETS)
+    cls = _locate(choice, optuna.pruners.BasePruner)
+    fixed = {}
+    if issubclass(cls, optuna.pruners.HyperbandPruner) and pruner.min_resource == "auto":
+        # HyperbandPruner has no "auto" minimum: the first report (one evaluation) is the smallest budget.
+        fixed["min_resource"] = eval_steps
+    return _build("study.pruner", pruner, choice, cls, PRUNER_SHARED, **fixed)
 
 
 def absolute_paths(cfg: DictConfig) -> None:

@@ -35,7 +35,7 @@ def test_default_experiment_grid_covers_0_20_50(compose_cfg):
 
 
 def test_gpu_preset_composes_and_validates(compose_cfg):
-    cfg = compose_cfg("+experiment=mnrl_scale", "trial=gpu", tiny=False)
+    cfg = compose_cfg("+experiment=mnrl_scale", "preset=gpu", tiny=False)
     assert cfg.model.name_or_path == "microsoft/mpnet-base"
     assert cfg.data.source == "hub" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"
     validate(cfg, search_space.parse(cfg.study.search_space))

@@ -127,6 +127,14 @@ def test_parse_numbers_accepts_lists_and_comma_strings():
         (["eval.layer_grid.enabled=true", "model=static_minilm"], "eval.layer_grid.enabled"),
         (["eval.objective=grid_mean"], "eval.objective"),
         (["eval.layer_grid.enabled=true", "eval.objective=grid_mean", "study.pruner.name=median"], "study.pruner.name"),
+        (
+            [
+                "eval.layer_grid.enabled=true",
+                "eval.objective=grid_mean",
+                "study.pruner._target_=optuna.pruners.MedianPruner",
+            ],
+            "study.pruner._target_",
+        ),
         (["eval.objective=nope"], "eval.objective"),
         (["eval.layer_grid.enabled=true", "eval.objective=cell", "eval.cell=L3_D32"], "eval.cell"),
         (["eval.layer_grid.enabled=true", "eval.objective=cell", "eval.cell=top"], "eval.cell"),
@@ -136,3 +144,11 @@ def test_bad_layer_grid_configs_are_refused(compose_cfg, overrides, key):
     with pytest.raises(ConfigError) as error:
         validate_layer_grid(compose_cfg(*overrides))
     assert error.value.key == key and key in str(error.value)
+
+
+def test_the_nop_pruner_by_target_counts_as_no_pruner(compose_cfg):
+    validate_layer_grid(
+        compose_cfg(
+            "eval.layer_grid.enabled=true", "eval.objective=grid_mean", "study.pruner._target_=optuna.pruners.NopPruner"
+        )
+    )

@@ -196,8 +196,8 @@ def test_memory_guard_shrinks_the_pack_to_what_fits_and_waits_for_one(compose_cf
 
 
 def test_offline_gpu_preset_composes_and_validates_without_the_hub(compose_cfg):
-    """`trial=gpu_offline`: the packaged MiniLM and the local data, bf16, device auto; checked on CPU."""
-    cfg = compose_cfg("+experiment=mnrl_scale", "trial=gpu_offline", "study.pack=4", tiny=False)
+    """`preset=gpu_offline`: the packaged MiniLM and the local data, bf16, device auto; checked on CPU."""
+    cfg = compose_cfg("+experiment=mnrl_scale", "preset=gpu_offline", "study.pack=4", tiny=False)
     assert cfg.model.name_or_path == "sentence-transformers/all-MiniLM-L6-v2" and cfg.model.kind == "transformer"
     assert cfg.data.source == "local" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"
     for model in validate(cfg, search_space.parse(cfg.study.search_space)):
