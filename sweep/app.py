@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from typing import cast
 
 import datasets
 import hydra
@@ -59,7 +60,8 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
     complete = table[table.state == "COMPLETE"] if not table.empty else table
     if not complete.empty:
         minimize = sweep.cfg.study.direction == "minimize"
-        best = complete.loc[complete[OBJECTIVE].idxmin() if minimize else complete[OBJECTIVE].idxmax()]
+        label = complete[OBJECTIVE].idxmin() if minimize else complete[OBJECTIVE].idxmax()
+        best = complete.loc[cast(int, label)]  # results_table's index is a RangeIndex (reset_index)
         scores = f"validation {best[STSB_VALIDATION]:.4f}, test {best[STSB_TEST]:.4f}"
         lines.append(
             f"best by STSB validation: trial {best.trial} (scale {best.scale}), {scores}"
@@ -101,9 +103,9 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as error:
         print(f"sweep: invalid config: {error}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt as interrupt:  # before any trial started: nothing to clean up
-        print(f"sweep: interrupted by {signal_name(interrupt)} before training started", file=sys.stderr)
-        sys.exit(exit_code(interrupt))
+    except KeyboardInterrupt as early:  # before any trial started: nothing to clean up
+        print(f"sweep: interrupted by {signal_name(early)} before training started", file=sys.stderr)
+        sys.exit(exit_code(early))
     workers: list[subprocess.Popen] = []
     if cfg.study.n_workers > 1:
         threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)

@@ -22,13 +22,14 @@ from sentence_transformers import SentenceTransformer
 from sweep.config.checks import ConfigError, compose_config, eval_batch_size
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
+from sweep.stats.probe import EmbeddingKeepingEvaluator
 from sweep.training import kept_models
 from sweep.training.resources import stsb_evaluator  # the trial's own evaluator: identical settings
 
-SPLITS = ("validation", "test")
+SCORED_SPLITS = ("validation", "test")  # the STSB splits --splits may name
 
 
-def stsb_scores(cfg: DictConfig, splits: Sequence[str]) -> dict[str, object]:
+def stsb_scores(cfg: DictConfig, splits: Sequence[str]) -> dict[str, EmbeddingKeepingEvaluator]:
     """The STSB evaluators of ``splits``, subset exactly as a trial subsets them (so values match the logged)."""
     evaluators = {}
     for split in splits:
@@ -105,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.splits = [s for s in args.splits.split(",") if s]
     if not (args.model or args.run_id or args.study):
         parser.error("give at least one --model, --run-id or --study")
-    if any(split not in SPLITS for split in args.splits):
-        parser.error(f"--splits must name {' and/or '.join(SPLITS)}")
+    if any(split not in SCORED_SPLITS for split in args.splits):
+        parser.error(f"--splits must name {' and/or '.join(SCORED_SPLITS)}")
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         table = score_table(args, compose_config(args.overrides))

@@ -53,7 +53,9 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
         evaluator(model)
         evaluator(warm_model)  # fills the cache, as a study's first evaluation does
         model.encode(sentences[:64])  # warm-up
-        cold, warm, theirs = [], [], []
+        cold: list[float] = []
+        warm: list[float] = []
+        theirs: list[float] = []
         for _ in range(s.encode_repeats):
             for evaluated, into in ((model, cold), (warm_model, warm)):
                 into.append(len(sentences) / timed(evaluator, evaluated)[1])

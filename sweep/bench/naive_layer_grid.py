@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sweep.bench.inprocess import minilm_overrides, timed, validation_pairs
 from sweep.bench.settings import Settings
@@ -12,6 +12,7 @@ from sweep.bench.table import Row
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+    from transformers import BertModel
 
 
 def naive_layer_dim_spearman(
@@ -29,7 +30,7 @@ def naive_layer_dim_spearman(
     import torch
     from scipy.stats import spearmanr
 
-    bert = model[0].auto_model
+    bert = cast("BertModel", model[0].auto_model)  # the bench's MiniLM; nn.Module.__getattr__ types it Tensor | Module
     all_layers, n_layers = bert.encoder.layer, bert.config.num_hidden_layers
     out = {}
     try:
@@ -69,7 +70,8 @@ def measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None]) -
         grid.append(seconds)
         reference, seconds = timed(naive_layer_dim_spearman, model, s1, s2, scores, s.layers, s.dims, batch_size=batch)
         naive.append(seconds)
-        diffs += [abs(r.spearman - reference[(r.layer, r.dim)]) for r in table.itertuples()]
+        points = zip(table["layer"], table["dim"], table["spearman"], strict=True)
+        diffs += [abs(spearman - reference[(layer, dim)]) for layer, dim, spearman in points]
     log(
         f"  full {statistics.median(full):.2f} s, grid {statistics.median(grid):.2f} s, "
         f"naive {statistics.median(naive):.2f} s"

@@ -51,10 +51,10 @@ def trial_span(root: Path) -> float:
     import optuna  # a slow import, only once a study has run
 
     trials = [t for t in optuna.load_study(study_name=STUDY, storage=f"sqlite:///{root}/optuna.db").trials]
-    done = [t for t in trials if t.datetime_start and t.datetime_complete]
+    done = [(start, end) for t in trials if (start := t.datetime_start) and (end := t.datetime_complete)]
     if not done:
         return math.nan
-    return (max(t.datetime_complete for t in done) - min(t.datetime_start for t in done)).total_seconds()
+    return (max(end for _, end in done) - min(start for start, _ in done)).total_seconds()
 
 
 def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> float:

@@ -39,6 +39,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import cast  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerFast
     from transformers.trainer_callback import PrinterCallback
 
     transformers.logging.set_verbosity_error()
@@ -102,9 +103,8 @@ def main(argv: list[str] | None = None) -> dict:
     path = str(get_model_path())
     torch.manual_seed(args.seed)
     weights = AutoModel.from_pretrained(path).get_input_embeddings().weight.detach().clone()
-    model = SentenceTransformer(
-        modules=[StaticEmbedding(AutoTokenizer.from_pretrained(path), embedding_weights=weights), Normalize()]
-    )
+    tokenizer = cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(path))  # MiniLM's is a fast one
+    model = SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_weights=weights), Normalize()])
 
     # 2. data
     train = load_dataset("csv", data_files=str(data_dir / "nli/triplet.csv"), split="train").select_columns(

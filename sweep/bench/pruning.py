@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.bench.runners import FrameworkSweep, grid_override, run_framework
+from sweep.bench.runners import FrameworkSweep, grid_override, recorded, run_framework
 from sweep.bench.settings import PruneVariant, Settings
 from sweep.bench.table import Row, Stat
 
@@ -91,13 +91,14 @@ def pruning_rows(s: Settings, results: Sequence[PruneResult]) -> list[Row]:
         )
     ]
     for result in results[1:]:
+        assert result.variant is not None  # only results[0], the full grid, has none
         best = result.sweep.best()
         ratio = result.steps / reference.steps if reference.steps else float("nan")
         if best is None or ref_best is None:
             same, note = False, "no complete trial"
         else:
             distance = abs(grid.index(best.scale) - grid.index(ref_best.scale))
-            gap = ref_best.value - best.value
+            gap = recorded(ref_best.value) - recorded(best.value)
             same = distance <= 1 and abs(gap) <= 0.005
             pruned = sum(t.state == "PRUNED" for t in result.sweep.trials)
             tried = sorted({t.scale for t in result.sweep.trials})

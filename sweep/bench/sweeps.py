@@ -11,6 +11,7 @@ from sweep.bench.runners import (
     FrameworkSweep,
     FrameworkTrial,
     grid_override,
+    recorded,
     run_baseline,
     run_framework,
 )
@@ -91,13 +92,13 @@ def trial_overhead_rows(m: SweepMeasurements) -> list[Row]:
     rows = []
     for label, sweeps in m.by_statistics():
         pairs = _pairs(m, sweeps)
-        fw = [t.wall_s for t, _ in pairs]
+        fw = [recorded(t.wall_s) for t, _ in pairs]
         base = [b.result["trial_s"] + (b.result["load_s"] if t.first_in_process else 0.0) for t, b in pairs]
-        later = [t.wall_s / b.result["trial_s"] for t, b in pairs if not t.first_in_process]
+        later = [recorded(t.wall_s) / b.result["trial_s"] for t, b in pairs if not t.first_in_process]
         note = f"trials after the first: {Stat.of(later).fmt(digits=3)}" if later else ""
         rows.append(Row.compare("2", f"per-trial wall time, {label}", fw, base, "s", 2, "<= 1.05", note))
     pairs = _pairs(m, m.framework_off)
-    fw = [t.train_s for t, _ in pairs]
+    fw = [recorded(t.train_s) for t, _ in pairs]
     base = [b.result["train_s"] for _, b in pairs]
     rows.append(
         Row.compare(
@@ -137,18 +138,18 @@ def whole_sweep_rows(m: SweepMeasurements) -> list[Row]:
 
 def agreement_details(m: SweepMeasurements) -> list[str]:
     """The baseline and the framework (statistics off: same training data) should give the same Spearman."""
-    diffs = [abs(t.value - b.result["stsb_validation_spearman"]) for t, b in _pairs(m, m.framework_off)]
+    diffs = [abs(recorded(t.value) - b.result["stsb_validation_spearman"]) for t, b in _pairs(m, m.framework_off)]
     lines = [
         f"- Same result check: |framework - baseline| STSB validation Spearman, statistics off, max over {len(diffs)} "
         f"trials: {max(diffs, default=float('nan')):.2e}."
     ]
-    first = [t.wall_s for s in m.framework_off for t in s.trials if t.first_in_process]
+    first = [recorded(t.wall_s) for s in m.framework_off for t in s.trials if t.first_in_process]
     if first:
         lines.append(
             "- Framework first trial of a process (includes data loading and model building), statistics off: "
             f"{Stat.of(first).fmt('s')}."
         )
-    outside = [s.wall_s - sum(t.wall_s for t in s.trials) for s in m.framework_off + m.framework_on]
+    outside = [s.wall_s - sum(recorded(t.wall_s) for t in s.trials) for s in m.framework_off + m.framework_on]
     base_outside = [run.process_wall_s - run.result["trial_s"] for rep in m.baseline for run in rep]
     lines.append(
         "- Fixed cost per process (wall time outside the trials: interpreter, imports, Hydra, Optuna and MLflow "
@@ -157,8 +158,8 @@ def agreement_details(m: SweepMeasurements) -> list[str]:
     )
     stats_cost = []
     for off, on in zip(m.framework_off, m.framework_on, strict=True):
-        walls = {t.scale: t.wall_s for t in off.complete() if not t.first_in_process}
-        stats_cost += [t.wall_s - walls[t.scale] for t in on.complete() if t.scale in walls]
+        walls = {t.scale: recorded(t.wall_s) for t in off.complete() if not t.first_in_process}
+        stats_cost += [recorded(t.wall_s) - walls[t.scale] for t in on.complete() if t.scale in walls]
     if stats_cost:
         lines.append(
             "- Cost of the statistics per trial (statistics-on minus statistics-off trial wall time, same scale, "

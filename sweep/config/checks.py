@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -31,6 +31,14 @@ class ConfigError(ValueError):
     def __init__(self, key: str, value: Any, allowed: str) -> None:
         self.key, self.value, self.allowed = key, value, allowed
         super().__init__(f"{key}={value!r}: {allowed}")
+
+
+def plain_dict(node: DictConfig | ListConfig, resolve: bool = True) -> dict[str, Any]:
+    """A mapping node as a plain dict (`OmegaConf.to_container`, typed for any container kind and key type)."""
+    container = OmegaConf.to_container(node, resolve=resolve)
+    if not isinstance(container, dict):
+        raise TypeError(f"expected a mapping, got {type(container).__name__}")
+    return cast("dict[str, Any]", container)  # sweep's config keys are strings
 
 
 def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
@@ -205,7 +213,7 @@ def resolve_eval_batch_size(cfg: DictConfig) -> None:
 
 def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
     """Flatten a (resolved) config into dotted keys, e.g. {"loss.scale": 20.0}; lists stay values."""
-    container = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, (DictConfig, ListConfig)) else cfg
+    container = plain_dict(cfg) if isinstance(cfg, (DictConfig, ListConfig)) else cfg
     flat: dict[str, Any] = {}
     for key, value in container.items():
         dotted = f"{prefix}{key}"

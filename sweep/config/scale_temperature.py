@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config.checks import CONFIG_DIR, ConfigError, require_number
+from sweep.config.checks import CONFIG_DIR, ConfigError, plain_dict, require_number
 
 KEYS = ("scale", "temperature")
 
@@ -24,7 +24,7 @@ def _loss_defaults(name: str) -> dict[str, object]:
     path = Path(CONFIG_DIR) / "loss" / f"{name}.yaml"
     if not path.is_file():
         return {}
-    return {key: value for key, value in OmegaConf.to_container(OmegaConf.load(path)).items() if key in KEYS}
+    return {key: value for key, value in plain_dict(OmegaConf.load(path), resolve=False).items() if key in KEYS}
 
 
 def agree(scale: float, temperature: float) -> bool:

@@ -15,7 +15,7 @@ import optuna
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-from sweep.config.checks import ConfigError
+from sweep.config.checks import ConfigError, plain_dict
 
 Space = dict[str, "list[Any] | BaseDistribution"]
 GridValue = None | bool | int | float | str
@@ -23,7 +23,7 @@ GridValue = None | bool | int | float | str
 
 def parse(node: DictConfig | dict, prefix: str = "study.search_space") -> Space:
     """Flatten the nested search space into ``{dotted.key: list | distribution}``."""
-    container = OmegaConf.to_container(node, resolve=True) if isinstance(node, (DictConfig, ListConfig)) else node
+    container = plain_dict(node) if isinstance(node, (DictConfig, ListConfig)) else node
     space: Space = {}
     for name, leaf in _leaves(container, ""):
         where = f"{prefix}.{name}"
@@ -75,13 +75,16 @@ def is_grid(space: Space) -> bool:
 
 
 def grid_size(space: Space) -> int:
-    return math.prod(len(values) for values in space.values()) if is_grid(space) else 0
+    return math.prod(len(values) for values in space.values() if isinstance(values, list)) if is_grid(space) else 0
 
 
 def grid_points(space: Space) -> list[dict[str, Any]]:
     """Every point of a grid, as {dotted.key: value}."""
     names = list(space)
-    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(space[name] for name in names))]
+    values = [space[name] for name in names]
+    grids = [v for v in values if isinstance(v, list)]
+    assert len(grids) == len(values), "grid_points of a space with distributions"
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grids)]
 
 
 def suggest(trial: optuna.Trial, space: Space) -> dict[str, Any]:
@@ -95,13 +98,14 @@ def suggest(trial: optuna.Trial, space: Space) -> dict[str, Any]:
         elif isinstance(spec, IntDistribution):
             params[name] = trial.suggest_int(name, spec.low, spec.high, log=spec.log, step=spec.step)
         else:
+            assert isinstance(spec, CategoricalDistribution)  # the only other kind that `_distribution` builds
             params[name] = trial.suggest_categorical(name, spec.choices)
     return params
 
 
 def apply(cfg: DictConfig, params: dict[str, Any]) -> DictConfig:
     """A copy of `cfg` with each dotted key set to its value. Setting a scale clears a temperature and vice versa."""
-    trial_cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    trial_cfg = OmegaConf.create(plain_dict(cfg))
     for key, value in params.items():
         if OmegaConf.select(trial_cfg, key, default="__missing__") == "__missing__":
             raise ConfigError(
@@ -128,4 +132,5 @@ def candidate_points(space: Space, limit: int = 4096) -> list[dict[str, Any]]:
 def _bounds(spec: BaseDistribution) -> list[Any]:
     if isinstance(spec, CategoricalDistribution):
         return list(spec.choices)
+    assert isinstance(spec, (FloatDistribution, IntDistribution))  # the kinds that `_distribution` builds
     return [spec.low, spec.high]

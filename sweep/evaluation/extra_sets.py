@@ -30,7 +30,7 @@ from sentence_transformers.sentence_transformer.evaluation import (
     SentenceEvaluator,
 )
 
-from sweep.config.checks import ConfigError, eval_batch_size
+from sweep.config.checks import ConfigError, eval_batch_size, plain_dict
 from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX
 
@@ -152,11 +152,13 @@ def build_evaluator(spec: Mapping[str, Any], dataset: Dataset, batch_size: int) 
     """sentence-transformers' evaluator for one loaded entry."""
     name, kind = spec["name"], spec["kind"]
     columns = [dataset[c] for c in dataset.column_names]
-    common = {"name": name, "batch_size": batch_size, "write_csv": False}
+    common: dict[str, Any] = {"name": name, "batch_size": batch_size, "write_csv": False}
     if kind == "scored_pairs":
-        return EmbeddingSimilarityEvaluator(*columns, main_similarity="cosine", **common)
+        sentences1, sentences2, scores = columns  # KINDS: three columns
+        return EmbeddingSimilarityEvaluator(sentences1, sentences2, scores, main_similarity="cosine", **common)
     if kind == "labelled_pairs":
-        return BinaryClassificationEvaluator(*columns, similarity_fn_names=["cosine"], **common)
+        sentences1, sentences2, labels = columns
+        return BinaryClassificationEvaluator(sentences1, sentences2, labels, similarity_fn_names=["cosine"], **common)
     queries: dict[str, str] = {}
     corpus: dict[str, str] = {}
     relevant: dict[str, set[str]] = {}
@@ -190,7 +192,7 @@ class ExtraEvaluators:
         batch_size = eval_batch_size(cfg)
         entries = []
         for index, spec in enumerate(specs(cfg)):
-            plain = OmegaConf.to_container(spec, resolve=True)
+            plain = plain_dict(spec)
             entries.append((plain, build_evaluator(plain, load_set(cfg, index), batch_size)))
         return cls(entries)
 
@@ -199,6 +201,7 @@ class ExtraEvaluators:
         scores: dict[str, float] = {}
         for spec, evaluator in self.entries:
             output = evaluator(model)
+            assert isinstance(output, dict)  # each evaluator of KINDS returns its metrics by name
             for metric, output_key in KINDS[spec["kind"]][1].items():
                 scores[f"{spec['name']}_{metric}"] = float(output[f"{spec['name']}_{output_key}"])
         return scores
@@ -263,10 +266,11 @@ class TrialScorer:
         """The scores at the last training step, logged there (once)."""
         if self.last is None or self.last[0] != step:
             self(step)
+        assert self.last is not None  # set by self(step)
         return self.last[1]
 
 
-def chain(*callbacks: Callable[[int], None] | None) -> Callable[[int], None] | None:
+def chain(*callbacks: Callable[[int], object] | None) -> Callable[[int], None] | None:
     """One step callback calling each given one in turn (None when none is given)."""
     present = [c for c in callbacks if c is not None]
     if not present:

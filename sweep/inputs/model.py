@@ -11,13 +11,14 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerFast
 
 from sweep.config.checks import ConfigError
 
@@ -94,14 +95,15 @@ def build_model(model: DictConfig, seed: int, device: str | None = None) -> Sent
     """Build the model; random initialisations are drawn from `seed`."""
     path = resolve_path(model)
     torch.manual_seed(seed)
-    modules = [_static(model, path)] if model.kind == "static" else _transformer(model, path)
+    modules: list[torch.nn.Module] = [_static(model, path)] if model.kind == "static" else _transformer(model, path)
     if model.normalize:
         modules.append(Normalize())
     return SentenceTransformer(modules=modules, device=device)
 
 
 def _static(model: DictConfig, path: str) -> StaticEmbedding:
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    # StaticEmbedding itself raises a ValueError for a slow (not Rust-backed) tokenizer
+    tokenizer = cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(path))
     if model.static_init == "pretrained":
         weights = AutoModel.from_pretrained(path).get_input_embeddings().weight.detach().clone()
         return StaticEmbedding(tokenizer, embedding_weights=weights)

@@ -32,7 +32,7 @@ class PreprocessCache:
 
     def install(self, model: SentenceTransformer) -> SentenceTransformer:
         """Route ``model.preprocess`` (an instance attribute shadowing the method) through the cache."""
-        model.preprocess = self._wrap(model.preprocess)
+        model.preprocess = self._wrap(model.preprocess)  # type: ignore[method-assign]  # shadowing it is the point
         return model
 
     def _wrap(self, preprocess: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:

@@ -80,7 +80,8 @@ class AnglECompositeLoss(nn.Module):
         positive = labels.view(-1) >= self.positive_threshold
         if not positive.any():
             return first.sum() * 0.0
-        return self.ibn.compute_loss_from_embeddings([first[positive], second[positive], second[~positive]], None)
+        candidates = [first[positive], second[positive], second[~positive]]
+        return self.ibn.compute_loss_from_embeddings(candidates, None)  # type: ignore[arg-type]  # MNRL ignores labels
 
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor:
         terms = {
@@ -105,8 +106,9 @@ def weights(loss: DictConfig) -> tuple[float, float, float]:
             raise ConfigError(
                 "loss.weights", loss.weights, 'must be three numbers "w1,w2,w3" (cosine, in-batch negatives, angle)'
             )
-        return parsed
-    return tuple(require_number(f"loss.{key}", loss[key], low=0) for key in ("w1", "w2", "w3"))
+        return parsed[0], parsed[1], parsed[2]
+    w1, w2, w3 = (require_number(f"loss.{key}", loss[key], low=0) for key in ("w1", "w2", "w3"))
+    return w1, w2, w3
 
 
 def check(cfg: DictConfig) -> None:

@@ -43,7 +43,7 @@ class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLos
             similarity_fct=mnrl.SIMILARITIES[similarity],
             mini_batch_size=mini_batch_size,
         )
-        self.scale = float(scale)  # delegated to the wrapped MultipleNegativesRankingLoss
+        self.loss.scale = float(scale)  # the wrapped MultipleNegativesRankingLoss holds the scale
 
 
 def check(cfg: DictConfig) -> None:

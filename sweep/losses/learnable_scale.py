@@ -48,6 +48,8 @@ class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
     Data: (anchor, positive[, negative...]) text columns, no label.
     """
 
+    logit_scale: nn.Parameter  # created by the first `scale` assignment (in MultipleNegativesRankingLoss.__init__)
+
     def __init__(
         self,
         model: SentenceTransformer,
@@ -60,17 +62,9 @@ class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         self.max_scale = max_scale
         self.clamp_step: int | None = None
 
-    @property
+    @property  # type: ignore[override]  # MNRL's float scale, here a tensor that carries the gradient
     def scale(self) -> Tensor:
         return self.logit_scale.exp()
-
-    @torch.no_grad()
-    def clamp_(self) -> bool:
-        """Clip ``logit_scale`` to ``log(max_scale)`` in place (after an optimizer step); True when it was above."""
-        if self.max_scale is None or not bool(self.logit_scale > math.log(self.max_scale)):
-            return False
-        self.logit_scale.fill_(math.log(self.max_scale))
-        return True
 
     @scale.setter
     def scale(self, value: float) -> None:
@@ -80,6 +74,14 @@ class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
                 self.logit_scale.fill_(math.log(value))
         else:
             self.logit_scale = nn.Parameter(torch.tensor(math.log(value)))
+
+    @torch.no_grad()
+    def clamp_(self) -> bool:
+        """Clip ``logit_scale`` to ``log(max_scale)`` in place (after an optimizer step); True when it was above."""
+        if self.max_scale is None or not bool(self.logit_scale > math.log(self.max_scale)):
+            return False
+        self.logit_scale.fill_(math.log(self.max_scale))
+        return True
 
     def logged_metrics(self) -> dict[str, float]:
         scale = float(self.scale.detach())

@@ -58,6 +58,7 @@ def wrap(model: SentenceTransformer, loss: nn.Module, wrapper: DictConfig) -> nn
     """
     if wrapper.name is None:
         return loss
+    wrapped: nn.Module
     if wrapper.name == "matryoshka":
         wrapped = MatryoshkaLoss(model, loss, **_dims_and_weights(wrapper))
     elif wrapper.name == "adaptive_layer":
@@ -114,6 +115,7 @@ def validate_wrapper(cfg: DictConfig, gradient_cache: bool) -> None:
         if wrapper.n_dims_per_step is not None:
             _check_step("loss.wrapper.n_dims_per_step", wrapper.n_dims_per_step, len(dims), f"{len(dims)} dims")
     if wrapper.name in LAYER_WRAPPERS:
+        assert shape.layers is not None  # a transformer (checked above) has layers
         _check_step(
             "loss.wrapper.n_layers_per_step",
             wrapper.n_layers_per_step,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -13,8 +14,12 @@ from matplotlib.colors import Normalize, SymLogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator, SymmetricalLogLocator
 from matplotlib.transforms import Transform
+from numpy.typing import ArrayLike
 
-PAPER_RC = {
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # matplotlib >= 3.9
+
+PAPER_RC: dict[RcKeyType, Any] = {
     "font.size": 7,
     "axes.labelsize": 7,
     "axes.titlesize": 7,
@@ -57,21 +62,21 @@ def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> li
 # ---------------------------------------------------------------- scale and temperature axes
 
 
-def _reciprocal(x: np.ndarray | float) -> np.ndarray:
+def _reciprocal(x: ArrayLike) -> np.ndarray:
     """Elementwise 1/x with 1/0 = 1e300: scale 0 is an infinite temperature, but axis limits must be finite."""
     x = np.asarray(x, dtype=float)
     return np.divide(1.0, x, out=np.full(x.shape, 1e300), where=x != 0)
 
 
-def plain_number(value: float, _position: int | None = None) -> str:
+def plain_number(value: float, _position: float | None = None) -> str:
     """Tick label ``100`` rather than ``10^2``."""
     return f"{value:g}"
 
 
-def _on_x(transform: Transform) -> Callable[[np.ndarray], np.ndarray]:
+def _on_x(transform: Transform) -> Callable[[ArrayLike], np.ndarray]:
     """Apply a 2-D transform to x values only."""
 
-    def apply(x: np.ndarray) -> np.ndarray:
+    def apply(x: ArrayLike) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         points = np.column_stack([x.ravel(), np.ones(x.size)])
         return transform.transform(points)[:, 0].reshape(x.shape)
@@ -107,7 +112,7 @@ def format_scale_axis(ax: Axes, symlog: bool = True) -> None:
     if symlog:
         ax.set_xscale("symlog", linthresh=1)
         ax.xaxis.set_major_formatter(plain_number)
-        ax.xaxis.set_minor_locator(SymmetricalLogLocator(linthresh=1, base=10, subs=np.arange(2, 10)))
+        ax.xaxis.set_minor_locator(SymmetricalLogLocator(linthresh=1, base=10, subs=list(range(2, 10))))
     ax.set_xlabel(SCALE_LABEL)
     add_temperature_axis(ax)
 
@@ -193,7 +198,9 @@ def legend_below(ax: Axes, title: str, columns: int | None = None) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if columns is None:
         columns = 1 if max(map(len, labels), default=0) > 30 else min(len(labels), 2)
-    ax.get_figure().legend(handles, labels, title=title, loc="outside lower center", ncols=columns, title_fontsize=6)
+    figure = ax.get_figure()
+    assert figure is not None  # the axes of a figure
+    figure.legend(handles, labels, title=title, loc="outside lower center", ncols=columns, title_fontsize=6)
 
 
 def interval_errors(rows: pd.DataFrame) -> np.ndarray:

@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 
 from sweep.evaluation.extra_sets import KINDS, metric_names
+from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
 from sweep.report.axes import DOUBLE_COLUMN_WIDTH, PAPER_RC, format_scale_axis, legend_below, new_figure, save_figure
 from sweep.report.summaries import SCALE, complete_trials, condition_columns, t_interval
 
 EXTRA_PARAM = "param.eval.extra"
-STSB_PANELS = {"stsb_validation_spearman": "STSB validation Spearman", "stsb_test_spearman": "STSB test Spearman"}
+STSB_PANELS = {ATTR_VALIDATION_SPEARMAN: "STSB validation Spearman", ATTR_TEST_SPEARMAN: "STSB test Spearman"}
 
 
 def extra_metrics(trials: pd.DataFrame) -> list[str]:

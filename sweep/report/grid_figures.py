@@ -31,7 +31,7 @@ from sweep.report.axes import (
 from sweep.report.summaries import (
     ANGLE_SCALES,
     ANGLE_WEIGHTS,
-    SPLITS,
+    SPEARMAN_OF_SPLIT,
     layer_grid_panels,
     mean_by,
 )
@@ -110,7 +110,7 @@ def _panel_heatmaps(
 @mpl.rc_context(PAPER_RC)
 def write_angle_weights_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: float | None = None) -> list[Path]:
     """Mean validation Spearman over the AnglE weights: a (w1, w2) heatmap per w3 value."""
-    table = _with_untrained(mean_by(trials, ANGLE_WEIGHTS, SPLITS["validation"]), untrained)
+    table = _with_untrained(mean_by(trials, ANGLE_WEIGHTS, SPEARMAN_OF_SPLIT["validation"]), untrained)
     if len(table) < 2:  # one weight triple: nothing to compare
         return []
     labels = {"w1": "w1 (cosine)", "w2": "w2 (in-batch)", "w3": "w3 (angle) = "}
@@ -121,7 +121,7 @@ def write_angle_weights_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: 
 @mpl.rc_context(PAPER_RC)
 def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: float | None = None) -> list[Path]:
     """Mean validation Spearman over the AnglE objectives' scales: (cos_scale, ibn_scale) per angle_scale."""
-    table = _with_untrained(mean_by(trials, ANGLE_SCALES, SPLITS["validation"]), untrained)
+    table = _with_untrained(mean_by(trials, ANGLE_SCALES, SPEARMAN_OF_SPLIT["validation"]), untrained)
     if table.empty or not all(table[key].nunique() > 1 for key in ("cos_scale", "ibn_scale")):
         return []
     labels = {
@@ -162,7 +162,7 @@ def write_layer_grid_figures(summary: pd.DataFrame, out_dir: Path) -> list[Path]
                 label=f"{dim} dims ({n_label(line['n'])})",
             )
         if panel:
-            ax.set_title(panel.replace(", ", "\n"))
+            ax.set_title(str(panel).replace(", ", "\n"))  # the `panel` column holds labels
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("encoder layers kept (encoding cost)")
         ax.label_outer()

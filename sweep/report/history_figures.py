@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 import matplotlib as mpl
 import pandas as pd
@@ -82,9 +83,11 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
         else:
             ax.ticklabel_format(axis="y", useOffset=False)
         ax.set_title(title, pad=2)
-        columns = ax.get_subplotspec().get_gridspec().ncols
+        spec = ax.get_subplotspec()
+        assert spec is not None  # a panel of the figure's grid
+        columns = spec.get_gridspec().ncols
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=2 if columns > 5 else 4))
-        if ax.get_subplotspec().is_last_row():
+        if spec.is_last_row():
             ax.set_xlabel("training step")
         if candidates:  # a shared y axis: only the outer panels keep their labels
             ax.label_outer()
@@ -110,10 +113,10 @@ def write_learned_scale_trajectory(data: pd.DataFrame, trials: pd.DataFrame, out
         fig.subplots(2, 1, sharex=True, height_ratios=[3, 1]) if not schedule.empty else (fig.add_subplot(), None)
     )
     for index, (initial, rows) in enumerate(data.groupby("scale", sort=True)):
-        colour = f"C{index % 10}"
+        colour, start = f"C{index % 10}", cast(float, initial)  # a value of the `scale` column
         for _, run in rows.groupby("run_id", sort=False):
-            top.plot([0, *run["step"]], [initial, *run["value"]], color=colour, alpha=0.8)
-        top.plot([0], [initial], marker="o", color=colour, label=f"{initial:g} ({n_label(rows['run_id'].nunique())})")
+            top.plot([0, *run["step"]], [start, *run["value"]], color=colour, alpha=0.8)
+        top.plot([0], [start], marker="o", color=colour, label=f"{initial:g} ({n_label(rows['run_id'].nunique())})")
     clamp = config_value(trials, "loss.max_scale")
     if clamp is not None:
         top.axhline(float(clamp), color="0.4", linestyle=":", linewidth=0.8, label=f"clamp {float(clamp):g}")

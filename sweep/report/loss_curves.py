@@ -69,6 +69,7 @@ def loss_vs_scale(similarities: Sequence[float], scales: Sequence[float]) -> pd.
     target = torch.zeros(len(scale), dtype=torch.long)
     loss = F.cross_entropy(scale[:, None] * sims, target, reduction="none")
     loss.sum().backward()
+    assert sims.grad is not None  # set by backward()
     grads = sims.grad.numpy() + 0.0  # turns -0.0 (scale 0) into 0.0
     table = pd.DataFrame({"scale": scale.numpy(), "loss": loss.detach().numpy()})
     for i in range(grads.shape[1]):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,7 +51,10 @@ def _condition_arrays(
             gold = table["gold"].to_numpy() if gold is None else gold
             rows.append(table["cosine"].to_numpy())
         predictions.append(rows)
-    return gold, np.asarray(predictions), [s if isinstance(s, str) else float(s) for s in scales]
+    assert gold is not None  # at least two scales, each with a seed
+    labels: list[float] | list[str]  # sorted above, so all grid-point labels or all scales
+    labels = [str(s) for s in scales] if isinstance(scales[0], str) else [float(s) for s in scales]
+    return gold, np.asarray(predictions), labels
 
 
 def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], str]:
@@ -127,7 +131,7 @@ def write_paired_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path
     return [csv, markdown]
 
 
-def log_paired_comparison(client: MlflowClient, parent_run_id: str, **options: float) -> list[str]:
+def log_paired_comparison(client: MlflowClient, parent_run_id: str, **options: Any) -> list[str]:
     """Compute the study's paired comparison and log it on its parent run: the lines as the tag
     ``sweep.paired_comparison``, the table as ``paired_comparison.csv``. Returns the lines."""
     from sweep.report.runs import load_trials

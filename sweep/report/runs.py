@@ -16,7 +16,15 @@ import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from sweep.names import ARTIFACT_CONFIG, ROLE_STUDY, TAG_OPTUNA_STATE, TAG_PARENT_RUN_ID, TAG_ROLE, TAG_TRIAL_NUMBER
+from sweep.names import (
+    ARTIFACT_CONFIG,
+    ATTR_VALIDATION_SPEARMAN,
+    ROLE_STUDY,
+    TAG_OPTUNA_STATE,
+    TAG_PARENT_RUN_ID,
+    TAG_ROLE,
+    TAG_TRIAL_NUMBER,
+)
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +123,7 @@ def load_metric_history(client: MlflowClient, run_ids: Iterable[str], key: str) 
     return history.sort_values(["run_id", "step"], kind="stable", ignore_index=True)
 
 
-HISTORY_KEYS = ("train_loss", "learned_scale", "stsb_validation_spearman")  # the last for its step 0: untrained
+HISTORY_KEYS = ("train_loss", "learned_scale", ATTR_VALIDATION_SPEARMAN)  # the last for its step 0: untrained
 
 
 def download_study_config(

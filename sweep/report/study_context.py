@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,9 +24,9 @@ CANDIDATE_LOSSES = {"mnrl", "cached_mnrl", "learnable_scale"}
 UNTRAINED_SCALE = 0.0
 
 
-def config_value(trials: pd.DataFrame, key: str) -> object | None:
-    """The config value ``key`` (e.g. ``trial.max_steps``) shared by the trials, or None when absent or not
-    shared."""
+def config_value(trials: pd.DataFrame, key: str) -> Any:
+    """The config value ``key`` (e.g. ``trial.max_steps``) shared by the trials (a scalar of the table: a number
+    or a string), or None when absent or not shared."""
     column = f"param.{key}"
     if column not in trials:
         return None

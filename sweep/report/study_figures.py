@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweep.names import ATTR_VALIDATION_SPEARMAN
 from sweep.report.extra_set_figures import write_extra_sets_vs_scale
 from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
@@ -17,7 +18,7 @@ from sweep.report.scale_figures import write_concentration_vs_scale, write_spear
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, untrained_rows
 from sweep.report.summaries import (
     SPEARMAN_COLUMNS,
-    SPLITS,
+    SPEARMAN_OF_SPLIT,
     concentration_summary,
     condition_columns,
     layer_grid_summary,
@@ -83,12 +84,16 @@ def write_study_figures(
     ``write_trials=False`` leaves ``trials.csv`` alone.
     """
     tables = dict(tables or {})
-    if "spearman_vs_scale" not in tables and swept_scales(trials) and any(c in trials for c in SPLITS.values()):
+    if (
+        "spearman_vs_scale" not in tables
+        and swept_scales(trials)
+        and any(c in trials for c in SPEARMAN_OF_SPLIT.values())
+    ):
         tables["spearman_vs_scale"] = spearman_summary(trials)
     if PAIRED_STEM in tables and "spearman_vs_scale" in tables:
         tables["spearman_vs_scale"] = with_paired_verdict(tables["spearman_vs_scale"], tables[PAIRED_STEM])
     if untrained is None:
-        history = histories.get("stsb_validation_spearman", EMPTY_HISTORY)
+        history = histories.get(ATTR_VALIDATION_SPEARMAN, EMPTY_HISTORY)
         untrained = untrained_rows(trials, history, condition_columns(trials))
     spearman = with_untrained(tables.get("spearman_vs_scale", pd.DataFrame()), untrained)
     baseline = untrained.loc[untrained["split"] == "validation", "mean"] if not untrained.empty else pd.Series()

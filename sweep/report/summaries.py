@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
+
 SCALE = "param.loss.scale"
 SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>
 NOT_CONDITIONS = {"loss.scale", "loss.temperature", "trial.seed"}  # the x axis (temperature = 1/scale), the replicate
@@ -25,7 +27,7 @@ ANGLE_SCALES = {
 LAYER_GRID = re.compile(
     r"^stsb_(validation|test)_spearman_L(\d+)_D(\d+)$"
 )  # sweep.evaluation.layer_grid's metric names
-SPLITS = {"validation": "stsb_validation_spearman", "test": "stsb_test_spearman"}
+SPEARMAN_OF_SPLIT = {"validation": ATTR_VALIDATION_SPEARMAN, "test": ATTR_TEST_SPEARMAN}  # the STSB split -> its metric
 # cosine distributions logged as sim_{kind}_{mean,q05,q95}[_init] (see sweep.stats.concentration), legend labels
 SIM_KINDS = {
     "pos": "positive pairs",
@@ -39,8 +41,8 @@ INTERVAL_COLUMNS = ["n", "mean", "ci_low", "ci_high"]  # the columns of a t_inte
 INDISTINGUISHABLE = "indistinguishable_from_best"  # optional boolean column of a Spearman summary (paired test)
 SPEARMAN_COLUMNS = {"scale", "split", *INTERVAL_COLUMNS, INDISTINGUISHABLE}  # a Spearman summary's own columns
 TABLE_METRICS = (
-    "stsb_validation_spearman",
-    "stsb_test_spearman",
+    ATTR_VALIDATION_SPEARMAN,
+    ATTR_TEST_SPEARMAN,
     "sim_pos_mean",
     "sim_neg_mean",
     "sim_rand_mean",
@@ -127,7 +129,7 @@ def spearman_summary(trials: pd.DataFrame) -> pd.DataFrame:
     keys = [*condition_names(trials), "scale"]
     rows = [
         {**dict(zip(keys, group_keys, strict=True)), "split": split, **t_interval(group[column])}
-        for split, column in SPLITS.items()
+        for split, column in SPEARMAN_OF_SPLIT.items()
         if column in complete
         for group_keys, group in complete.groupby(keys, dropna=False)
     ]

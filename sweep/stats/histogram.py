@@ -14,7 +14,7 @@ def histogram_figure(distributions: dict[str, np.ndarray], title: str = "") -> F
     """
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    bins = np.linspace(-1.0, 1.0, 81)
+    bins = np.linspace(-1.0, 1.0, 81).tolist()  # matplotlib's types take a sequence of edges, not an array
     for name, values in distributions.items():
         v = np.clip(np.asarray(values, dtype=np.float64).ravel(), -1.0, 1.0)  # rounding can exceed 1
         if v.size:

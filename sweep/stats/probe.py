@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import ConfigError
+from sweep.config.checks import ConfigError, plain_dict
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
@@ -27,7 +27,8 @@ class EmbeddingKeepingEvaluator(EmbeddingSimilarityEvaluator):
     """sentence-transformers' STSB evaluator that keeps the embeddings of its last call, so the
     statistics reuse them instead of encoding the evaluation sentences again."""
 
-    def __call__(self, model: SentenceTransformer, *args: Any, **kwargs: Any) -> dict[str, float]:
+    # sentence-transformers' own __call__ already narrows BaseEvaluator's `model: BaseModel` to SentenceTransformer
+    def __call__(self, model: SentenceTransformer, *args: Any, **kwargs: Any) -> dict[str, float]:  # type: ignore[override]
         self.last_embeddings: list[np.ndarray] = []
         return super().__call__(model, *args, **kwargs)
 
@@ -46,7 +47,7 @@ class Encodings:
     sentences1: np.ndarray
     sentences2: np.ndarray
     scores: np.ndarray
-    train: dict[str, np.ndarray]
+    train: dict[str, Any]
 
 
 def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> list[list[str]] | None:
@@ -65,7 +66,7 @@ def loss_scales(cfg: DictConfig) -> list[float]:
     grid of ``loss.scale`` (or of ``loss.temperature``, as 1/t), else the trial's own scale."""
     if cfg.stats.get("loss_scales") is not None:
         return [float(s) for s in cfg.stats.loss_scales]
-    grid = OmegaConf.to_container(cfg.study.search_space, resolve=True).get("loss", {})
+    grid = plain_dict(cfg.study.search_space).get("loss", {})
     if isinstance(grid.get("scale"), list):
         return sorted(float(s) for s in grid["scale"])
     if isinstance(grid.get("temperature"), list):

@@ -189,7 +189,8 @@ class Packer:
 
     def more(self, wanted: int) -> list[optuna.Trial]:
         """Up to `wanted` more trials: queued grid points (each an atomic pop), or sampled trials within n_trials."""
-        sweep, trials = self.sweep, []
+        sweep = self.sweep
+        trials: list[optuna.Trial] = []
         while len(trials) < wanted:
             if sweep.is_grid and not sweep.trials_in(TrialState.WAITING):
                 break

@@ -19,7 +19,7 @@ from sweep.config.input_checks import check_csv_header, check_device, check_opti
 from sweep.config.scale_temperature import resolve_scale
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import validate_layer_grid
-from sweep.inputs.data import SPLITS, resolve_source
+from sweep.inputs.data import DATA_SPLITS, resolve_source
 from sweep.losses import resolve_loss, validate_loss
 from sweep.stats.probe import check_stats
 
@@ -60,7 +60,7 @@ def validate_space(cfg: DictConfig, space: search_space.Space) -> list[DictConfi
                 error.key, error.value, error.allowed + (f" (grid point {where})" if where else "")
             ) from None
         models.setdefault(json.dumps(OmegaConf.to_container(trial_cfg.model), sort_keys=True), trial_cfg.model)
-    for split in SPLITS:
+    for split in DATA_SPLITS:
         source = resolve_source(cfg.data, split)
         if source.local_file is not None:
             check_csv_header(f"data.{split}.local_file", source.local_file, list(cfg.data[split].columns))

@@ -7,7 +7,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import optuna
@@ -222,7 +222,12 @@ class StudyRunner:
             unit="trial",
             disable=self.cfg.quiet,
         )
-        callbacks = [self.after_trial, lambda study, trial: progress.update(1) if trial.state in DONE_STATES else None]
+
+        def count(study: optuna.Study, trial: FrozenTrial) -> None:
+            if trial.state in DONE_STATES:
+                progress.update(1)
+
+        callbacks: list[Callable[[optuna.Study, FrozenTrial], None]] = [self.after_trial, count]
         if not self.is_grid:
             callbacks.append(optuna.study.MaxTrialsCallback(total, states=DONE_STATES))
         deadline = time.monotonic() + self.cfg.study.timeout if self.cfg.study.timeout else None

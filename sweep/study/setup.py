@@ -30,17 +30,17 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import hydra
 import optuna
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError, require_auto_or_int, require_choice, validate_study
+from sweep.config.checks import ConfigError, plain_dict, require_auto_or_int, require_choice, validate_study
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
 from sweep.study.storage_retry import RetryingRDBStorage
@@ -120,12 +120,13 @@ def _build(
     """Instantiate `cls` with the shared keys of `node` it names, the node's other keys as keyword arguments (nested
     `_target_`s built too) and `fixed` (what the project supplies); a failure is a ConfigError naming the key."""
     key, value, _ = choice
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
         params = {}
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    config = OmegaConf.to_container(node, resolve=True)
+    config = plain_dict(node)
     kwargs = {name: config[name] for name in shared if name in config and name in params and name not in fixed}
     for name, argument in config.items():
         if name in ("_target_", "name", *shared):
@@ -195,7 +196,7 @@ def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
 
 def declared_space(cfg: DictConfig) -> dict[str, Any]:
     """`study.search_space` with `study.seeds` (replicates) added as a `trial.seed` axis."""
-    declared = OmegaConf.to_container(cfg.study.search_space, resolve=True)
+    declared = plain_dict(cfg.study.search_space)
     if cfg.study.seeds:
         if "seed" in declared.get("trial", {}):
             raise ConfigError(

@@ -67,6 +67,7 @@ def parent_summary(study: optuna.Study, metric: str, objective: str) -> tuple[di
     if not complete:
         return {"n_complete_trials": 0}, {}
     best = study.best_trial
+    assert best.value is not None  # the best trial is a complete one
     summary = {"best_objective": best.value, "n_complete_trials": len(complete)}
     if objective == "full":
         summary[f"best_{metric}"] = best.value

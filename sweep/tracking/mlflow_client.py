@@ -100,7 +100,7 @@ def log_params(client: TrackingClient, run_id: str, params: Mapping[str, Any]) -
     items = [Param(key, _param_value(value)) for key, value in params.items()]
     for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
         batch = items[start : start + MAX_PARAMS_PER_BATCH]
-        client.writer.write("log params", lambda batch=batch: client.log_batch(run_id, params=batch))
+        client.writer.write("log params", functools.partial(client.log_batch, run_id, params=batch))
 
 
 def experiment_id(client: TrackingClient, name: str, artifact_location: str | None, attempts: int = 5) -> str:
@@ -149,7 +149,7 @@ def parent_run(client: TrackingClient, study: optuna.Study, exp_id: str, params:
     if run_id is not None:
         run = _get_run(client, run_id)
         if run is not None and run.info.experiment_id == exp_id:
-            client.writer.write("reopen parent run", lambda: client.update_run(run_id, status="RUNNING"))
+            client.writer.write("reopen parent run", functools.partial(client.update_run, run_id, status="RUNNING"))
             end_orphaned_runs(client, study, exp_id, run_id)
             return run_id
     tags = {TAG_ROLE: ROLE_STUDY, TAG_STUDY_NAME: study.study_name, TAG_RUN_NAME: study.study_name}
@@ -228,11 +228,10 @@ def close_parent_run(
     table as ``results.csv``."""
     write = client.writer.write
     for key, value in summary.items():
-        write(
-            "parent summary", lambda key=key, value=value: write_shared(lambda: client.log_metric(run_id, key, value))
-        )
-    for key, value in tags.items():
-        write("parent tags", lambda key=key, value=value: write_shared(lambda: client.set_tag(run_id, key, value)))
+        metric = functools.partial(client.log_metric, run_id, key, value)
+        write("parent summary", functools.partial(write_shared, metric))
+    for tag, text in tags.items():
+        write("parent tags", functools.partial(write_shared, functools.partial(client.set_tag, run_id, tag, text)))
     try:
         log_text(client, run_id, results_csv, "results.csv")
     except OSError as error:  # the artifact store's disk is full: the run still ends, the table is printed

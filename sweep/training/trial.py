@@ -39,7 +39,7 @@ from sweep.training.trainer import TrialCallback, TrialTrainer, training_argumen
 
 log = logging.getLogger(__name__)
 
-OnTrained = Callable[[SentenceTransformer, float, dict[str, float]], None]
+OnTrained = Callable[[SentenceTransformer, float, dict[str, float]], object]
 
 
 def probe_at_evaluation(
@@ -48,7 +48,7 @@ def probe_at_evaluation(
     model: SentenceTransformer,
     validation: EmbeddingKeepingEvaluator,
     run: TrialRun,
-) -> Callable[[int], None] | None:
+) -> Callable[[int], object] | None:
     """What the probe logs at each evaluation during training: every statistic (``stats.every_eval``), else the
     loss at every grid scale, but not at the last step (the final statistics log those)."""
     if probe is None:
