@@ -3,8 +3,6 @@ before, a bad `_target_` or argument refused in one line naming the key, and the
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +12,6 @@ import pytest
 from sweep.config import search_space
 from sweep.config.checks import CONFIG_DIR, ConfigError, compose_config
 from sweep.study.setup import QueuedGridSampler, create_or_load, make_pruner, make_sampler, open_storage, validate
-from tests.conftest import TINY
-from tests.helpers import REPO, clean_env
 
 GRID = {"loss.scale": [1.0, 20.0]}
 DISTRIBUTION = {"loss.scale": optuna.distributions.FloatDistribution(1.0, 50.0, log=True)}
@@ -143,21 +139,6 @@ def test_a_bad_target_or_argument_is_one_config_error_naming_the_key(overrides, 
         validate(cfg, search_space.parse(cfg.study.search_space))
     assert error.value.key == key and says in str(error.value), str(error.value)
     assert "\n" not in str(error.value)
-
-
-def test_a_bad_target_on_the_command_line_is_one_line_and_exit_code_2(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "sweep", *TINY, "name=x", "study.sampler._target_=optuna.samplers.NoSuchSampler"],
-        cwd=REPO,
-        env=clean_env(SWEEP_HOME=str(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 2, done.stderr[-3000:]
-    (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("sweep: invalid config: study.sampler._target_='optuna.samplers.NoSuchSampler': ")
-    assert not (tmp_path / "optuna.db").exists(), "refused before any study was opened"
 
 
 @pytest.mark.parametrize(
