@@ -1,5 +1,5 @@
 """The bottom layer: the config tree, `ConfigError` and the one validation vocabulary (``require_*``), the checks of
-the plain config sections, scale/temperature, number lists and flattening for logging. Imports nothing from sweep."""
+the plain config sections, scale/temperature, number lists and flattening for logging. Imports only `sweep.names`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any, cast
 import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from sweep.names import ATTR_VALIDATION_SPEARMAN
+
 # The Hydra config tree ships inside the package, so an installed wheel finds it from any directory.
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -21,7 +23,7 @@ DATA_SOURCES = ("auto", "local", "hub")
 PRECISIONS = ("fp32", "bf16", "fp16")
 BATCH_SAMPLERS = ("no_duplicates", "batch_sampler")
 DIRECTIONS = ("maximize", "minimize")
-METRICS = ("stsb_validation_spearman",)
+METRICS = (ATTR_VALIDATION_SPEARMAN,)  # study.metric: what the study records as its metric
 SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.training.kept_models)
 
 
