@@ -1,7 +1,7 @@
 """Fault: the MLflow tracking server (a real `mlflow server`, SQLite backend, local artifacts) is killed mid-study.
 
 Restarted: trials keep training, what they logged meanwhile arrives, no run stays RUNNING, no trial is lost or trained
-twice, and both workers of `study.n_workers=2` trained. Left down past `mlflow_client.outage_timeout_s`: the study stops
+twice, and both workers of `study.n_workers=2` trained. Left down past `tracking.outage_timeout_s`: the study stops
 with one line saying why, and a rerun finishes the grid with every run ended."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def a_fresh_trial(storage: str) -> optuna.trial.FrozenTrial | None:
 def test_tracking_server_killed_and_restarted_mid_study_loses_nothing(tmp_path, server):
     storage = f"sqlite:///{tmp_path}/optuna.db"
     # heartbeat 20 s: the first worker is paused (SIGSTOP) below while the second starts, within the 60 s grace
-    args = [*ARGS, "study.n_workers=2", "study.heartbeat_interval=20", f"mlflow_client.uri={server.uri}"]
+    args = [*ARGS, "study.n_workers=2", "study.heartbeat_interval=20", f"tracking.uri={server.uri}"]
     study = Sweep(*args, home=tmp_path)
     victim = wait_for(lambda: a_fresh_trial(storage), "a trial with an MLflow run that has not evaluated yet")
     # Pause the first worker until the second (its child, started with it) is in a trial too: both train.
@@ -84,14 +84,14 @@ def test_tracking_server_killed_and_restarted_mid_study_loses_nothing(tmp_path, 
 
 def test_tracking_server_down_past_the_limit_stops_the_study_then_a_rerun_finishes(tmp_path, server):
     storage = f"sqlite:///{tmp_path}/optuna.db"
-    args = [*ARGS, f"mlflow_client.uri={server.uri}", "mlflow_client.outage_timeout_s=2"]
+    args = [*ARGS, f"tracking.uri={server.uri}", "tracking.outage_timeout_s=2"]
     study = Sweep(*args, home=tmp_path)
     wait_for(lambda: a_fresh_trial(storage), "a trial with an MLflow run")
     server.kill()
     code, output = study.finish()
     assert code == 1, output[-3000:]
     stopped = [line for line in output.splitlines() if line.startswith("sweep: stopped:")]
-    assert stopped and "mlflow_client.outage_timeout_s" in stopped[0] and server.uri in stopped[0], output[-3000:]
+    assert stopped and "tracking.outage_timeout_s" in stopped[0] and server.uri in stopped[0], output[-3000:]
     assert not running_trials(storage, "mnrl_scale"), "no trial is left RUNNING in Optuna"
 
     server.start()
@@ -137,7 +137,7 @@ def test_the_buffer_keeps_order_raises_wrong_writes_and_gives_up_past_the_limit(
     up[0] = False
     writer.write("metric", lambda: deliver(3))
     writer.flush()  # waits (on the fake clock) until the limit, then gives up without raising
-    assert writer.gave_up and "mlflow_client.outage_timeout_s" in writer.gave_up and len(writer.pending) == 1
+    assert writer.gave_up and "tracking.outage_timeout_s" in writer.gave_up and len(writer.pending) == 1
     with pytest.raises(TrackingOutage):
         writer.read("create run", lambda: deliver(4))
 
@@ -156,7 +156,7 @@ def test_finishing_a_study_stopped_by_an_outage_does_not_need_the_server(caplog)
         raise MlflowException("API request to http://x/api failed with exception: Connection refused")
 
     writer = BufferedWriter("http://x", outage_timeout_s=0)
-    writer.gave_up = "MLflow tracking server http://x unreachable for more than 0 s (mlflow_client.outage_timeout_s)"
+    writer.gave_up = "MLflow tracking server http://x unreachable for more than 0 s (tracking.outage_timeout_s)"
     client = SimpleNamespace(writer=writer, search_runs=unreachable)
     mlflow_client.end_orphaned_runs(client, optuna.create_study(), "0", "parent")
     assert "left RUNNING until the study is run again" in caplog.text
