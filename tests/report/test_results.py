@@ -1,6 +1,6 @@
-"""Every number quoted in a results README's finding and in the results table (the top README's and its copy in
-docs/reports.md) is read back from the CSVs it comes from, through an explicit map (quoted text -> CSV cell or
-aggregate); every results folder holds the same files."""
+"""Every number quoted in a results README's finding and in the results table (docs/reports.md) is read back from
+the CSVs it comes from, through an explicit map (quoted text -> CSV cell or aggregate); every results folder holds the
+same files."""
 
 from __future__ import annotations
 
@@ -369,9 +369,9 @@ def finding(folder: str) -> str:
     return text[start : end if end > 0 else None]
 
 
-def results_table(page: str) -> str:
-    """The rows of the results table of ``page``: the top README, or the docs' Reports and results page."""
-    text = (ROOT / page).read_text()
+def results_table() -> str:
+    """The rows of the results table (the docs' Reports and results page)."""
+    text = (ROOT / "docs" / "reports.md").read_text()
     start = text.index("| folder | experiment |")
     end = text.find("\n\n", start)
     return text[start : end if end > 0 else None].rstrip("\n")
@@ -393,14 +393,8 @@ def test_finding_numbers_come_from_the_csvs(folder: str) -> None:
     check(finding(folder), FINDINGS[folder])
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/reports.md"])
-def test_results_table_numbers_come_from_the_csvs(page: str) -> None:
-    check(results_table(page).replace("ln 4", "").replace("ln 128", ""), TOP)
-
-
-def test_the_readme_and_the_docs_hold_the_same_results_table() -> None:
-    """Row for row, but for where the last row's link points (docs/benchmark.md from the README)."""
-    assert results_table("README.md").replace("](docs/", "](") == results_table("docs/reports.md")
+def test_results_table_numbers_come_from_the_csvs() -> None:
+    check(results_table().replace("ln 4", "").replace("ln 128", ""), TOP)
 
 
 def test_gist_temperatures_are_the_grid() -> None:
