@@ -51,7 +51,14 @@ def test_overriding_a_key_the_experiment_sweeps_is_refused(compose_cfg, override
 
 
 @pytest.mark.parametrize(
-    "args", [["trial.optimizer=not_an_optimizer"], ["+experiment=mnrl_scale", "loss.scale=-1"]], ids=["lib", "swept"]
+    "args",
+    [
+        ["trial.optimizer=not_an_optimizer"],
+        ["+experiment=mnrl_scale", "loss.scale=-1"],
+        ["trial.max_steps=abc"],
+        ["trial.max_stepz=5"],
+    ],
+    ids=["lib", "swept", "schema-type", "schema-key"],
 )
 def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, args):
     done = subprocess.run(
