@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from typing import cast
@@ -13,9 +14,12 @@ import optuna
 import pandas as pd
 import transformers
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
+from sweep.config.composition import config_error
 from sweep.names import TAG_BEST_MODEL_PATH
 from sweep.report.paired_table import log_paired_comparison
 from sweep.signals import (
@@ -34,6 +38,12 @@ from sweep.tracking import ui_links
 from sweep.training import kept_models
 
 log = logging.getLogger("sweep")
+
+# Hydra prints an error it meets while composing the config (a value the schema refuses, an unknown key) itself, over
+# several lines, and exits 1, unless HYDRA_FULL_ERROR is set: `main` sets it while Hydra composes, so that the error
+# reaches it as an exception, and gives the user's setting back as the run starts (`_composed`).
+FULL_ERROR = "HYDRA_FULL_ERROR"
+_composing: dict[str, str | None] = {}  # {FULL_ERROR: the user's value} while Hydra composes
 
 
 def _quiet_libraries() -> None:
@@ -92,12 +102,27 @@ def paired_summary(sweep: StudyRunner) -> list[str]:
     return log_paired_comparison(sweep.client, sweep.parent_run_id, **options)
 
 
+def _composed() -> None:
+    """The config is composed: the user's HYDRA_FULL_ERROR again (errors of the run are reported as before)."""
+    if FULL_ERROR in _composing:
+        user_value = _composing.pop(FULL_ERROR)
+        if user_value is None:
+            os.environ.pop(FULL_ERROR, None)
+        else:
+            os.environ[FULL_ERROR] = user_value
+
+
 @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
-def main(cfg: DictConfig) -> None:
+def run(cfg: DictConfig) -> None:
+    _composed()
     StopSignals().install()  # SIGTERM (preemption, timeout, docker stop) ends a run as Ctrl-C does
     follow_parent()
     _quiet_libraries()
     quiet_interrupt_tracebacks()
+    threads = None
+    if cfg.study.n_workers > 1:  # every worker process, this one included, gets its share of the cores
+        threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
+        cfg = with_values(cfg, {"trial.torch_threads": threads})
     try:
         sweep = open_sweep(cfg, overrides=list(HydraConfig.get().overrides.task))
     except ConfigError as error:
@@ -106,11 +131,7 @@ def main(cfg: DictConfig) -> None:
     except KeyboardInterrupt as early:  # before any trial started: nothing to clean up
         print(f"sweep: interrupted by {signal_name(early)} before training started", file=sys.stderr)
         sys.exit(exit_code(early))
-    workers: list[subprocess.Popen] = []
-    if cfg.study.n_workers > 1:
-        threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
-        cfg.trial.torch_threads = threads
-        workers = spawn_workers(cfg.study.n_workers, threads)
+    workers: list[subprocess.Popen] = spawn_workers(cfg.study.n_workers, threads) if threads else []
     interrupt: KeyboardInterrupt | None = None
     try:
         sweep.run()
@@ -136,6 +157,24 @@ def main(cfg: DictConfig) -> None:
     if sweep.stopped_reason:
         print(f"sweep: stopped: {sweep.stopped_reason}", file=sys.stderr)
         sys.exit(1)
+
+
+def main() -> None:
+    """`python -m sweep ARGS`: the Hydra app, where a config Hydra cannot compose (a value of the wrong type, a key the
+    schema does not have, an unknown option, an override that does not parse) is refused like every other invalid
+    config: one line naming the key, exit code 2."""
+    _composing[FULL_ERROR] = os.environ.get(FULL_ERROR)
+    os.environ[FULL_ERROR] = "1"
+    try:
+        run()
+    except (HydraException, OmegaConfBaseException) as error:
+        translated = config_error(error, sys.argv[1:]) if FULL_ERROR in _composing else None
+        if translated is None:  # raised by the run, not while composing
+            raise
+        print(f"sweep: invalid config: {translated}", file=sys.stderr)
+        sys.exit(2)
+    finally:
+        _composed()
 
 
 if __name__ == "__main__":

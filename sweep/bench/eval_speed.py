@@ -28,7 +28,8 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
     The evaluator runs cold (a model without the study's tokenization cache, as in a study's first evaluation)
     and warm (a model from `StudyResources`, whose cache an earlier evaluation filled: every later evaluation)."""
     # Hydra, torch and sentence-transformers are slow imports: only when this item runs
-    from sweep.config.checks import compose_config, resolve_eval_batch_size
+    from sweep.config.checks import resolve_eval_batch_size
+    from sweep.config.composition import compose_config
     from sweep.inputs.model import build_model
     from sweep.inputs.preprocess_cache import PreprocessCache
     from sweep.training.resources import stsb_evaluator
@@ -38,11 +39,9 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
         f"MiniLM, {max(s.layers)} layers": minilm_overrides(s),
     }
     configs = {
-        label: compose_config([*extra, f"data.local_dir={data_dir}", "trial.device=cpu"])
+        label: resolve_eval_batch_size(compose_config([*extra, f"data.local_dir={data_dir}", "trial.device=cpu"]))
         for label, extra in overrides.items()
     }
-    for cfg in configs.values():
-        resolve_eval_batch_size(cfg)
     dataset = validation_pairs(configs["static_minilm (default)"].data, s.encode_pairs)
     sentences = [*dataset["sentence1"], *dataset["sentence2"]]
     rows = []

@@ -51,7 +51,7 @@ def measure_layer_grid(s: Settings, data_dir: str, log: Callable[[str], None]) -
     per-layer re-encoding, each / one full-model STSB evaluation (the project's evaluator), on MiniLM cut to a few
     layers."""
     # Hydra, torch, sentence-transformers and pandas are slow imports: only when this item runs
-    from sweep.config.checks import compose_config
+    from sweep.config.composition import compose_config
     from sweep.evaluation.layer_grid import layer_dim_spearman
     from sweep.inputs.model import build_model
     from sweep.training.resources import stsb_evaluator

@@ -75,7 +75,7 @@ def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> f
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         overrides = [*study_overrides(s, model), f"loss.scale={scale}", f"data.local_dir={data_dir}"]
         cfg = compose("config", overrides=["+experiment=mnrl_scale", *overrides])
-    resolve_trial_config(cfg)
+    cfg = resolve_trial_config(cfg)
     t = cfg.trial
     splits = load_all(cfg.data, 0)
     validation = stsb_evaluator(splits["validation"], "v", t.eval_batch_size)

@@ -1,11 +1,11 @@
-"""Layer 1, the config boundary: the checks vocabulary and section checks, input checks, scale vs temperature and
-the search space. Imports nothing from sweep but `sweep.names`."""
+"""Layer 1, the config boundary: the typed schema (composition, Hydra's errors as `ConfigError`), the checks
+vocabulary and section checks, input checks, scale vs temperature and the search space. Imports nothing from sweep but
+`sweep.names`. Importing any of it registers the schema with Hydra's ConfigStore, which the YAML's defaults need."""
 
 from sweep.config.checks import (
     AUTO_EVAL_BATCH_SIZE,
     CONFIG_DIR,
     ConfigError,
-    compose_config,
     eval_batch_size,
     flatten,
     parse_numbers,
@@ -14,6 +14,7 @@ from sweep.config.checks import (
     require_int,
     require_number,
 )
+from sweep.config.composition import check_known_keys, compose_config, config_error
 from sweep.config.input_checks import (
     check_csv_header,
     check_device,
@@ -21,6 +22,7 @@ from sweep.config.input_checks import (
     check_swept_overrides,
 )
 from sweep.config.scale_temperature import resolve_scale
+from sweep.config.schema import SweepConfig
 from sweep.config.search_space import Space
 
 __all__ = [
@@ -28,11 +30,14 @@ __all__ = [
     "CONFIG_DIR",
     "ConfigError",
     "Space",
+    "SweepConfig",
     "check_csv_header",
     "check_device",
+    "check_known_keys",
     "check_optimizer_and_scheduler",
     "check_swept_overrides",
     "compose_config",
+    "config_error",
     "eval_batch_size",
     "flatten",
     "parse_numbers",

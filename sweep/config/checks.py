@@ -1,14 +1,15 @@
 """The bottom layer: the config tree, `ConfigError` and the one validation vocabulary (``require_*``), the checks of
-the plain config sections, scale/temperature, number lists and flattening for logging. Imports only `sweep.names`."""
+the plain config sections, scale/temperature, number lists and flattening for logging. Imports only `sweep.names`.
+(The config's types, its composition and Hydra's errors as `ConfigError`: `sweep.config.schema`.)"""
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-import hydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from sweep.names import ATTR_VALIDATION_SPEARMAN
@@ -41,12 +42,6 @@ def plain_dict(node: DictConfig | ListConfig, resolve: bool = True) -> dict[str,
     if not isinstance(container, dict):
         raise TypeError(f"expected a mapping, got {type(container).__name__}")
     return cast("dict[str, Any]", container)  # sweep's config keys are strings
-
-
-def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
-    """The project config with Hydra ``overrides``, outside ``python -m sweep`` (reports, the benchmark, tests)."""
-    with hydra.initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return hydra.compose("config", overrides=list(overrides))
 
 
 def require_choice(key: str, value: Any, choices: Iterable[str]) -> None:
@@ -152,7 +147,7 @@ def validate_trial(trial: DictConfig) -> None:
     require_number("trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
     require_choice("trial.precision", trial.precision, PRECISIONS)
     require_choice("trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
-    require_choice("trial.save_model", trial.get("save_model", "none"), SAVE_MODELS)
+    require_choice("trial.save_model", trial.save_model, SAVE_MODELS)
     if trial.torch_threads is not None:
         require_int("trial.torch_threads", trial.torch_threads)
 
@@ -179,14 +174,15 @@ def validate_study(study: DictConfig) -> None:
         raise ConfigError("name", study.name, "must be a non-empty string (quote numbers: name='\"2024\"')")
     require_choice("study.direction", study.direction, DIRECTIONS)
     require_choice("study.metric", study.metric, METRICS)
-    for key in ("n_trials", "n_workers", "max_failures", "max_repeated_failures"):
+    for key in ("n_trials", "max_failures", "max_repeated_failures"):
         if study[key] is not None:
             require_int(f"study.{key}", study[key], note="or null")
+    require_int("study.n_workers", study.n_workers)
     require_int("study.max_retries", study.max_retries, minimum=0)
     require_int("study.pack", study.pack, minimum=1)
     require_int("study.heartbeat_interval", study.heartbeat_interval, note="seconds")
-    require_number("study.outage_timeout_s", study.get("outage_timeout_s", 300), low=0, strict=True, note="seconds")
-    if study.get("pack_memory_gib") is not None:
+    require_number("study.outage_timeout_s", study.outage_timeout_s, low=0, strict=True, note="seconds")
+    if study.pack_memory_gib is not None:
         require_number("study.pack_memory_gib", study.pack_memory_gib, low=0, strict=True, note="GiB, or null")
 
 
@@ -208,9 +204,17 @@ def eval_batch_size(cfg: DictConfig) -> int:
     return AUTO_EVAL_BATCH_SIZE["transformer_gpu" if on_gpu else "transformer_cpu"]
 
 
-def resolve_eval_batch_size(cfg: DictConfig) -> None:
-    """Replace ``trial.eval_batch_size: auto`` in place, so that logged params show the value used."""
-    cfg.trial.eval_batch_size = eval_batch_size(cfg)
+def resolve_eval_batch_size(cfg: DictConfig) -> DictConfig:
+    """A copy of `cfg` with ``trial.eval_batch_size: auto`` replaced by the value used (for the logged params)."""
+    return with_values(cfg, {"trial.eval_batch_size": eval_batch_size(cfg)})
+
+
+def with_values(cfg: DictConfig, values: Mapping[str, Any]) -> DictConfig:
+    """A copy of `cfg` with each dotted key of `values` set (a resolved config is a new one: `cfg` is unchanged)."""
+    resolved = copy.deepcopy(cfg)
+    for key, value in values.items():
+        OmegaConf.update(resolved, key, value, merge=False)
+    return resolved
 
 
 def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config.checks import CONFIG_DIR, ConfigError, plain_dict, require_number
+from sweep.config.checks import CONFIG_DIR, ConfigError, plain_dict, require_number, with_values
 
 KEYS = ("scale", "temperature")
 
@@ -57,15 +57,16 @@ def winning_key(loss: DictConfig) -> str | None:
     )
 
 
-def resolve_scale(cfg: DictConfig) -> None:
-    """Make `loss.scale` and `loss.temperature` consistent in place (scale = 1/temperature).
+def scale_values(cfg: DictConfig) -> dict[str, float]:
+    """``{"loss.scale": S, "loss.temperature": 1/S}``, consistent (empty for a loss without `loss.scale`).
 
     The key the user set wins over the loss's default for the other; two set keys that disagree are refused
     (see sweep.config.scale_temperature). Scale 0 has temperature inf.
     """
     loss = cfg.loss
     if "scale" not in loss:
-        return
+        return {}
+    scale = loss.scale
     if winning_key(loss) == "temperature":
         temperature = require_number(
             "loss.temperature",
@@ -74,7 +75,11 @@ def resolve_scale(cfg: DictConfig) -> None:
             strict=True,
             note="scale = 1/temperature; use loss.scale=0 for the zero-scale control",
         )
-        loss.scale = 1.0 / temperature
-    scale = require_number("loss.scale", loss.scale, low=0, note="0 is the untrained control; scale = 1/temperature")
-    loss.scale = scale
-    loss.temperature = math.inf if scale == 0 else 1.0 / scale
+        scale = 1.0 / temperature
+    scale = require_number("loss.scale", scale, low=0, note="0 is the untrained control; scale = 1/temperature")
+    return {"loss.scale": scale, "loss.temperature": math.inf if scale == 0 else 1.0 / scale}
+
+
+def resolve_scale(cfg: DictConfig) -> DictConfig:
+    """A copy of `cfg` whose `loss.scale` and `loss.temperature` agree (scale = 1/temperature): `scale_values`."""
+    return with_values(cfg, scale_values(cfg))

@@ -7,15 +7,18 @@ values) or a mapping with ``type``: ``float`` (low, high, log, step), ``int`` (l
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from typing import Any
 
 import optuna
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from sweep.config.checks import ConfigError, plain_dict
+from sweep.config.composition import config_error
 
 Space = dict[str, "list[Any] | BaseDistribution"]
 GridValue = None | bool | int | float | str
@@ -104,14 +107,21 @@ def suggest(trial: optuna.Trial, space: Space) -> dict[str, Any]:
 
 
 def apply(cfg: DictConfig, params: dict[str, Any]) -> DictConfig:
-    """A copy of `cfg` with each dotted key set to its value. Setting a scale clears a temperature and vice versa."""
-    trial_cfg = OmegaConf.create(plain_dict(cfg))
+    """A resolved copy of `cfg` (typed by the same schema) with each dotted key set to its value. Setting a scale
+    clears a temperature and vice versa. A value the schema refuses is a `ConfigError` naming the search-space key."""
+    trial_cfg = copy.deepcopy(cfg)
+    OmegaConf.resolve(trial_cfg)
     for key, value in params.items():
         if OmegaConf.select(trial_cfg, key, default="__missing__") == "__missing__":
             raise ConfigError(
                 f"study.search_space.{key}", value, "is not a key of the config (see `python -m sweep --cfg job`)"
             )
-        OmegaConf.update(trial_cfg, key, value, merge=False)
+        try:
+            OmegaConf.update(trial_cfg, key, value, merge=False)
+        except OmegaConfBaseException as error:
+            translated = config_error(error)
+            allowed = translated.allowed if translated else str(error)
+            raise ConfigError(f"study.search_space.{key}", value, allowed) from None
         if key == "loss.scale" and "loss.temperature" not in params:
             trial_cfg.loss.temperature = None
         if key == "loss.temperature" and "loss.scale" not in params:

@@ -30,7 +30,7 @@ from sentence_transformers.sentence_transformer.evaluation import (
     SentenceEvaluator,
 )
 
-from sweep.config.checks import ConfigError, eval_batch_size, plain_dict
+from sweep.config.checks import ConfigError, eval_batch_size, plain_dict, require_int
 from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX
 
@@ -58,9 +58,8 @@ RESERVED_PREFIXES = ("stsb", "sim", "train", "objective")
 
 
 def specs(cfg: DictConfig) -> list[DictConfig]:
-    """The ``eval.extra`` entries (an empty list when the key is absent or null)."""
-    extra = cfg.eval.get("extra")
-    return list(extra) if extra else []
+    """The ``eval.extra`` entries (an empty list when the key is null)."""
+    return list(cfg.eval.extra or [])
 
 
 def metric_names(spec: Mapping[str, Any]) -> list[str]:
@@ -75,10 +74,8 @@ def objectives(cfg: DictConfig) -> list[str]:
 
 
 def validate(cfg: DictConfig) -> None:
-    """Check the shape of every ``eval.extra`` entry (no data is read: see ``check_sets``)."""
-    extra = cfg.eval.get("extra")
-    if extra is not None and not isinstance(extra, ListConfig):
-        raise ConfigError("eval.extra", extra, "must be a list of sets (name, kind, source, columns)")
+    """Check the shape of every ``eval.extra`` entry (no data is read: see ``check_sets``); that ``eval.extra`` is a
+    list and ``eval.extra_every_eval`` a bool is the schema's (sweep.config.schema)."""
     seen: set[str] = set()
     for index, spec in enumerate(specs(cfg)):
         key = f"eval.extra.{index}"
@@ -104,14 +101,11 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}.columns", columns, f"kind {kind} needs {n_columns} column names, in order")
         if not spec.get("hub_name") and not spec.get("local_file"):
             raise ConfigError(f"{key}.local_file", None, "give local_file or hub_name")
-        samples = spec.get("max_samples")
-        if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
-            raise ConfigError(f"{key}.max_samples", samples, "must be null or an integer >= 1")
+        if spec.get("max_samples") is not None:
+            require_int(f"{key}.max_samples", spec.max_samples, note="or null")
         for labels in ("positive_labels", "negative_labels"):
             if spec.get(labels) is not None and kind != "labelled_pairs":
                 raise ConfigError(f"{key}.{labels}", spec[labels], "applies to kind labelled_pairs only")
-    if not isinstance(cfg.eval.get("extra_every_eval", False), bool):
-        raise ConfigError("eval.extra_every_eval", cfg.eval.extra_every_eval, "must be true or false")
 
 
 def _as_data(cfg: DictConfig, spec: DictConfig) -> DictConfig:

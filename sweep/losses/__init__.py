@@ -4,12 +4,14 @@ Any loss can be wrapped (`loss.wrapper`, see wrappers.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from torch import nn
 from transformers import TrainerCallback
 
-from sweep.config.checks import ConfigError, require_choice
+from sweep.config.checks import ConfigError, require_choice, with_values
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
 from sweep.losses.spec import LossSpec
@@ -22,6 +24,7 @@ __all__ = [
     "build_loss",
     "learnable_scales",
     "learning_rate_mapping",
+    "loss_values",
     "resolve_loss",
     "training_callbacks",
     "validate_loss",
@@ -50,11 +53,15 @@ def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
     return [ScaleClampCallback(loss)] if learnable_scales(loss) else []
 
 
-def resolve_loss(cfg: DictConfig) -> None:
-    """Make derived loss keys consistent in place, so that logged params show what trains (before validation:
-    an unknown `loss.name` is left to `validate_loss`)."""
-    if cfg.loss.name in LOSSES:
-        LOSSES[cfg.loss.name].resolve(cfg)
+def loss_values(cfg: DictConfig) -> dict[str, Any]:
+    """The derived loss keys ({dotted key: value}) that make logged params show what trains (before validation: an
+    unknown `loss.name` is left to `validate_loss`)."""
+    return LOSSES[cfg.loss.name].resolve(cfg) if cfg.loss.name in LOSSES else {}
+
+
+def resolve_loss(cfg: DictConfig) -> DictConfig:
+    """A copy of `cfg` with the derived loss keys set (`loss_values`)."""
+    return with_values(cfg, loss_values(cfg))
 
 
 def learning_rate_mapping(cfg: DictConfig) -> dict[str, float]:

@@ -119,10 +119,11 @@ def check(cfg: DictConfig) -> None:
     require_number("loss.positive_threshold", loss.positive_threshold)
 
 
-def resolve(cfg: DictConfig) -> None:
-    """Make the logged params show what trains: a `loss.weights` string sets w1, w2, w3."""
-    if cfg.loss.weights is not None:
-        cfg.loss.w1, cfg.loss.w2, cfg.loss.w3 = weights(cfg.loss)
+def resolve(cfg: DictConfig) -> dict[str, float]:
+    """The logged params show what trains: a `loss.weights` string sets w1, w2, w3."""
+    if cfg.loss.weights is None:
+        return {}
+    return dict(zip(("loss.w1", "loss.w2", "loss.w3"), weights(cfg.loss), strict=True))
 
 
 def from_config(model: SentenceTransformer, cfg: DictConfig) -> AnglECompositeLoss:

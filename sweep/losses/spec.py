@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
@@ -49,6 +50,10 @@ def _no_learning_rates(cfg: DictConfig) -> dict[str, float]:
     return {}
 
 
+def _no_derived_keys(cfg: DictConfig) -> dict[str, Any]:
+    return {}
+
+
 @dataclass(frozen=True)
 class LossSpec:
     """One loss of `loss.name`, as its module declares it."""
@@ -56,7 +61,7 @@ class LossSpec:
     from_config: Callable[[SentenceTransformer, DictConfig], nn.Module]  # (model, the trial's whole config)
     columns: Columns
     check: Callable[[DictConfig], None] = _nothing  # raises ConfigError on a bad loss parameter
-    resolve: Callable[[DictConfig], None] = _nothing  # makes derived loss keys consistent in place
+    resolve: Callable[[DictConfig], dict[str, Any]] = _no_derived_keys  # derived loss keys: {dotted key: value}
     learning_rates: Callable[[DictConfig], dict[str, float]] = _no_learning_rates  # per-parameter, by name pattern
     transformer_only: bool = False  # needs model.kind=transformer
     gradient_cache: bool = False  # back-propagates from a hook (no layer wrappers)

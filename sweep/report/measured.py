@@ -22,7 +22,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from sweep.config.checks import ConfigError, compose_config, resolve_eval_batch_size
+from sweep.config.checks import ConfigError, resolve_eval_batch_size
+from sweep.config.composition import compose_config
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,7 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     from sweep.inputs.data import load_split
     from sweep.inputs.model import build_model
 
-    cfg = compose_config(overrides)
-    resolve_eval_batch_size(cfg)
+    cfg = resolve_eval_batch_size(compose_config(overrides))
     columns = list(cfg.data.train.columns)
     if len(columns) < 2 or "score" in columns:
         raise ConfigError(

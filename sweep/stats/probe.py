@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import torch
 from datasets import Dataset
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import ConfigError, plain_dict
+from sweep.config.checks import ConfigError, plain_dict, require_int
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
@@ -64,7 +64,7 @@ def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> list[list[s
 def loss_scales(cfg: DictConfig) -> list[float]:
     """The scales at which the held-out batches' loss is measured: ``stats.loss_scales`` if set, else the study's
     grid of ``loss.scale`` (or of ``loss.temperature``, as 1/t), else the trial's own scale."""
-    if cfg.stats.get("loss_scales") is not None:
+    if cfg.stats.loss_scales is not None:
         return [float(s) for s in cfg.stats.loss_scales]
     grid = plain_dict(cfg.study.search_space).get("loss", {})
     if isinstance(grid.get("scale"), list):
@@ -77,17 +77,12 @@ def loss_scales(cfg: DictConfig) -> list[float]:
 
 def check_stats(stats: DictConfig) -> None:
     """The statistics keys this module reads that training does not: ``loss_scales`` and ``paired.*``."""
-    scales = stats.get("loss_scales")
-    if scales is not None and (
-        not OmegaConf.is_list(scales)
-        or not all(isinstance(s, (int, float)) and not isinstance(s, bool) and s >= 0 for s in scales)
-    ):
-        raise ConfigError("stats.loss_scales", scales, "must be null or a list of scales >= 0")
-    paired = stats.paired
-    if isinstance(paired.resamples, bool) or not isinstance(paired.resamples, int) or paired.resamples < 1:
-        raise ConfigError("stats.paired.resamples", paired.resamples, "must be an integer >= 1")
-    if not isinstance(paired.level, float) or not 0 < paired.level < 1:
-        raise ConfigError("stats.paired.level", paired.level, "must be a number in (0, 1), e.g. 0.95")
+    scales = stats.loss_scales  # a list of numbers or null (sweep.config.schema)
+    if scales is not None and any(scale < 0 for scale in scales):
+        raise ConfigError("stats.loss_scales", list(scales), "must be null or a list of scales >= 0")
+    require_int("stats.paired.resamples", stats.paired.resamples)
+    if not 0 < stats.paired.level < 1:
+        raise ConfigError("stats.paired.level", stats.paired.level, "must be a number in (0, 1), e.g. 0.95")
 
 
 class ConcentrationProbe:

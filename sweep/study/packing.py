@@ -50,7 +50,7 @@ def uses_cuda(cfg: DictConfig) -> bool:
 
 def is_packed(cfg: DictConfig) -> bool:
     """Whether trials run through `Packer` (a pack of more than one, or any trial on CUDA for the memory guard)."""
-    return int(cfg.study.get("pack", 1)) > 1 or uses_cuda(cfg)
+    return cfg.study.pack > 1 or uses_cuda(cfg)
 
 
 def free_memory(device: str) -> int:
@@ -63,7 +63,7 @@ class MemoryGuard:
 
     def __init__(self, cfg: DictConfig) -> None:
         self.device = "cuda" if str(cfg.trial.device) == "auto" else str(cfg.trial.device)
-        configured = cfg.study.get("pack_memory_gib")
+        configured = cfg.study.pack_memory_gib
         self.per_member = float(configured) * GIB if configured else 0.0
         self.wait_s = 3 * cfg.study.heartbeat_interval
 
@@ -146,7 +146,7 @@ class Packer:
 
     def __init__(self, sweep: PackedStudy, callbacks: Sequence[Callback], total: int | None) -> None:
         self.sweep, self.callbacks, self.total = sweep, list(callbacks), total
-        self.limit = max(1, int(sweep.cfg.study.get("pack", 1)))
+        self.limit = max(1, sweep.cfg.study.pack)
         self.guard = MemoryGuard(sweep.cfg) if uses_cuda(sweep.cfg) else None
 
     def __call__(self, leader: optuna.Trial) -> float:

@@ -1,5 +1,5 @@
 """Whole-config validation, above the config sections, the losses and the layer grid: one trial's config, and every
-point of a study's search space, before any training."""
+point of a study's search space, before any training. Resolution returns a new config; `cfg` is never changed."""
 
 from __future__ import annotations
 
@@ -10,30 +10,32 @@ from omegaconf import DictConfig, OmegaConf
 from sweep.config import search_space
 from sweep.config.checks import (
     ConfigError,
-    resolve_eval_batch_size,
+    eval_batch_size,
     validate_data,
     validate_model,
     validate_trial,
+    with_values,
 )
 from sweep.config.input_checks import check_csv_header, check_device, check_optimizer_and_scheduler
-from sweep.config.scale_temperature import resolve_scale
+from sweep.config.scale_temperature import scale_values
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import validate_layer_grid
 from sweep.inputs.data import DATA_SPLITS, resolve_source
-from sweep.losses import resolve_loss, validate_loss
+from sweep.losses import loss_values, validate_loss
 from sweep.stats.probe import check_stats
 
 
-def resolve_trial_config(cfg: DictConfig) -> None:
-    """Make derived keys consistent in place: scale/temperature, AnglE weights, the evaluation batch size."""
-    resolve_scale(cfg)
-    resolve_loss(cfg)
-    resolve_eval_batch_size(cfg)
+def resolve_trial_config(cfg: DictConfig) -> DictConfig:
+    """A copy of `cfg` with the derived keys consistent: scale/temperature, AnglE weights, the evaluation batch size
+    (`cfg` is unchanged)."""
+    derived = {**scale_values(cfg), **loss_values(cfg), "trial.eval_batch_size": eval_batch_size(cfg)}
+    return with_values(cfg, derived)
 
 
-def validate_trial_config(cfg: DictConfig) -> None:
-    """Check one trial's config (after search-space values are applied). Raises ConfigError."""
-    resolve_trial_config(cfg)
+def validate_trial_config(cfg: DictConfig) -> DictConfig:
+    """Check one trial's config (after search-space values are applied) and return it resolved
+    (`resolve_trial_config`). Raises ConfigError."""
+    cfg = resolve_trial_config(cfg)
     validate_model(cfg.model)
     validate_trial(cfg.trial)
     validate_data(cfg.data)
@@ -43,6 +45,7 @@ def validate_trial_config(cfg: DictConfig) -> None:
     check_stats(cfg.stats)
     check_optimizer_and_scheduler(cfg.trial)
     check_device(cfg.trial.device)
+    return cfg
 
 
 def validate_space(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
@@ -53,7 +56,7 @@ def validate_space(cfg: DictConfig, space: search_space.Space) -> list[DictConfi
     for point in search_space.candidate_points(space) or [{}]:
         trial_cfg = search_space.apply(cfg, point)
         try:
-            validate_trial_config(trial_cfg)
+            trial_cfg = validate_trial_config(trial_cfg)
         except ConfigError as error:
             where = ", ".join(f"{k}={v}" for k, v in point.items())
             raise ConfigError(

@@ -111,8 +111,7 @@ class StudyRunner:
             trial.set_user_attr(ATTR_DISCARDED, True)  # its point was queued twice: trial `earlier` trains it
             raise optuna.TrialPruned(f"grid point already held by trial {earlier}")
         params = search_space.suggest(trial, self.space)
-        cfg = search_space.apply(self.cfg, params)
-        resolve_trial_config(cfg)
+        cfg = resolve_trial_config(search_space.apply(self.cfg, params))
         run_name = f"trial-{trial.number:03d} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items())
         run_name = run_name.strip()
         # A tracking outage here is recorded by `objective`; after_trial then stops the study.
@@ -259,7 +258,7 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
     """Validate the config (and the command-line `overrides` it was composed with), then open (or create) the
     Optuna study, its grid queue and MLflow parent run."""
     config_yaml = OmegaConf.to_yaml(cfg)  # before the paths become this machine's
-    absolute_paths(cfg)
+    cfg = absolute_paths(cfg)
     declared = declared_space(cfg)
     check_swept_overrides(cfg, overrides, declared)
     space = search_space.parse(declared)

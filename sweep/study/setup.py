@@ -40,7 +40,15 @@ from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError, plain_dict, require_auto_or_int, require_choice, validate_study
+from sweep.config.checks import (
+    ConfigError,
+    plain_dict,
+    require_auto_or_int,
+    require_choice,
+    validate_study,
+    with_values,
+)
+from sweep.config.composition import check_known_keys
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
 from sweep.study.storage_retry import RetryingRDBStorage
@@ -178,16 +186,18 @@ def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePrune
     return _build("study.pruner", pruner, choice, cls, PRUNER_SHARED, **fixed)
 
 
-def absolute_paths(cfg: DictConfig) -> None:
-    """Anchor `paths.root` at the current directory so every derived path and URI is absolute."""
+def absolute_paths(cfg: DictConfig) -> DictConfig:
+    """A copy of `cfg` with `paths.root` anchored at the current directory (created), so that every derived path and
+    URI is absolute."""
     root = Path(cfg.paths.root).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
-    cfg.paths.root = str(root)
+    return with_values(cfg, {"paths.root": str(root)})
 
 
 def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
     """Check the study keys, sampler, pruner, every grid point (or distribution bound) and the data files, before
     training. Returns the distinct model configs of those points (for the availability check before training)."""
+    check_known_keys(cfg)
     validate_study(cfg.study)
     make_sampler(cfg.study.sampler, space)
     make_pruner(cfg.study.pruner, cfg.trial.eval_steps)
@@ -224,8 +234,8 @@ def open_storage(cfg: DictConfig, on_stale: StaleTrialCallback) -> optuna.storag
                 heartbeat_interval=interval,
                 grace_period=3 * interval,
                 heartbeat_stale_trial_callback=on_stale,
+                outage_timeout_s=cfg.study.outage_timeout_s,
             )
-            storage.outage_timeout_s = cfg.study.get("outage_timeout_s", storage.outage_timeout_s)
             return storage
     except Exception as error:  # noqa: BLE001 - any driver error: name the key and stop before training
         raise ConfigError("study.storage", url, f"cannot open the storage ({type(error).__name__}: {error})") from None

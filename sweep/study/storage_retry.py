@@ -74,10 +74,9 @@ def is_connection_error(error: BaseException) -> bool:
 class RetryingRDBStorage(optuna.storages.RDBStorage):
     """RDBStorage whose database calls are retried while the connection is lost, up to `outage_timeout_s`."""
 
-    outage_timeout_s: float = 300.0
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, outage_timeout_s: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.outage_timeout_s = outage_timeout_s
         self._beatless_since: dict[int, float] = {}  # trial id -> when this process first saw it without one
 
     def _get_stale_trial_ids(self, study_id: int) -> list[int]:

@@ -31,7 +31,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from sweep.config.checks import ConfigError
+from sweep.config.checks import ConfigError, require_number
 from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_MLFLOW_PARENT_RUN_ID,
@@ -73,9 +73,9 @@ def is_http(uri: str) -> bool:
 def open_tracking(cfg: DictConfig) -> TrackingClient:
     """A TrackingClient whose store answers now (creating a new SQLite database under the lock); an unreachable
     store at start is a config error, a later outage is buffered (`tracking.outage_timeout_s`)."""
-    timeout = cfg.tracking.get("outage_timeout_s", 300)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ConfigError("tracking.outage_timeout_s", timeout, "must be a number of seconds > 0")
+    timeout = require_number(
+        "tracking.outage_timeout_s", cfg.tracking.outage_timeout_s, low=0, strict=True, note="seconds"
+    )
     if is_http(cfg.tracking.uri):
         use_http_defaults()
     try:

@@ -157,7 +157,7 @@ def keep(
             _point_best(directory, final)
         _clean_leftovers(directory, final if is_best else current_target, mode)
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
-    registered = cfg.tracking.get("registered_model_name") if is_best else None
+    registered = cfg.tracking.registered_model_name if is_best else None
     # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial
     upload = functools.partial(log_to_mlflow, cfg, model, run, registered_model_name=registered)
     run.client.writer.write("model", upload)
@@ -192,7 +192,7 @@ def log_to_mlflow(
 def parent_tags(cfg: DictConfig) -> dict[str, str]:
     """Tags linking the study's parent run to its best kept model (empty when none is kept)."""
     best = best_path(cfg.paths.root, cfg.study.name)
-    meta = read_meta(best) if cfg.trial.get("save_model", "none") != "none" else None
+    meta = read_meta(best) if cfg.trial.save_model != "none" else None
     if meta is None:
         return {}
     return {

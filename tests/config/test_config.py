@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from sweep.config import search_space
 from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten
+from sweep.config.composition import compose_config
 from sweep.config.scale_temperature import resolve_scale
 from sweep.study.preflight import validate_trial_config
 from sweep.study.run_loop import open_sweep
@@ -53,7 +54,7 @@ def test_scale_and_temperature_are_interchangeable(
     compose_cfg, scale, temperature, expected_scale, expected_temperature
 ):
     cfg = compose_cfg(f"loss.scale={scale}", f"loss.temperature={temperature if temperature is not None else 'null'}")
-    resolve_scale(cfg)
+    cfg = resolve_scale(cfg)
     assert cfg.loss.scale == pytest.approx(expected_scale)
     assert cfg.loss.temperature == pytest.approx(expected_temperature)
 
@@ -86,8 +87,7 @@ def test_seeds_become_a_trial_seed_axis(compose_cfg):
 
 
 def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
-    cfg = search_space.apply(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3})
-    resolve_scale(cfg)
+    cfg = resolve_scale(search_space.apply(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3}))
     assert cfg.loss.scale == pytest.approx(20.0) and cfg.trial.seed == 3
     flat = flatten(cfg)
     assert flat["loss.scale"] == pytest.approx(20.0) and flat["loss.temperature"] == 0.05
@@ -127,6 +127,32 @@ def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overr
     assert key in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("override", "key", "message"),
+    [
+        ("trial.max_steps=abc", "trial.max_steps", "must be an integer"),
+        ("trial.learning_rate=fast", "trial.learning_rate", "must be a number"),
+        ("stats.enabled=maybe", "stats.enabled", "must be true or false"),
+        ("trial.batch_size=null", "trial.batch_size", "must not be null"),
+        ("trial.max_stepz=5", "trial.max_stepz", "is not a key of the config"),
+        ("+trial.max_stepz=5", "trial.max_stepz", "is not a key of the config"),
+        ("loss.wrapper.n_layers_per_step=all", "loss.wrapper.n_layers_per_step", "must be an integer"),
+        ("model=nope", "model", "one of minilm, minilm_l1, mpnet_base, static_minilm, tiny_bert"),
+    ],
+)
+def test_the_schema_refuses_types_and_unknown_keys_in_one_line(override, key, message):
+    with pytest.raises(ConfigError) as error:
+        compose_config([override])
+    assert error.value.key == key and message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_grid_value_of_the_wrong_type_names_the_search_space_key(compose_cfg):
+    cfg = compose_cfg("+study.search_space.trial.max_steps=[10,ten]")
+    with pytest.raises(ConfigError, match="must be an integer") as error:
+        validate(cfg, search_space.parse(cfg.study.search_space))
+    assert error.value.key == "study.search_space.trial.max_steps"
+
+
 def test_unknown_model_is_refused_before_training(compose_cfg, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cfg = compose_cfg("model.name_or_path=no-such-org/no-such-model", "name=unknown_model")
@@ -152,14 +178,13 @@ def test_unreachable_storage_or_tracking_is_named(compose_cfg, monkeypatch, over
 
 
 def test_auto_eval_batch_size_follows_the_model_kind(compose_cfg):
-    static = compose_cfg(tiny=False)
-    validate_trial_config(static)
+    composed = compose_cfg(tiny=False)
+    static = validate_trial_config(composed)
     assert static.trial.eval_batch_size == AUTO_EVAL_BATCH_SIZE["static"]
-    transformer = compose_cfg("trial.device=cpu")  # tiny_bert
-    validate_trial_config(transformer)
+    assert composed.trial.eval_batch_size == "auto", "resolution returns a new config"
+    transformer = validate_trial_config(compose_cfg("trial.device=cpu"))  # tiny_bert
     assert transformer.trial.eval_batch_size == AUTO_EVAL_BATCH_SIZE["transformer_cpu"]
-    fixed = compose_cfg("trial.eval_batch_size=100")
-    validate_trial_config(fixed)
+    fixed = validate_trial_config(compose_cfg("trial.eval_batch_size=100"))
     assert fixed.trial.eval_batch_size == 100
     with pytest.raises(ConfigError, match="trial.eval_batch_size.*auto or an integer"):
         validate_trial_config(compose_cfg("trial.eval_batch_size=big"))

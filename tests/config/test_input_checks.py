@@ -56,8 +56,10 @@ def test_overriding_a_key_the_experiment_sweeps_is_refused(compose_cfg, override
         ["trial.optimizer=not_an_optimizer"],
         ["+experiment=mnrl_scale", "loss.scale=-1"],
         ["study.sampler._target_=optuna.samplers.NoSuchSampler"],
+        ["trial.max_steps=abc"],
+        ["trial.max_stepz=5"],
     ],
-    ids=["lib", "swept", "target"],
+    ids=["lib", "swept", "target", "schema-type", "schema-key"],
 )
 def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, args):
     done = subprocess.run(

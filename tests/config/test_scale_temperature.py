@@ -17,15 +17,13 @@ SCALED_LOSSES = ("mnrl", "cached_mnrl", "cosent", "angle", "gist", "learnable_sc
 
 @pytest.mark.parametrize("loss", SCALED_LOSSES)
 def test_a_set_scale_wins_over_the_default_temperature(compose_cfg, loss):
-    cfg = compose_cfg(f"loss={loss}", "loss.scale=50")
-    resolve_scale(cfg)
+    cfg = resolve_scale(compose_cfg(f"loss={loss}", "loss.scale=50"))
     assert cfg.loss.scale == 50.0 and cfg.loss.temperature == pytest.approx(0.02)
 
 
 @pytest.mark.parametrize("loss", SCALED_LOSSES)
 def test_a_set_temperature_wins_over_the_default_scale(compose_cfg, loss):
-    cfg = compose_cfg(f"loss={loss}", "loss.temperature=0.1")
-    resolve_scale(cfg)
+    cfg = resolve_scale(compose_cfg(f"loss={loss}", "loss.temperature=0.1"))
     assert cfg.loss.scale == pytest.approx(10.0) and cfg.loss.temperature == pytest.approx(0.1)
 
 
@@ -39,19 +37,15 @@ def test_scale_and_temperature_set_to_disagreeing_values_are_refused(compose_cfg
 
 
 def test_agreeing_values_and_resolving_twice_are_accepted(compose_cfg):
-    cfg = compose_cfg("loss=gist", "loss.scale=20", "loss.temperature=0.05")
-    resolve_scale(cfg)
-    resolve_scale(cfg)
+    cfg = resolve_scale(resolve_scale(compose_cfg("loss=gist", "loss.scale=20", "loss.temperature=0.05")))
     assert cfg.loss.scale == 20.0 and cfg.loss.temperature == pytest.approx(0.05)
 
 
 def test_the_gist_default_and_a_gist_scale_grid(compose_cfg):
-    cfg = compose_cfg("loss=gist")
-    resolve_scale(cfg)
+    cfg = resolve_scale(compose_cfg("loss=gist"))
     assert cfg.loss.scale == pytest.approx(100.0)
     cfg = compose_cfg("loss=gist", "model=tiny_bert", "+study.search_space.loss.scale=[10,50]")
     space = search_space.parse({"loss": {"scale": [10, 50]}})
     validate(cfg, space)
-    point = search_space.apply(cfg, {"loss.scale": 50})
-    resolve_scale(point)
+    point = resolve_scale(search_space.apply(cfg, {"loss.scale": 50}))
     assert point.loss.scale == 50.0 and not math.isclose(point.loss.temperature, 0.01)

@@ -105,8 +105,7 @@ GOLD = [0.9, 0.85, 0.7, 0.0, 0.95]
 
 
 def weights_after_one_step(compose_cfg, loss: str, key: str, value: float) -> torch.Tensor:
-    cfg = compose_cfg(f"loss={loss}", *NEEDS.get(loss, []), f"loss.{key}={value}")
-    resolve_trial_config(cfg)
+    cfg = resolve_trial_config(compose_cfg(f"loss={loss}", *NEEDS.get(loss, []), f"loss.{key}={value}"))
     torch.manual_seed(0)
     model = build_model(cfg.model, seed=0)
     model.eval()  # no dropout: both scales see the same embeddings

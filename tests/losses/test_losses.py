@@ -226,8 +226,7 @@ def test_gist_guide_base_is_a_frozen_copy_of_the_untrained_base_model(compose_cf
 
 
 def test_resolve_loss_expands_the_weights_string(compose_cfg):
-    cfg = compose_cfg("loss=angle_composite", "data=stsb_pairs", "loss.weights='0.5,1,0'")
-    resolve_loss(cfg)
+    cfg = resolve_loss(compose_cfg("loss=angle_composite", "data=stsb_pairs", "loss.weights='0.5,1,0'"))
     assert (cfg.loss.w1, cfg.loss.w2, cfg.loss.w3) == (0.5, 1.0, 0.0)
 
 
@@ -310,6 +309,5 @@ def test_bad_loss_configs_are_refused_naming_the_key_and_value(compose_cfg, over
 
 
 def test_scale_and_temperature_of_gist_are_consistent(compose_cfg):
-    cfg = compose_cfg("loss=gist")
-    resolve_scale(cfg)
+    cfg = resolve_scale(compose_cfg("loss=gist"))
     assert cfg.loss.scale == pytest.approx(100.0) and cfg.loss.temperature == pytest.approx(0.01)

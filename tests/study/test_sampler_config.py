@@ -10,7 +10,8 @@ import optuna
 import pytest
 
 from sweep.config import search_space
-from sweep.config.checks import CONFIG_DIR, ConfigError, compose_config
+from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.composition import compose_config
 from sweep.study.setup import QueuedGridSampler, create_or_load, make_pruner, make_sampler, open_storage, validate
 
 GRID = {"loss.scale": [1.0, 20.0]}

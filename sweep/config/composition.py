@@ -1,0 +1,122 @@
+"""Composing the config and refusing what the schema (`sweep.config.schema`) does not allow: Hydra's and OmegaConf's
+errors as the one-line `ConfigError` (`config_error`), keys the schema does not declare (`check_known_keys`), and
+`compose_config` for everything that composes outside ``python -m sweep`` (reports, the benchmark, tests)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import hydra
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
+
+from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.schema import OPEN_SECTIONS, register
+
+# What a schema type asks for, by the words of OmegaConf's ValidationError.
+EXPECTED = (
+    ("to Integer", "must be an integer"),
+    ("to Float", "must be a number"),
+    ("valid bool", "must be true or false"),
+    ("to string", "must be a string"),
+    ("to String", "must be a string"),
+    ("not Optional", "must not be null"),
+    ("ListConfig", "must be a list"),
+    ("DictConfig", "must be a mapping"),
+)
+SCHEMA_NOTE = "the type in sweep/config/schema.py"
+
+
+def _override_values(overrides: Sequence[str]) -> dict[str, Any]:
+    """{key: parsed value} of the command-line overrides that parse (flags such as ``--cfg`` are skipped)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser, values = OverridesParser.create(), {}
+    for text in overrides:
+        try:
+            (override,) = parser.parse_overrides([text])
+        except (HydraException, ValueError):
+            continue
+        values[override.key_or_group] = override.value()
+    return values
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(getattr(error, "msg", None) or error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def config_error(error: BaseException, overrides: Sequence[str] = ()) -> ConfigError | None:
+    """The one-line `ConfigError` for what Hydra or OmegaConf raise while composing or setting the typed config
+    (`sweep.config.schema`): a value of the wrong type, a key the schema does not have, an unknown option of a group,
+    an override that does not parse. None for an exception that is neither Hydra's nor OmegaConf's (raise it as is)."""
+    if isinstance(error, ConfigError):
+        return error
+    given = _override_values(overrides)
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, OmegaConfBaseException):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, ValidationError) and cause.full_key:
+        message = _first_line(cause)
+        expected = next((words for marker, words in EXPECTED if marker in message), message)
+        return ConfigError(cause.full_key, cause.value, f"{expected} ({SCHEMA_NOTE})")
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
+        return ConfigError(
+            cause.full_key, given.get(cause.full_key), "is not a key of the config (see `python -m sweep --cfg job`)"
+        )
+    if isinstance(error, MissingConfigException) and error.missing_cfg_file:
+        group, _, option = error.missing_cfg_file.rpartition("/")
+        options = [name for name in error.options or () if not name.startswith("base_")]
+        listed = f": one of {', '.join(options)}" if options else ""
+        return ConfigError(group.replace("/", ".") or "config", option, f"is not a config of this group{listed}")
+    if cause is not None and cause.full_key:
+        return ConfigError(cause.full_key, given.get(cause.full_key), _first_line(cause))
+    if isinstance(error, OverrideParseException):
+        key, _, value = str(getattr(error, "override", "") or "override").lstrip("+~").partition("=")
+        return ConfigError(key, value, f"is not a valid Hydra override ({_first_line(error)})")
+    if isinstance(error, (HydraException, OmegaConfBaseException)):
+        found = re.search(r"'[+~]*([\w./@-]+)", str(error))  # the override or key the message quotes
+        key = found.group(1).split("=")[0] if found else "config"
+        return ConfigError(key, given.get(key), _first_line(error))
+    return None
+
+
+def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
+    """The project config with Hydra ``overrides``, outside ``python -m sweep`` (reports, the benchmark, tests).
+    A value the schema refuses is a `ConfigError`."""
+    register()
+    try:
+        with hydra.initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            cfg = hydra.compose("config", overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as error:
+        raise config_error(error, overrides) or error from None
+    check_known_keys(cfg)
+    return cfg
+
+
+def check_known_keys(cfg: DictConfig) -> None:
+    """Refuse a key the schema does not declare (``+trial.max_stepz=5`` adds one that nothing would read)."""
+    unknown = unknown_keys(cfg)
+    if unknown:
+        value = OmegaConf.select(cfg, unknown[0])
+        raise ConfigError(unknown[0], value, "is not a key of the config (see `python -m sweep --cfg job`)")
+
+
+def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
+    """Dotted keys of `cfg` that its schema does not declare: Hydra's ``+key=value`` adds a key even to a typed node,
+    where it would be silently ignored."""
+    found: list[str] = []
+    schema = OmegaConf.get_type(cfg)
+    declared = {f.name for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else None
+    for key in cfg.keys():
+        dotted = f"{prefix}{key!s}"
+        if declared is not None and key not in declared and prefix.rstrip(".") not in OPEN_SECTIONS:
+            found.append(dotted)
+            continue
+        node = cfg._get_node(key)
+        if isinstance(node, DictConfig) and not node._is_missing() and not node._is_none():
+            found += unknown_keys(node, f"{dotted}.")
+    return found

@@ -1,0 +1,241 @@
+"""The typed config boundary: one dataclass per config group with a fixed set of keys, the schema Hydra composes the
+YAML under `sweep/conf/` into (structured configs, the primary-config schema: `conf/config.yaml` lists
+``base_config`` first in its defaults; `conf/loss/wrapper/default.yaml` lists ``base_wrapper``). Composing it and
+turning Hydra's and OmegaConf's errors into the one-line `ConfigError`: `sweep.config.composition`.
+
+Division of labour:
+
+- The schema owns the *types*: a value of the wrong type (``trial.max_steps=abc``) or a key that does not exist
+  (``trial.max_stepz=5``) is refused while Hydra composes (``+trial.max_stepz=5``, which Hydra adds even to a typed
+  node, by `check_known_keys`), and `config_error` turns that into the one-line `ConfigError`; `python -m sweep`
+  prints it as ``sweep: invalid config: KEY=VALUE: ...`` with exit code 2 (`sweep.app.main`).
+- The YAML owns the *values*: every field here is ``MISSING`` (``???``) and each default is written once, in the
+  group's YAML with its comment, never again in code (no ``cfg.x.get(key, default)``).
+- Ranges and allowed names stay with the checks (``validate_*`` in `sweep.config.checks`, their choice tuples kept
+  there, the losses' own checks). A choice is a ``str`` field, not an ``enum.Enum``: an enum would refuse
+  ``model.kind=nope`` while Hydra composes, before the check that lists the choices in the project's words.
+
+Typed: the root (``quiet``), ``paths``, ``model``, ``data`` (and its three splits), ``trial``, ``study`` (with its
+sampler and pruner), ``tracking``, ``stats`` (with ``paired``), ``eval`` (with ``layer_grid``) and ``loss.wrapper``.
+
+Loose on purpose (``Any``), where a schema type would replace a message the project gives (and its tests assert) or
+refuse a form it accepts:
+
+- ``name`` and ``study.name`` (``${name}``): a str field would turn ``name=nan`` or ``name=2024`` into a string, so the
+  check that asks for a quoted name (``name='"2024"'``) could not fire;
+- ``trial.eval_batch_size`` and ``study.pruner.min_resource``: ``auto`` or an integer (OmegaConf 2.3 has no union
+  of str and int), checked by `require_auto_or_int`;
+- ``study.pack_memory_gib``: a number of GiB or null; a float field would refuse ``lots`` while composing, before
+  `validate_study` names it with its own message;
+- set-valued keys that take a list or a comma string (``eval.layer_grid.layers``/``dims``,
+  ``loss.wrapper.dims``/``weights``), parsed by `sweep.config.checks.parse_numbers`;
+- ``eval.extra`` entries (their keys depend on ``kind``: checked by `sweep.evaluation.extra_sets.validate`),
+  ``model.config_overrides`` (any Hugging Face config field) and ``study.search_space`` (nested like the config).
+
+Untyped: ``loss`` itself (all but ``loss.wrapper``). Its keys depend on ``loss.name`` (``scale`` and ``temperature``
+for MNRL, ``w1..w3`` and three scales for AnglE, a guide for GIST, ...), and ``loss.name`` may be changed by an
+override or an experiment without changing the group option, so no single schema fits; the loss registry
+(`sweep.losses.LOSSES`, each `LossSpec.check`) owns those keys and their checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class PathsConfig:
+    root: str = MISSING
+
+
+@dataclass
+class ModelConfig:
+    kind: str = MISSING
+    name_or_path: str = MISSING
+    prefer_local: bool = MISSING
+    static_init: str = MISSING
+    embedding_dim: int | None = MISSING
+    max_seq_length: int = MISSING
+    pooling: str = MISSING
+    normalize: bool = MISSING
+    num_layers: int | None = MISSING
+    reinit: bool = MISSING
+    config_overrides: dict[str, Any] = MISSING
+
+
+@dataclass
+class SplitConfig:
+    hub_name: str | None = MISSING
+    hub_subset: str | None = MISSING
+    hub_split: str | None = MISSING
+    local_file: str | None = MISSING
+    columns: list[str] = MISSING
+    max_samples: int | None = MISSING
+
+
+@dataclass
+class DataConfig:
+    source: str = MISSING
+    local_dir: str | None = MISSING
+    seed: int = MISSING
+    train: SplitConfig = field(default_factory=SplitConfig)
+    validation: SplitConfig = field(default_factory=SplitConfig)
+    test: SplitConfig = field(default_factory=SplitConfig)
+
+
+@dataclass
+class WrapperConfig:
+    name: str | None = MISSING
+    dims: Any = MISSING
+    weights: Any = MISSING
+    n_dims_per_step: int | None = MISSING
+    n_layers_per_step: int = MISSING
+    last_layer_weight: float = MISSING
+    prior_layers_weight: float = MISSING
+    kl_div_weight: float = MISSING
+    kl_temperature: float = MISSING
+    layer_weighting: str = MISSING
+
+
+@dataclass
+class TrialConfig:
+    max_steps: int = MISSING
+    batch_size: int = MISSING
+    learning_rate: float = MISSING
+    weight_decay: float = MISSING
+    warmup_ratio: float = MISSING
+    lr_scheduler: str = MISSING
+    optimizer: str = MISSING
+    batch_sampler: str = MISSING
+    seed: int = MISSING
+    save_model: str = MISSING
+    eval_steps: int = MISSING
+    logging_steps: int = MISSING
+    eval_batch_size: Any = MISSING
+    precision: str = MISSING
+    device: str = MISSING
+    torch_threads: int | None = MISSING
+
+
+@dataclass
+class SamplerConfig:
+    """Open: a `_target_` class's own arguments are added with ``+study.sampler.KEY=VALUE`` (`OPEN_SECTIONS`)."""
+
+    _target_: str | None = MISSING
+    name: str = MISSING
+    seed: int | None = MISSING
+
+
+@dataclass
+class PrunerConfig:
+    """Open like `SamplerConfig`."""
+
+    _target_: str | None = MISSING
+    name: str = MISSING
+    n_startup_trials: int = MISSING
+    n_warmup_steps: int = MISSING
+    min_resource: Any = MISSING
+    reduction_factor: int = MISSING
+
+
+@dataclass
+class StudyConfig:
+    name: Any = MISSING
+    direction: str = MISSING
+    metric: str = MISSING
+    storage: str = MISSING
+    n_trials: int | None = MISSING
+    timeout: float | None = MISSING
+    n_workers: int = MISSING
+    pack: int = MISSING
+    pack_memory_gib: Any = MISSING
+    max_retries: int = MISSING
+    max_failures: int | None = MISSING
+    max_repeated_failures: int | None = MISSING
+    heartbeat_interval: int = MISSING
+    outage_timeout_s: float = MISSING
+    sampler: SamplerConfig = field(default_factory=SamplerConfig)
+    pruner: PrunerConfig = field(default_factory=PrunerConfig)
+    search_space: dict[str, Any] = MISSING
+    seeds: list[int] | None = MISSING
+
+
+@dataclass
+class TrackingConfig:
+    uri: str = MISSING
+    experiment_name: str = MISSING
+    artifact_location: str = MISSING
+    registered_model_name: str | None = MISSING
+    outage_timeout_s: float = MISSING
+
+
+@dataclass
+class PairedConfig:
+    enabled: bool = MISSING
+    resamples: int = MISSING
+    level: float = MISSING
+
+
+@dataclass
+class StatsConfig:
+    enabled: bool = MISSING
+    every_eval: bool = MISSING
+    heldout_pairs: int = MISSING
+    n_random_pairs: int = MISSING
+    high_threshold: float = MISSING
+    low_threshold: float = MISSING
+    seed: int = MISSING
+    histogram: bool = MISSING
+    loss_scales: list[float] | None = MISSING
+    paired: PairedConfig = field(default_factory=PairedConfig)
+
+
+@dataclass
+class LayerGridConfig:
+    enabled: bool = MISSING
+    layers: Any = MISSING
+    dims: Any = MISSING
+
+
+@dataclass
+class EvalConfig:
+    layer_grid: LayerGridConfig = field(default_factory=LayerGridConfig)
+    objective: str = MISSING
+    cell: str | None = MISSING
+    extra: list[Any] | None = MISSING
+    extra_every_eval: bool = MISSING
+
+
+@dataclass
+class SweepConfig:
+    """The whole config of `python -m sweep` (`conf/config.yaml` and its groups)."""
+
+    name: Any = MISSING
+    quiet: bool = MISSING
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    loss: Any = MISSING
+    trial: TrialConfig = field(default_factory=TrialConfig)
+    study: StudyConfig = field(default_factory=StudyConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+
+# Sections whose extra keys are arguments of a `_target_` class (its constructor refuses the ones it lacks).
+OPEN_SECTIONS = ("study.sampler", "study.pruner")
+
+
+def register() -> None:
+    """Store the schemas in Hydra's ConfigStore under the names the YAML defaults lists use (idempotent)."""
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=SweepConfig)
+    store.store(group="loss/wrapper", name="base_wrapper", node=WrapperConfig)
+
+
+register()
