@@ -20,8 +20,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
 from sweep.config.composition import config_error
-from sweep.names import TAG_BEST_MODEL_PATH
-from sweep.report.paired_table import log_paired_comparison
+from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
+from sweep.report.paired_table import STSB_VALIDATION_LABEL, log_paired_comparison
 from sweep.signals import (
     StopSignals,
     exit_code,
@@ -33,7 +33,14 @@ from sweep.signals import (
     worker_threads,
 )
 from sweep.study.run_loop import StudyRunner, finish, open_sweep
-from sweep.study.summary import OBJECTIVE, STSB_TEST, STSB_VALIDATION, objective_is_stsb_validation
+from sweep.study.summary import (
+    OBJECTIVE,
+    STSB_TEST,
+    STSB_VALIDATION,
+    objective_is_stsb_validation,
+    objective_lines,
+    per_scale_table,
+)
 from sweep.tracking import ui_links
 from sweep.training import kept_models
 
@@ -63,10 +70,18 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
     same = objective_is_stsb_validation(table)
     hidden = [c for c in ("temperature",) if c in table and table[c].isna().all()] + ([OBJECTIVE] if same else [])
     shown = table.drop(columns=[c for c in hidden if c in table])
-    lines = [
-        f"study {sweep.study.study_name}: {sum(table.state == 'COMPLETE') if not table.empty else 0} complete trials",
-        shown.to_string(index=False, float_format=lambda v: f"{v:.4f}") if not table.empty else "(no trials)",
-    ]
+    n_complete = sum(table.state == "COMPLETE") if not table.empty else 0
+    lines = [f"study {sweep.study.study_name}: {n_complete} complete trials"]
+    level = sweep.cfg.stats.paired.level
+    per_scale = per_scale_table(table, OBJECTIVE, level)
+    if not per_scale.empty:
+        metric = STSB_VALIDATION_LABEL if same else f"objective ({sweep.cfg.eval.objective})"
+        lines += [
+            f"per scale: {metric}, mean over seeds [{level:.0%} t-interval over seeds, none with one seed]",
+            per_scale.to_string(index=False, formatters={"scale": "{:g}".format}, float_format=lambda v: f"{v:.4f}"),
+            "per trial:",
+        ]
+    lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4f}") if not table.empty else "(no trials)")
     complete = table[table.state == "COMPLETE"] if not table.empty else table
     if not complete.empty:
         minimize = sweep.cfg.study.direction == "minimize"
@@ -74,10 +89,10 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
         best = complete.loc[cast(int, label)]  # results_table's index is a RangeIndex (reset_index)
         scores = f"validation {best[STSB_VALIDATION]:.4f}, test {best[STSB_TEST]:.4f}"
         lines.append(
-            f"best by STSB validation: trial {best.trial} (scale {best.scale}), {scores}"
+            f"best single trial by STSB validation: trial {best.trial} (scale {best.scale}), {scores}"
             if same
-            else f"best by objective ({sweep.cfg.eval.objective}): trial {best.trial} (scale {best.scale}), "
-            f"objective {best[OBJECTIVE]:.4f}, {scores}"
+            else f"best single trial by objective ({sweep.cfg.eval.objective}): trial {best.trial} "
+            f"(scale {best.scale}), objective {best[OBJECTIVE]:.4f}, {scores}"
         )
     uri = sweep.cfg.tracking.uri
     lines += [
@@ -91,15 +106,27 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def paired_summary(sweep: StudyRunner) -> list[str]:
-    """The paired-bootstrap lines (best scale and the scales not distinguishable from it), also logged on the
-    parent run (the grid points instead of scales when other keys were swept); nothing when nothing was swept or
-    `stats.paired.enabled` is false."""
+def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
+    """The answer lines, each naming its metric, also logged on the parent run; nothing when nothing was swept or
+    `stats.paired.enabled` is false:
+
+    - the STSB validation Spearman's paired bootstrap over pairs and seeds (best scale and the scales not
+      distinguishable from it; the grid points instead of scales when other keys were swept);
+    - when `eval.objective` is something else, the same question for the objective itself, paired by seed
+      (`sweep.study.summary.objective_lines`): the scale Optuna's best trial was chosen by."""
     stats = sweep.cfg.stats
     if not stats.paired.enabled:
         return []
     options = {"n_resamples": stats.paired.resamples, "level": stats.paired.level, "seed": stats.seed}
-    return log_paired_comparison(sweep.client, sweep.parent_run_id, **options)
+    lines = log_paired_comparison(sweep.client, sweep.parent_run_id, **options)
+    if not objective_is_stsb_validation(table):
+        minimize = sweep.cfg.study.direction == "minimize"
+        metric = f"objective ({sweep.cfg.eval.objective})"
+        objective = objective_lines(table, metric, level=stats.paired.level, minimize=minimize)
+        if objective:
+            sweep.client.set_tag(sweep.parent_run_id, TAG_OBJECTIVE_COMPARISON, "; ".join(objective)[:5000])
+        lines += objective
+    return lines
 
 
 def _composed() -> None:
@@ -145,7 +172,7 @@ def run(cfg: DictConfig) -> None:
     table = finish(sweep, interrupted=signal_name(interrupt) if interrupt else None)
     print(summary(sweep, table))
     if not interrupt and not sweep.stopped_reason:  # a stopped study (e.g. tracking down) has no paired answer
-        for line in paired_summary(sweep):
+        for line in paired_summary(sweep, table):
             print(line)
     if interrupt:
         print(

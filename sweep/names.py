@@ -50,6 +50,7 @@ ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whate
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
 ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.evaluation.extra_sets)
 TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale ...; not distinguishable ..." line(s)
+TAG_OBJECTIVE_COMPARISON = "sweep.objective_comparison"  # parent run: the same for eval.objective, paired by seed
 
 # MLflow artifacts.
 ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cosine per STSB pair (final model)

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 SEED = "param.trial.seed"
 COLUMNS = ["condition", "scale", "spearman", "diff_to_best", "ci_low", "ci_high", "best", "indistinguishable"]
 POINT = "point"  # the column that replaces "scale" when grid points are compared
+STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about
 
 
 def _condition_arrays(
@@ -101,7 +102,7 @@ def paired_comparisons(
                 condition=label, n_pairs=result.n_pairs, n_seeds=result.n_seeds, n_resamples=n_resamples, level=level
             )
         )
-        lines.append(result.line(label))
+        lines.append(result.line(f"{STSB_VALIDATION_LABEL}, {label}" if label else STSB_VALIDATION_LABEL))
     if not tables:
         return pd.DataFrame(columns=COLUMNS), []
     table = pd.concat(tables, ignore_index=True)

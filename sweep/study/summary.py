@@ -19,6 +19,7 @@ from sweep.names import (
     ATTR_WALL_TIME_S,
     TAG_BEST_PARAMS,
 )
+from sweep.stats.seed_paired import comparison_line, per_scale, seed_paired_comparison
 
 # Columns of the table: `objective` is what Optuna optimised (`eval.objective`: the full model's STSB validation
 # Spearman, the layer grid's mean or one grid cell); `stsb_val` and `stsb_test` are always the full model's.
@@ -57,6 +58,58 @@ def results_table(study: optuna.Study) -> pd.DataFrame:
 def objective_is_stsb_validation(table: pd.DataFrame) -> bool:
     """Whether every trial's objective is its STSB validation Spearman (``eval.objective=full``)."""
     return table.empty or table[OBJECTIVE].equals(table[STSB_VALIDATION])
+
+
+SEED = "trial.seed"  # the results table's seed column (a swept parameter, `study.seeds`)
+
+
+def condition_columns(table: pd.DataFrame) -> list[str]:
+    """The swept parameters other than the scale and the seed: one condition per combination of their values."""
+    return [c for c in table.columns if "." in c and c != SEED]
+
+
+def _complete_by_condition(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(``name=value, ...`` or "", COMPLETE trials with a scale) per condition."""
+    if table.empty:
+        return []
+    complete = table[(table.state == "COMPLETE") & table["scale"].notna()]
+    names = condition_columns(complete)
+    if not names:
+        return [("", complete)] if not complete.empty else []
+    return [
+        (", ".join(f"{n}={v}" for n, v in zip(names, key if isinstance(key, tuple) else (key,), strict=True)), group)
+        for key, group in complete.groupby(names, sort=True)
+    ]
+
+
+def _scores(group: pd.DataFrame, column: str) -> pd.DataFrame:
+    seeds = group[SEED] if SEED in group else 0
+    return pd.DataFrame({"scale": group["scale"], "seed": seeds, "value": group[column]})
+
+
+def per_scale_table(table: pd.DataFrame, column: str, level: float = 0.95) -> pd.DataFrame:
+    """The COMPLETE trials' ``column`` per condition and scale: seeds, mean, t-interval over seeds
+    (`sweep.stats.seed_paired.per_scale`)."""
+    parts = [
+        per_scale(_scores(group, column), level).assign(condition=label)
+        for label, group in _complete_by_condition(table)
+    ]
+    if not parts:
+        return pd.DataFrame()
+    summary = pd.concat(parts, ignore_index=True)
+    return summary if summary["condition"].ne("").any() else summary.drop(columns="condition")
+
+
+def objective_lines(table: pd.DataFrame, metric: str, level: float = 0.95, minimize: bool = False) -> list[str]:
+    """Per condition, the best scale by the mean objective over seeds and the scales not distinguishable from it,
+    paired by seed (`sweep.stats.seed_paired`): the answer for an objective whose per-pair scores are not logged."""
+    lines = []
+    for label, group in _complete_by_condition(table):
+        compared = seed_paired_comparison(_scores(group, OBJECTIVE), level=level, minimize=minimize)
+        if not compared.empty:
+            line = comparison_line(compared, metric, level)
+            lines.append(f"{label}: {line}" if label else line)
+    return lines
 
 
 def parent_summary(study: optuna.Study, metric: str, objective: str) -> tuple[dict[str, float], dict[str, str]]:

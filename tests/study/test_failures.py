@@ -215,11 +215,12 @@ def test_the_printed_summary_picks_the_best_by_the_study_direction():
             "paths": {"root": "/nonexistent"},
             "trial": {"save_model": "none"},
             "eval": {"objective": "grid_mean"},
+            "stats": {"paired": {"level": 0.95}},
             "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
         }
     )
     sweep = SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1")
-    assert "best by objective (grid_mean): trial 1 (scale 20.0)" in summary(sweep, table)
+    assert "best single trial by objective (grid_mean): trial 1 (scale 20.0)" in summary(sweep, table)
 
 
 def test_a_failure_that_recurs_stops_a_study_without_a_grid(compose_cfg, monkeypatch):

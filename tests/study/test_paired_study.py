@@ -20,9 +20,11 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     cfg = compose_cfg("+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]", "name=paired")
     sweep = open_sweep(cfg)
     sweep.run()
-    finish(sweep)
-    (line,) = paired_summary(sweep)
-    assert line.startswith("best scale ") and line.endswith("(paired bootstrap, 200 pairs x 2 seeds, 95%)")
+    table = finish(sweep)
+    (line,) = paired_summary(sweep, table)  # the objective is the STSB validation Spearman: one line
+    assert line.startswith("STSB validation Spearman: best scale ") and line.endswith(
+        "(paired bootstrap, 200 pairs x 2 seeds, 95%)"
+    )
 
     client = MlflowClient(cfg.tracking.uri)
     assert client.get_run(sweep.parent_run_id).data.tags[TAG_PAIRED_COMPARISON] == line

@@ -1,0 +1,79 @@
+"""The final lines of `python -m sweep`: per-scale means before the per-trial rows, and every answer line saying
+which metric it is about (the STSB validation Spearman, or the study's own objective)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from sweep.app import summary
+from sweep.study.summary import objective_lines, per_scale_table
+
+OBJECTIVES = {1.0: [0.30, 0.32, 0.31], 10.0: [0.50, 0.55, 0.52], 20.0: [0.51, 0.54, 0.53]}
+
+
+def seeded_table(objective_is_stsb: bool) -> pd.DataFrame:
+    rows = []
+    for scale, values in OBJECTIVES.items():
+        for seed, value in enumerate(values):
+            stsb = value if objective_is_stsb else 0.7 - value / 10
+            rows.append(
+                {
+                    "trial": len(rows),
+                    "trial.seed": seed,
+                    "scale": scale,
+                    "objective": value,
+                    "stsb_val": stsb,
+                    "stsb_test": stsb - 0.05,
+                    "state": "COMPLETE",
+                }
+            )
+    rows.append({"trial": len(rows), "trial.seed": 0, "scale": 50.0, "state": "FAIL"})
+    return pd.DataFrame(rows)
+
+
+def fake_sweep(objective: str) -> SimpleNamespace:
+    cfg = OmegaConf.create(
+        {
+            "study": {"name": "x", "direction": "maximize", "storage": "sqlite:///x.db"},
+            "paths": {"root": "/nonexistent"},
+            "trial": {"save_model": "none"},
+            "eval": {"objective": objective},
+            "stats": {"paired": {"level": 0.95}},
+            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
+        }
+    )
+    return SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1")
+
+
+def test_the_per_scale_means_come_before_the_trials_and_the_best_trial_is_called_a_single_trial():
+    text = summary(fake_sweep("full"), seeded_table(objective_is_stsb=True))
+    lines = text.splitlines()
+    head = lines.index(
+        "per scale: STSB validation Spearman, mean over seeds [95% t-interval over seeds, none with one seed]"
+    )
+    assert lines.index("per trial:") > head + 4  # header and three scales; the failed scale 50 has no mean
+    assert lines[head + 1].split() == ["scale", "n_seeds", "mean", "ci_low", "ci_high"]
+    assert lines[head + 2].split()[:3] == ["1", "3", "0.3100"]
+    assert "best single trial by STSB validation: trial 4 (scale 10.0), validation 0.5500" in text
+
+
+def test_an_objective_other_than_stsb_gets_its_own_answer_line_paired_by_seed():
+    table = seeded_table(objective_is_stsb=False)
+    text = summary(fake_sweep("retrieval_mrr@10"), table)
+    assert "per scale: objective (retrieval_mrr@10), mean over seeds" in text
+    (line,) = objective_lines(table, "objective (retrieval_mrr@10)")
+    assert line.startswith("objective (retrieval_mrr@10), mean over 3 seeds: best scale 20 (0.527)")
+    assert line.endswith("not distinguishable from it: 10 (paired t over seeds, 95%)")
+
+
+def test_each_condition_gets_its_own_means_and_line():
+    table = pd.concat(
+        [seeded_table(True).assign(**{"trial.learning_rate": lr}) for lr in (0.01, 0.05)], ignore_index=True
+    )
+    per_scale = per_scale_table(table, "objective")
+    assert sorted(set(per_scale["condition"])) == ["trial.learning_rate=0.01", "trial.learning_rate=0.05"]
+    lines = objective_lines(table, "objective (x)")
+    assert [line.split(":")[0] for line in lines] == ["trial.learning_rate=0.01", "trial.learning_rate=0.05"]
