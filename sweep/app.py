@@ -32,6 +32,7 @@ from sweep.signals import (
     stop_workers,
     worker_threads,
 )
+from sweep.study import grid_queue
 from sweep.study.run_loop import StudyRunner, finish, open_sweep
 from sweep.study.summary import (
     OBJECTIVE,
@@ -174,6 +175,12 @@ def run(cfg: DictConfig) -> None:
     if not interrupt and not sweep.stopped_reason:  # a stopped study (e.g. tracking down) has no paired answer
         for line in paired_summary(sweep, table):
             print(line)
+    for point, reason in grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []:
+        print(
+            f"sweep: grid point {point} has no result and is left out of the answer: {reason}"
+            + ("" if reason.startswith("diverged") else " (rerun the command to train it again)"),
+            file=sys.stderr,
+        )
     if interrupt:
         print(
             f"sweep: interrupted by {signal_name(interrupt)}; the unfinished trial's point is queued again "

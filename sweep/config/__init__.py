@@ -16,7 +16,7 @@ from sweep.config.checks import (
 )
 from sweep.config.composition import check_known_keys, compose_config, config_error
 from sweep.config.input_checks import (
-    check_csv_header,
+    check_csv,
     check_device,
     check_optimizer_and_scheduler,
     check_swept_overrides,
@@ -31,7 +31,7 @@ __all__ = [
     "ConfigError",
     "Space",
     "SweepConfig",
-    "check_csv_header",
+    "check_csv",
     "check_device",
     "check_known_keys",
     "check_optimizer_and_scheduler",

@@ -16,7 +16,14 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.names import ATTR_ATTEMPT, ATTR_DISCARDED, ATTR_GRID_POINT, ATTR_NOT_RETRIED
+from sweep.names import (
+    ATTR_ATTEMPT,
+    ATTR_CONFIG_ERROR,
+    ATTR_DISCARDED,
+    ATTR_FAIL_REASON,
+    ATTR_GRID_POINT,
+    ATTR_NOT_RETRIED,
+)
 from sweep.study.optuna_access import stored_trial
 
 HOLDING_STATES = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
@@ -70,16 +77,29 @@ def holder(study: optuna.Study, trial: optuna.Trial) -> int | None:
 def requeue_exhausted(study: optuna.Study) -> list[dict[str, Any]]:
     """Queue again, as attempt 1, every grid point whose failed attempts used up `study.max_retries` in an earlier
     run and that nothing holds now: rerunning the command is the user's decision to try again (the retry limit
-    bounds one run, so that a failure that recurs cannot loop). Divergences and config errors stay failed: a retry
-    cannot help them. Returns the points queued."""
+    bounds one run, so that a failure that recurs cannot loop). That includes a point that failed on an invalid
+    config found inside its trial (a data file with an empty cell): the rerun's checks passed, so the user fixed it.
+    Divergences stay failed: the same config diverges again. Returns the points queued."""
     held = [grid_point(t) for t in holding(study)]
     queued: list[dict[str, Any]] = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         point = grid_point(trial)
-        if not point or trial.user_attrs.get(ATTR_NOT_RETRIED):
+        if not point or (trial.user_attrs.get(ATTR_NOT_RETRIED) and not trial.user_attrs.get(ATTR_CONFIG_ERROR)):
             continue
         if not trial.user_attrs.get(ATTR_GRID_POINT) or point in held or point in queued:
             continue
         study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
         queued.append(point)
     return queued
+
+
+def unresolved_points(study: optuna.Study) -> list[tuple[dict[str, Any], str]]:
+    """(point, why) for every grid point that failed and that nothing holds now (no result, not queued): a diverged
+    point, or one whose retries this run used up. The end of a run names them, since the answer leaves them out."""
+    held = [grid_point(t) for t in holding(study)]
+    found: dict[str, tuple[dict[str, Any], str]] = {}
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+        point = grid_point(trial)
+        if point and trial.user_attrs.get(ATTR_GRID_POINT) and point not in held:
+            found[repr(sorted(point.items()))] = (point, str(trial.user_attrs.get(ATTR_FAIL_REASON, "unknown")))
+    return list(found.values())

@@ -16,7 +16,7 @@ from sweep.config.checks import (
     validate_trial,
     with_values,
 )
-from sweep.config.input_checks import check_csv_header, check_device, check_optimizer_and_scheduler
+from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler
 from sweep.config.scale_temperature import scale_values
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import validate_layer_grid
@@ -66,5 +66,5 @@ def validate_space(cfg: DictConfig, space: search_space.Space) -> list[DictConfi
     for split in DATA_SPLITS:
         source = resolve_source(cfg.data, split)
         if source.local_file is not None:
-            check_csv_header(f"data.{split}.local_file", source.local_file, list(cfg.data[split].columns))
+            check_csv(f"data.{split}.local_file", source.local_file, list(cfg.data[split].columns))
     return list(models.values())

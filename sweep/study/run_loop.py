@@ -205,7 +205,7 @@ class StudyRunner:
         worker died), or until `study.n_trials` trials are done for distributions."""
         if self.is_grid and not self.trials_in(TrialState.RUNNING):  # no other worker is in this run
             for point in grid_queue.requeue_exhausted(self.study):
-                log.warning("grid point %s failed every attempt in an earlier run: queued again", point)
+                log.warning("grid point %s failed in an earlier run and was not trained since: queued again", point)
         if self.is_grid and not self.trials_in(TrialState.WAITING, TrialState.RUNNING):
             log.info("study %s is complete: nothing to train", self.study.study_name)
             return

@@ -42,6 +42,27 @@ def test_a_csv_without_the_configured_columns_is_refused(compose_cfg, tmp_path):
     assert error.value.key == "data.train.local_file"
 
 
+@pytest.mark.parametrize(
+    ("split", "text", "message"),
+    [
+        ("train", "anchor,positive,negative\na,b,c\nd,,f\n", "line 3 has no value in column 'positive'"),
+        ("train", 'anchor,positive,negative\n"a\nb",b,c\n\nd,e\n', "line 5 has no value in column 'negative'"),
+        ("validation", "sentence1,sentence2,score\na,b,0.5\nc,d,high\n", "line 3 has 'high' in column 'score'"),
+    ],
+    ids=["empty-cell", "quoted-newline-and-short-row", "score-not-a-number"],
+)
+def test_a_bad_cell_in_a_users_csv_is_named_by_line_and_column_before_training(
+    compose_cfg, tmp_path, split, text, message
+):
+    """Before, an empty cell was found only when trial 0 started (its column named, not its row)."""
+    path = tmp_path / f"{split}.csv"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message) as error:
+        open_sweep(compose_cfg(f"data.{split}.local_file={path}", "name=cells"))
+    assert error.value.key == f"data.{split}.local_file" and error.value.value == str(path)
+    assert not (tmp_path / "runs" / "optuna.db").exists(), "refused before the study was opened"
+
+
 @pytest.mark.parametrize("override", ["loss.scale=-1", "loss.temperature=0.1"])
 def test_overriding_a_key_the_experiment_sweeps_is_refused(compose_cfg, override):
     overrides = ["+experiment=mnrl_scale", override]

@@ -19,6 +19,7 @@ import sweep.study.run_loop as study_module
 from sweep.config.checks import ConfigError
 from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_BEST_PARAMS, TAG_END_REASON
 from sweep.signals import Interrupted, StopSignals
+from sweep.study.grid_queue import unresolved_points
 from sweep.study.run_loop import finish, open_sweep
 from sweep.study.summary import parent_summary
 from sweep.tracking import mlflow_client
@@ -248,6 +249,20 @@ def test_a_config_error_inside_a_trial_stops_the_study_and_is_not_retried(compos
     assert len(in_state(sweep.study, TrialState.WAITING)) == 1, "the other point, not the failed one again"
 
 
+def test_a_point_that_failed_on_a_config_error_is_trained_by_the_rerun_after_the_fix(compose_cfg, monkeypatch):
+    """A data error found only inside a trial stops the study; once the user fixes the file, the rerun trains that
+    point (before, it stayed FAIL for good and the rerun exited 0 with no answer)."""
+    fake_training(monkeypatch, lambda: ConfigError("data.train.columns", "anchor", "train.csv row 7 is empty"))
+    first, _ = run_study(compose_cfg(ONE_POINT, "name=fixed"))
+    assert first.stopped_reason and "row 7" in first.stopped_reason
+
+    fake_training(monkeypatch, lambda: 0.5)  # the file was fixed
+    second, table = run_study(compose_cfg(ONE_POINT, "name=fixed"))
+    (complete,) = in_state(second.study, TrialState.COMPLETE)
+    assert point_of(complete) == {"loss.scale": 20} and complete.user_attrs[ATTR_ATTEMPT] == 1
+    assert list(table.state) == ["FAIL", "COMPLETE"] and not second.stopped_reason
+
+
 def test_a_point_that_failed_every_attempt_is_trained_by_the_next_run(compose_cfg, monkeypatch):
     """Retries are bounded within a run; rerunning the command tries a point whose attempts ran out again (before,
     the rerun said 'nothing to train' while a grid point had no result)."""
@@ -272,6 +287,8 @@ def test_a_diverged_point_is_not_queued_again_by_the_next_run(compose_cfg, monke
     sweep, _ = run_study(compose_cfg(ONE_POINT, "name=diverged"))
     (failed,) = sweep.study.trials
     assert failed.state == TrialState.FAIL and failed.user_attrs["fail_reason"].startswith("diverged")
+    (unresolved,) = unresolved_points(sweep.study)  # named at the end of the run: the answer leaves it out
+    assert unresolved == ({"loss.scale": 20}, failed.user_attrs["fail_reason"])
 
 
 def test_a_point_queued_twice_trains_once(compose_cfg, monkeypatch):
