@@ -16,7 +16,6 @@ import pandas as pd
 
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
-from sweep.report.study_figures import write_study_figures
 from sweep.tracking.versions import library_versions
 
 T = TypeVar("T")
@@ -66,18 +65,11 @@ def study_command(args: argparse.Namespace) -> list[Path]:
         from sweep.report.study_figures import write_results_folder
 
         return write_results_folder(load_results_folder(args.from_csv, args.untrained_from), args.out)
-    from mlflow.tracking import MlflowClient  # imported here: mlflow is slow to import and only needed here
+    from sweep.report.live_study import write_live_study  # mlflow is slow to import and only needed here
 
-    from sweep.report.paired_table import paired_comparisons, write_paired_comparison
-    from sweep.report.results_folder import PAIRED_STEM
-    from sweep.report.runs import download_study_config, load_study
-
-    trials, histories = load_study(args.tracking_uri, experiment_name=args.experiment, parent_run_id=args.parent_run_id)
-    client = MlflowClient(args.tracking_uri)
-    paired, lines = paired_comparisons(trials, client, n_resamples=args.resamples, level=args.level)
-    figures = write_study_figures(trials, histories, args.out, tables={PAIRED_STEM: paired})
-    config = download_study_config(client, args.out, args.experiment, args.parent_run_id)
-    return figures + write_paired_comparison(paired, lines, args.out) + config
+    return write_live_study(
+        args.tracking_uri, args.out, args.experiment, args.parent_run_id, n_resamples=args.resamples, level=args.level
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

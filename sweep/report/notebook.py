@@ -1,5 +1,14 @@
-"""What the notebooks call: redraw one results folder (from its CSVs, or from a live MLflow study when
-``SWEEP_TRACKING_URI`` is set) into the folder named by ``SWEEP_FIGURES_DIR`` (default: ``results/`` itself)."""
+"""What the notebooks call: redraw one results folder from its CSVs, or with ``SWEEP_TRACKING_URI`` a live study
+from MLflow, and say what its paired comparison found (or why there is none).
+
+Where figures go: ``$SWEEP_FIGURES_DIR/<name>`` when set; otherwise a redraw from the shipped CSVs rewrites
+``results/<name>`` (the same files, byte for byte but for the PNGs' metadata), and a live study goes to
+``sweep_runs/figures/<name>`` beside the repository, never into the tracked ``results/``.
+
+Live mode draws each section's own experiment (the section's name); ``SWEEP_EXPERIMENT=NAME`` draws that one study
+instead, once, in the first section that runs, and the other sections say they were skipped (before, every section
+redrew the same study into its own folder).
+"""
 
 from __future__ import annotations
 
@@ -7,28 +16,53 @@ import os
 from pathlib import Path
 
 from sweep.report.results_folder import load_results_folder
-from sweep.report.study_figures import write_results_folder, write_study_figures
+from sweep.report.study_figures import write_results_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
+LIVE_FIGURES = ROOT / "sweep_runs" / "figures"
+_skipped: dict[str, str] = {}  # section name -> why live mode drew nothing there
+_drawn: set[str] = set()  # experiments live mode has drawn in this kernel
+
+
+def _live() -> str | None:
+    return os.environ.get("SWEEP_TRACKING_URI")
 
 
 def output_dir(name: str) -> Path:
-    """Where the notebook writes study ``name``: ``$SWEEP_FIGURES_DIR/name``, else ``results/name``."""
-    return Path(os.environ.get("SWEEP_FIGURES_DIR", RESULTS)) / name
+    """Where the notebook writes study ``name`` (see the module docstring)."""
+    if os.environ.get("SWEEP_FIGURES_DIR"):
+        return Path(os.environ["SWEEP_FIGURES_DIR"]) / name
+    return (LIVE_FIGURES if _live() else RESULTS) / name
 
 
 def regenerate(name: str, untrained_from: str | None = None) -> list[Path]:
-    """Redraw ``results/name`` from its CSVs into ``output_dir(name)``; with ``SWEEP_TRACKING_URI`` (and
-    ``SWEEP_EXPERIMENT``, default ``name``) draw the live study from MLflow instead."""
-    uri = os.environ.get("SWEEP_TRACKING_URI")
-    if uri:
-        from sweep.report.runs import load_study  # mlflow: only for a live database
+    """Redraw ``results/name`` from its CSVs into ``output_dir(name)``; in live mode draw the study from MLflow."""
+    uri = _live()
+    if not uri:
+        sibling = RESULTS / untrained_from if untrained_from else None
+        return write_results_folder(load_results_folder(RESULTS / name, sibling), output_dir(name))
+    from sweep.report.live_study import write_live_study  # mlflow: only for a live database
 
-        trials, histories = load_study(uri, experiment_name=os.environ.get("SWEEP_EXPERIMENT", name))
-        return write_study_figures(trials, histories, output_dir(name))
-    sibling = RESULTS / untrained_from if untrained_from else None
-    return write_results_folder(load_results_folder(RESULTS / name, sibling), output_dir(name))
+    experiment = os.environ.get("SWEEP_EXPERIMENT", name)
+    if experiment in _drawn:
+        _skipped[name] = f"skipped: live mode draws SWEEP_EXPERIMENT={experiment} once, in its first section"
+        return []
+    _drawn.add(experiment)
+    return write_live_study(uri, output_dir(experiment), experiment=experiment)
+
+
+def paired_line(name: str) -> str:
+    """The paired comparison's summary line(s) of the study drawn in section ``name``, or why there are none."""
+    if name in _skipped:
+        return _skipped[name]
+    study = os.environ.get("SWEEP_EXPERIMENT", name) if _live() else name
+    paired = output_dir(study) / "paired_comparison.md"
+    if paired.exists():
+        return paired.read_text().split("\n\n")[0]
+    if _live():
+        return "no paired comparison: fewer than two scales have COMPLETE trials with logged per-pair predictions"
+    return "no paired comparison: this study logged no per-pair predictions"
 
 
 def figures(paths: list[Path]) -> list[Path]:

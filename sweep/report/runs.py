@@ -140,7 +140,7 @@ def download_study_config(
 
 
 def load_study(
-    tracking_uri: str, experiment_name: str | None = None, parent_run_id: str | None = None
+    tracking_uri: str | None, experiment_name: str | None = None, parent_run_id: str | None = None
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """A study's trials and the metric histories the figures need (``HISTORY_KEYS``)."""
     client = MlflowClient(tracking_uri=tracking_uri)
