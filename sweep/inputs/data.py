@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_SPLITS = ("train", "validation", "test")  # the splits of `data.*`
+# At most this share of the training file is held out for the statistics (`stats.heldout_pairs`), so a small file
+# of one's own is still mostly trained on. The shipped local training files hold the default 1,024 pairs out
+# uncapped (tests/inputs/test_data.py), so default runs are unchanged.
+HELDOUT_SHARE = 0.2
 
 
 def find_local_dir(explicit: str | None) -> Path | None:
@@ -124,7 +128,14 @@ def resolve_source(data: DictConfig, split: str, where: str | None = None) -> Sp
 
 
 def load_split(data: DictConfig, split: str, where: str | None = None) -> Dataset:
-    """Load one split, keep its configured columns (in order) and, if asked, a seeded random subset."""
+    """Load one split and keep its configured columns (in order); logs its rows and where they come from."""
+    dataset, source = read_split(data, split, where)
+    log.info("%s: %d rows from %s", split, len(dataset), source.describe())
+    return dataset
+
+
+def read_split(data: DictConfig, split: str, where: str | None = None) -> tuple[Dataset, SplitSource]:
+    """One split with its configured columns (in order), checked, and where it was read from."""
     spec = data[split]
     where = where or f"data.{split}"
     source = resolve_source(data, split, where)
@@ -157,8 +168,7 @@ def load_split(data: DictConfig, split: str, where: str | None = None) -> Datase
                 column,
                 f"{source.describe()} has empty values in column {column!r}; clean the file",
             )
-    log.info("%s: %d rows from %s", split, len(dataset), source.describe())
-    return dataset
+    return dataset, source
 
 
 def check_available(data: DictConfig) -> None:
@@ -192,24 +202,40 @@ def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
     """All splits; with `heldout_pairs`, a "heldout" split (never trained on) as well.
 
     The training rows are one seeded permutation of the training file (`data.seed`): the held-out pairs are its
-    last `heldout_pairs` rows and the training subset (`max_samples`) its first ones, so asking for held-out
-    pairs never reshuffles or replaces the rows a capped training set trains on. Without `max_samples` the
-    training set is every row not held out, in file order. The trial always holds the pairs out (statistics on
-    or off), so statistics never change what is trained.
+    last `heldout_pairs` rows (at most `HELDOUT_SHARE` of the file) and the training subset (`max_samples`) its
+    first ones, so asking for held-out pairs never reshuffles or replaces the rows a capped training set trains
+    on. Without `max_samples` the training set is every row not held out, in file order. The trial always holds
+    the pairs out (statistics on or off), so statistics never change what is trained. Each split's logged row
+    count is what is used: for train, the rows trained on and the rows held out.
     """
-    splits = {split: load_split(data, split) for split in DATA_SPLITS}
-    train = splits["train"]
-    if heldout_pairs and heldout_pairs >= len(train):
-        raise ConfigError("stats.heldout_pairs", heldout_pairs, f"must be below the {len(train)} training rows")
+    read = {split: read_split(data, split) for split in DATA_SPLITS}
+    splits = {split: dataset for split, (dataset, _) in read.items()}
+    train, source = read["train"]
+    held = min(heldout_pairs, int(len(train) * HELDOUT_SHARE))
     order = np.random.default_rng(data.seed).permutation(len(train))
-    kept, heldout = order[: len(train) - heldout_pairs], order[len(train) - heldout_pairs :]
+    kept, heldout = order[: len(train) - held], order[len(train) - held :]
     max_samples = data.train.max_samples
     if max_samples is not None and max_samples < len(kept):
         splits["train"] = train.select(kept[:max_samples])
-    elif heldout_pairs:
+    elif held:
         splits["train"] = train.select(np.sort(kept))
-    if heldout_pairs:
+    if held:
         splits["heldout"] = train.select(heldout)
+    capped = (
+        f" (stats.heldout_pairs={heldout_pairs} capped at {HELDOUT_SHARE:.0%} of the file)"
+        if held < heldout_pairs
+        else ""
+    )
+    log.log(
+        logging.WARNING if capped else logging.INFO,
+        "train: %d rows trained on, %d held out for the statistics, of the %d in %s%s",
+        len(splits["train"]),
+        held,
+        len(train),
+        source.describe(),
+        capped,
+    )
     for split in ("validation", "test"):
         splits[split] = subset(splits[split], data[split].max_samples, data.seed)
+        log.info("%s: %d rows from %s", split, len(splits[split]), read[split][1].describe())
     return splits

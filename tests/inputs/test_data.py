@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import NoReturn
 
@@ -91,6 +92,30 @@ def write_triplets(path: Path, rows: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("anchor,positive,negative\n" + "".join(f"a{i},p{i},n{i}\n" for i in range(rows)))
     return path
+
+
+@pytest.mark.parametrize("rows", [200, 2000])
+def test_a_small_training_file_is_mostly_trained_on_and_the_log_says_so(compose_cfg, tmp_path, caplog, rows):
+    """The default 1,024 held-out pairs took half of a 2,000-row file while the log said `train: 2000 rows`:
+    at most HELDOUT_SHARE of the file is held out, and the logged train count is the rows trained on."""
+    own = write_triplets(tmp_path / "own.csv", rows)
+    cfg = compose_cfg(f"data.train.local_file={own}", "data.train.max_samples=null")
+    with caplog.at_level(logging.INFO, logger=data.__name__):
+        splits = data.load_all(cfg.data, heldout_pairs=1024)
+    held = int(rows * data.HELDOUT_SHARE)
+    assert len(splits["heldout"]) == held and len(splits["train"]) == rows - held
+    assert not set(splits["heldout"]["anchor"]) & set(splits["train"]["anchor"])
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train:")]
+    assert line.startswith(f"train: {rows - held} rows trained on, {held} held out for the statistics")
+
+
+@pytest.mark.parametrize("preset", ["nli_stsb", "stsb_pairs", "nli_pair_score"])
+def test_the_shipped_training_data_keeps_the_default_heldout_pairs(compose_cfg, preset):
+    """The cap never binds on the shipped local data at the default stats.heldout_pairs: default runs hold out
+    exactly as many pairs as before it."""
+    default = compose_cfg(tiny=False).stats.heldout_pairs
+    splits = data.load_all(compose_cfg(f"data={preset}").data, heldout_pairs=default)
+    assert len(splits["heldout"]) == default
 
 
 def test_a_relative_file_is_read_from_the_working_directory_first(compose_cfg, monkeypatch, tmp_path):
