@@ -1,25 +1,33 @@
 """Training and evaluation data: from the Hugging Face hub, or from local CSV files with the same columns.
 
 Offline, the local copy (``../shared/data`` beside the repository or the current directory) is found
-without a path; ``data.local_dir`` or the environment variable ``SWEEP_DATA_DIR`` point elsewhere.
+without a path; ``data.local_dir`` or the environment variable ``SWEEP_DATA_DIR`` point elsewhere. A relative
+``local_file`` is read from the current directory when it is there, else from the local data directory.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import yaml
 from datasets import Dataset, load_dataset
 from omegaconf import DictConfig
 
-from sweep.config.checks import ConfigError
+from sweep.config.checks import CONFIG_DIR, ConfigError
 
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_SPLITS = ("train", "validation", "test")  # the splits of `data.*`
+# At most this share of the training file is held out for the statistics (`stats.heldout_pairs`), so a small file
+# of one's own is still mostly trained on. The shipped local training files hold the default 1,024 pairs out
+# uncapped (tests/inputs/test_data.py), so default runs are unchanged.
+HELDOUT_SHARE = 0.2
 
 
 def find_local_dir(explicit: str | None) -> Path | None:
@@ -59,41 +67,75 @@ class SplitSource:
         return f"hub:{name}" + (f"/{subset}" if subset else "") + f"[{split}]"
 
 
+@functools.cache
+def shipped_local_files() -> frozenset[str]:
+    """The ``local_file`` names the shipped configs (``sweep/conf``) give: files of the local data copy, each a
+    copy of the hub dataset named beside it."""
+    names: set[str] = set()
+
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("local_file"), str):
+                names.add(node["local_file"])
+            node = list(node.values())
+        if isinstance(node, list):
+            for item in node:
+                collect(item)
+
+    for path in Path(CONFIG_DIR).rglob("*.yaml"):
+        collect(yaml.safe_load(path.read_text()))
+    return frozenset(names)
+
+
 def resolve_source(data: DictConfig, split: str, where: str | None = None) -> SplitSource:
     """Decide where a split is read from, checking local files exist (before any training).
+
+    A relative ``local_file`` is looked for in the current directory first, then in the local data directory.
+    ``data.source=auto`` reads the hub dataset instead only when the file is one of the shipped configs' own names
+    (the local copy of that hub dataset, absent on a machine without it): a file the user named and that exists
+    nowhere stops the command, because the preset's hub dataset is not the data they asked for. Telling the
+    shipped names from the user's by value needs no flag the user would have to reset when naming their file.
 
     ``where`` is the config path of the split's spec in messages (default ``data.<split>``)."""
     spec = data[split]
     where = where or f"data.{split}"
     key = f"{where}.local_file"
-    local_file = Path(spec.local_file).expanduser() if spec.local_file else None
-    if local_file is not None and not local_file.is_absolute():
-        base = find_local_dir(data.local_dir) if data.source != "hub" else None
-        local_file = base / local_file if base is not None else None
     hub = (spec.hub_name, spec.hub_subset, spec.hub_split) if spec.hub_name else None
-    if data.source == "hub" or (data.source == "auto" and (local_file is None or not local_file.is_file())):
-        if hub is None and data.source == "auto" and local_file is not None:
-            raise ConfigError(key, str(local_file), "file not found (and no hub_name to read it from the hub)")
+    if data.source == "hub" or (data.source == "auto" and not spec.local_file):
         if hub is None:
             raise ConfigError(f"{where}.hub_name", spec.hub_name, "is needed when the data is read from the hub")
-        if data.source == "auto" and local_file is not None:
-            log.warning("%s not found; reading %s from the hub", local_file, split)
         return SplitSource(split, None, hub)
-    if local_file is None:
-        raise ConfigError(
-            key,
-            spec.local_file,
-            "no local data directory found: set data.local_dir or SWEEP_DATA_DIR, or data.source=hub",
+    if not spec.local_file:
+        raise ConfigError(key, spec.local_file, "is needed when data.source=local")
+    named = Path(spec.local_file).expanduser()
+    base = None if named.is_absolute() else find_local_dir(data.local_dir)
+    tried = [named] if named.is_absolute() else [Path.cwd() / named, *([base / named] if base else [])]
+    found = next((path for path in tried if path.is_file()), None)
+    if found is not None:
+        return SplitSource(split, found, None)
+    looked = ", ".join(map(str, tried)) + ("" if base or named.is_absolute() else " (no local data directory)")
+    shipped = spec.local_file in shipped_local_files()
+    if data.source == "auto" and shipped and hub is not None:
+        log.warning("%s not found (looked for %s); reading %s from the hub", spec.local_file, looked, split)
+        return SplitSource(split, None, hub)
+    if shipped:
+        fix = "set data.local_dir or SWEEP_DATA_DIR to the folder holding the local copy" + (
+            ", or data.source=hub" if hub is not None else ""
         )
-    if not local_file.is_file():
-        raise ConfigError(
-            key, str(local_file), "file not found (set data.local_dir / SWEEP_DATA_DIR, or data.source=hub)"
-        )
-    return SplitSource(split, local_file, None)
+    else:
+        fix = "give an existing CSV file, absolute or relative to the current directory"
+    raise ConfigError(key, spec.local_file, f"file not found (looked for {looked}); {fix}")
 
 
 def load_split(data: DictConfig, split: str, where: str | None = None) -> Dataset:
-    """Load one split, keep its configured columns (in order) and, if asked, a seeded random subset."""
+    """Load one split and keep its configured columns (in order); logs its rows and where they come from."""
+    dataset, source = read_split(data, split, where)
+    log.info("%s: %d rows from %s", split, len(dataset), source.describe())
+    return dataset
+
+
+def read_split(data: DictConfig, split: str, where: str | None = None) -> tuple[Dataset, SplitSource]:
+    """One split with its configured columns (in order), checked, and where it was read from."""
     spec = data[split]
     where = where or f"data.{split}"
     source = resolve_source(data, split, where)
@@ -126,8 +168,7 @@ def load_split(data: DictConfig, split: str, where: str | None = None) -> Datase
                 column,
                 f"{source.describe()} has empty values in column {column!r}; clean the file",
             )
-    log.info("%s: %d rows from %s", split, len(dataset), source.describe())
-    return dataset
+    return dataset, source
 
 
 def check_available(data: DictConfig) -> None:
@@ -161,24 +202,40 @@ def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
     """All splits; with `heldout_pairs`, a "heldout" split (never trained on) as well.
 
     The training rows are one seeded permutation of the training file (`data.seed`): the held-out pairs are its
-    last `heldout_pairs` rows and the training subset (`max_samples`) its first ones, so asking for held-out
-    pairs never reshuffles or replaces the rows a capped training set trains on. Without `max_samples` the
-    training set is every row not held out, in file order. The trial always holds the pairs out (statistics on
-    or off), so statistics never change what is trained.
+    last `heldout_pairs` rows (at most `HELDOUT_SHARE` of the file) and the training subset (`max_samples`) its
+    first ones, so asking for held-out pairs never reshuffles or replaces the rows a capped training set trains
+    on. Without `max_samples` the training set is every row not held out, in file order. The trial always holds
+    the pairs out (statistics on or off), so statistics never change what is trained. Each split's logged row
+    count is what is used: for train, the rows trained on and the rows held out.
     """
-    splits = {split: load_split(data, split) for split in DATA_SPLITS}
-    train = splits["train"]
-    if heldout_pairs and heldout_pairs >= len(train):
-        raise ConfigError("stats.heldout_pairs", heldout_pairs, f"must be below the {len(train)} training rows")
+    read = {split: read_split(data, split) for split in DATA_SPLITS}
+    splits = {split: dataset for split, (dataset, _) in read.items()}
+    train, source = read["train"]
+    held = min(heldout_pairs, int(len(train) * HELDOUT_SHARE))
     order = np.random.default_rng(data.seed).permutation(len(train))
-    kept, heldout = order[: len(train) - heldout_pairs], order[len(train) - heldout_pairs :]
+    kept, heldout = order[: len(train) - held], order[len(train) - held :]
     max_samples = data.train.max_samples
     if max_samples is not None and max_samples < len(kept):
         splits["train"] = train.select(kept[:max_samples])
-    elif heldout_pairs:
+    elif held:
         splits["train"] = train.select(np.sort(kept))
-    if heldout_pairs:
+    if held:
         splits["heldout"] = train.select(heldout)
+    capped = (
+        f" (stats.heldout_pairs={heldout_pairs} capped at {HELDOUT_SHARE:.0%} of the file)"
+        if held < heldout_pairs
+        else ""
+    )
+    log.log(
+        logging.WARNING if capped else logging.INFO,
+        "train: %d rows trained on, %d held out for the statistics, of the %d in %s%s",
+        len(splits["train"]),
+        held,
+        len(train),
+        source.describe(),
+        capped,
+    )
     for split in ("validation", "test"):
         splits[split] = subset(splits[split], data[split].max_samples, data.seed)
+        log.info("%s: %d rows from %s", split, len(splits[split]), read[split][1].describe())
     return splits

@@ -174,6 +174,8 @@ class ConcentrationProbe:
             seed=self.stats.seed,
             **encodings.train,
         )
+        # what pos/neg rest on: the held-out rows left by the cap on their share, of scored rows the positives
+        metrics["sim_heldout_pairs"] = float(len(encodings.train.get("train_anchors", ())))
         named = {f"{key}{suffix}": value for key, value in metrics.items()}
         run.log_metrics(named, step=step)
         label = suffix.lstrip("_") or f"step{step}"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -83,3 +85,84 @@ def test_the_training_rows_do_not_depend_on_the_heldout_slice(compose_cfg):
     without = data.load_all(cfg.data, heldout_pairs=0)
     with_heldout = data.load_all(cfg.data, heldout_pairs=50)
     assert with_heldout["train"]["anchor"] == without["train"]["anchor"]
+
+
+def write_triplets(path: Path, rows: int) -> Path:
+    """A training CSV of `rows` distinct (anchor, positive, negative) rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("anchor,positive,negative\n" + "".join(f"a{i},p{i},n{i}\n" for i in range(rows)))
+    return path
+
+
+@pytest.mark.parametrize("rows", [200, 2000])
+def test_a_small_training_file_is_mostly_trained_on_and_the_log_says_so(compose_cfg, tmp_path, caplog, rows):
+    """The default 1,024 held-out pairs took half of a 2,000-row file while the log said `train: 2000 rows`:
+    at most HELDOUT_SHARE of the file is held out, and the logged train count is the rows trained on."""
+    own = write_triplets(tmp_path / "own.csv", rows)
+    cfg = compose_cfg(f"data.train.local_file={own}", "data.train.max_samples=null")
+    with caplog.at_level(logging.INFO, logger=data.__name__):
+        splits = data.load_all(cfg.data, heldout_pairs=1024)
+    held = int(rows * data.HELDOUT_SHARE)
+    assert len(splits["heldout"]) == held and len(splits["train"]) == rows - held
+    assert not set(splits["heldout"]["anchor"]) & set(splits["train"]["anchor"])
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("train:")]
+    assert line.startswith(f"train: {rows - held} rows trained on, {held} held out for the statistics")
+
+
+@pytest.mark.parametrize("preset", ["nli_stsb", "stsb_pairs", "nli_pair_score"])
+def test_the_shipped_training_data_keeps_the_default_heldout_pairs(compose_cfg, preset):
+    """The cap never binds on the shipped local data at the default stats.heldout_pairs: default runs hold out
+    exactly as many pairs as before it."""
+    default = compose_cfg(tiny=False).stats.heldout_pairs
+    splits = data.load_all(compose_cfg(f"data={preset}").data, heldout_pairs=default)
+    assert len(splits["heldout"]) == default
+
+
+def test_a_relative_file_is_read_from_the_working_directory_first(compose_cfg, monkeypatch, tmp_path):
+    """A relative local_file that exists in the current directory is read from there, before the data directory
+    (even for a name the data directory also holds)."""
+    monkeypatch.chdir(tmp_path)
+    write_triplets(tmp_path / "mine.csv", 3)
+    cfg = compose_cfg("data.train.local_file=mine.csv")
+    assert data.resolve_source(cfg.data, "train").local_file == tmp_path / "mine.csv"
+    assert data.load_split(cfg.data, "train")["anchor"] == ["a0", "a1", "a2"]
+    (tmp_path / "stsb").mkdir()
+    (tmp_path / "stsb" / "validation.csv").write_text("sentence1,sentence2,score\nx y,x z,0.5\n")
+    assert data.resolve_source(cfg.data, "validation").local_file == tmp_path / "stsb" / "validation.csv"
+
+
+def _no_hub(*args: object, **kwargs: object) -> NoReturn:
+    pytest.fail(f"the hub was asked for {args}")
+
+
+@pytest.mark.parametrize("data_dir", ["found", "none"])
+@pytest.mark.parametrize("named", ["nope.csv", "/nonexistent/nope.csv"])
+def test_a_missing_file_the_user_named_stops_and_never_reads_the_hub(
+    compose_cfg, monkeypatch, tmp_path, data_dir, named
+):
+    """A local_file the user named that exists nowhere is a config error naming the key and the paths tried,
+    with or without a local data directory; it never falls back to the hub dataset of the preset."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(data, "load_dataset", _no_hub)
+    if data_dir == "none":
+        monkeypatch.setattr(data, "find_local_dir", lambda explicit: None)
+    cfg = compose_cfg(f"data.train.local_file={named}")
+    with pytest.raises(ConfigError, match="file not found") as error:
+        data.load_split(cfg.data, "train")
+    assert error.value.key == "data.train.local_file"
+    tried = [tmp_path / named] + ([SHARED.resolve() / named] if data_dir == "found" and named == "nope.csv" else [])
+    assert all(str(path) in str(error.value) for path in tried)
+
+
+def test_without_a_data_directory_the_shipped_files_come_from_the_hub(compose_cfg, monkeypatch, tmp_path):
+    """On a machine without the local copy the presets' own file names read their hub datasets (data.source=auto)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(data, "find_local_dir", lambda explicit: None)
+    for preset in ("nli_stsb", "stsb_pairs", "nli_pair_score"):
+        cfg = compose_cfg(f"data={preset}")
+        for split in data.DATA_SPLITS:
+            assert data.resolve_source(cfg.data, split).hub == (
+                cfg.data[split].hub_name,
+                cfg.data[split].hub_subset,
+                cfg.data[split].hub_split,
+            )

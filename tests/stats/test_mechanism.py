@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from datasets import Dataset
 from omegaconf import OmegaConf
 
 from sweep.config.checks import ConfigError
@@ -141,3 +142,29 @@ def test_bad_statistics_keys_are_refused_naming_the_key(compose_cfg, override, k
     with pytest.raises(ConfigError) as error:
         validate_trial_config(compose_cfg(override))
     assert error.value.key == key and "\n" not in str(error.value)
+
+
+class StubModel:
+    """Stands in for a SentenceTransformer: one random 8-dim embedding per text."""
+
+    def encode(self, texts, batch_size, convert_to_numpy):
+        return _random(len(texts), 8, len(texts))
+
+
+def test_the_statistics_record_how_many_heldout_pairs_they_rest_on():
+    """`sim_heldout_pairs` is the number of held-out pairs behind pos/neg: of scored rows, only the positives."""
+    heldout = Dataset.from_dict(
+        {"sentence1": ["a", "b", "c", "d"], "sentence2": ["e", "f", "g", "h"], "score": [0.9, 0.1, 1.0, 0.5]}
+    )
+    probe = ConcentrationProbe(STATS, heldout, batch_size=2, scale=20.0, eval_batch_size=8)
+    run = Recorder()
+    probe.log(
+        Encodings(_random(20, 8, 4), _random(20, 8, 5), np.linspace(0, 1, 20), probe.encode_heldout(StubModel())),
+        run,
+        step=0,
+        suffix="_init",
+    )
+    assert run.metrics["sim_heldout_pairs_init"] == 2
+    without = ConcentrationProbe(STATS, None, batch_size=2, scale=20.0, eval_batch_size=8)
+    without.log(Encodings(_random(20, 8, 4), _random(20, 8, 5), np.linspace(0, 1, 20), {}), run, step=1)
+    assert run.metrics["sim_heldout_pairs"] == 0
