@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -219,7 +220,7 @@ class StudyRunner:
             initial=min(total, self.done_count()),
             desc=f"study {self.study.study_name}",
             unit="trial",
-            disable=self.cfg.quiet,
+            disable=self.cfg.quiet or not sys.stderr.isatty(),  # in a log file a bar is a line per redraw
         )
 
         def count(study: optuna.Study, trial: FrozenTrial) -> None:

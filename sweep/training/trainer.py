@@ -1,8 +1,10 @@
 """The sentence-transformers side of a trial: its `SentenceTransformerTrainer` (without model-card tracking), the
-training arguments read from ``trial.*``, and the callback that sends loss and Spearman to MLflow and the pruner."""
+training arguments read from ``trial.*``, the callback that sends loss and Spearman to MLflow and the pruner, and what
+the console shows of training (a line per evaluation; the trainer's bar only on a terminal, never its raw dicts)."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +14,7 @@ import torch
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from sweep.losses import learning_rate_mapping
 from sweep.signals import check_stop
@@ -68,6 +71,42 @@ class TrialCallback(TrainerCallback):
             control.should_training_stop = True
 
 
+log = logging.getLogger(__name__)
+
+
+class ProgressLines(TrainerCallback):
+    """One console line when training starts and one per evaluation, so that a slow trial (a transformer on CPU)
+    shows where it is, in a log file as on a terminal."""
+
+    def __init__(self, trial_number: int) -> None:
+        self.trial_number = trial_number
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        steps, every = state.max_steps, args.eval_steps
+        log.info("trial %d: training %d steps, validation every %d", self.trial_number, steps, every)
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        value = (metrics or {}).get(f"eval_{VALIDATION}_spearman_cosine", math.nan)
+        log.info("trial %d: step %d/%d, validation %.4f", self.trial_number, state.global_step, state.max_steps, value)
+
+
+class BarWithoutDicts(ProgressCallback):
+    """The trainer's progress bar without the raw log dicts it writes under every update (MLflow has them)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return None
+
+
+def show_progress(trainer: SentenceTransformerTrainer, trial_number: int, bars: bool) -> None:
+    """Replace the trainer's console output (a bar that prints every log dict, or with bars off the dicts alone)
+    by `ProgressLines`, plus the bar alone when ``bars``."""
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    if bars:
+        trainer.add_callback(BarWithoutDicts)
+    trainer.add_callback(ProgressLines(trial_number))
+
+
 class TrialTrainer(SentenceTransformerTrainer):
     """The trainer without model-card tracking: trial models are never published, and the model-card
     callback samples training rows for widget examples on every trial."""
@@ -76,7 +115,7 @@ class TrialTrainer(SentenceTransformerTrainer):
         return None
 
 
-def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> SentenceTransformerTrainingArguments:
+def training_arguments(cfg: DictConfig, output_dir: str, bars: bool) -> SentenceTransformerTrainingArguments:
     t = cfg.trial
     device = t.device
     return SentenceTransformerTrainingArguments(
@@ -103,6 +142,6 @@ def training_arguments(cfg: DictConfig, output_dir: str, quiet: bool) -> Sentenc
         bf16=t.precision == "bf16",
         fp16=t.precision == "fp16",
         use_cpu=device == "cpu",
-        disable_tqdm=quiet,
+        disable_tqdm=not bars,
         dataloader_pin_memory=torch.cuda.is_available() and device != "cpu",
     )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, los
 from sweep.tracking.mlflow_client import TrialRun
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, device_of, spearman
-from sweep.training.trainer import TrialCallback, TrialTrainer, training_arguments
+from sweep.training.trainer import TrialCallback, TrialTrainer, show_progress, training_arguments
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ def train(
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = TrialTrainer(
             model=p.model,
-            args=training_arguments(cfg, output_dir, quiet),
+            args=training_arguments(cfg, output_dir, bars=not quiet and sys.stderr.isatty()),
             train_dataset=p.splits["train"],
             loss=loss,
             evaluator=p.validation,
@@ -148,6 +149,8 @@ def train(
         )
         if quiet:
             trainer.remove_callback(PrinterCallback)
+        else:
+            show_progress(trainer, trial.number, bars=sys.stderr.isatty())  # a log file gets lines, not redraws
         output = trainer.train()
     return Trained(output, callback, time.perf_counter() - start, extra, scorer, initial_weights)
 
@@ -206,6 +209,8 @@ def train_and_evaluate(
 ) -> float:
     """Train one trial and return its objective (STSB validation Spearman by default). Raises optuna.TrialPruned
     when pruned. ``on_trained(model, objective, metrics)`` runs once the trial is complete (to keep its model)."""
+    if not quiet:
+        log.info("trial %d: scoring the untrained model (step 0)", trial.number)
     prepared = prepare(cfg, resources, run)
     trained = train(trial, cfg, resources, run, prepared, quiet)
     check_outcome(trained)
