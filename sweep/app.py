@@ -21,7 +21,8 @@ from omegaconf.errors import OmegaConfBaseException
 from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
 from sweep.config.composition import config_error
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
-from sweep.report.paired_table import STSB_VALIDATION_LABEL, log_paired_comparison
+from sweep.report.live_study import log_study_report
+from sweep.report.paired_table import STSB_VALIDATION_LABEL
 from sweep.signals import (
     StopSignals,
     exit_code,
@@ -99,7 +100,7 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
     lines += [
         f"Optuna storage: {sweep.cfg.study.storage} (study {sweep.study.study_name})",
         f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
-        *ui_links.open_lines(uri, sweep.experiment_id, sweep.cfg.study.storage),
+        *ui_links.open_lines(uri, sweep.experiment_id, sweep.parent_run_id, sweep.cfg.study.storage),
     ]
     best_model = kept_models.parent_tags(sweep.cfg).get(TAG_BEST_MODEL_PATH)
     if best_model:
@@ -108,7 +109,8 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
 
 
 def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
-    """The answer lines, each naming its metric, also logged on the parent run; nothing when nothing was swept or
+    """Log the study's report on its parent run (its figures under ``report/``, `log_study_report`) and return the
+    answer lines, each naming its metric, also logged there; no lines when nothing was swept or
     `stats.paired.enabled` is false:
 
     - the STSB validation Spearman's paired bootstrap over pairs and seeds (best scale and the scales not
@@ -116,10 +118,10 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
     - when `eval.objective` is something else, the same question for the objective itself, paired by seed
       (`sweep.study.summary.objective_lines`): the scale Optuna's best trial was chosen by."""
     stats = sweep.cfg.stats
+    options = {"n_resamples": stats.paired.resamples, "level": stats.paired.level, "seed": stats.seed}
+    lines = log_study_report(sweep.client, sweep.parent_run_id, options if stats.paired.enabled else None)
     if not stats.paired.enabled:
         return []
-    options = {"n_resamples": stats.paired.resamples, "level": stats.paired.level, "seed": stats.seed}
-    lines = log_paired_comparison(sweep.client, sweep.parent_run_id, **options)
     if not objective_is_stsb_validation(table):
         minimize = sweep.cfg.study.direction == "minimize"
         metric = f"objective ({sweep.cfg.eval.objective})"

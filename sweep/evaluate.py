@@ -59,8 +59,9 @@ def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[st
         import mlflow.sentence_transformers
 
         mlflow.set_tracking_uri(args.tracking_uri or cfg.tracking.uri)
+        client = mlflow.MlflowClient()
         for run_id in args.run_id:
-            uri = f"runs:/{run_id}/{kept_models.MLFLOW_ARTIFACT}"
+            uri = kept_models.model_uri(client, run_id)
             models.append(({"source": "mlflow", "model": uri}, mlflow.sentence_transformers.load_model(uri)))
     return models
 

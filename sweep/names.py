@@ -21,10 +21,13 @@ TAG_RUN_NAME = "mlflow.runName"
 SCALE_ZERO_MODE = "trained_with_zero_gradient"  # the value of TAG_SCALE_ZERO
 # The kept best model, on the parent run (see sweep.training.kept_models).
 TAG_BEST_MODEL_PATH = "sweep.best_model_path"  # the study's best-model folder
-TAG_BEST_MODEL_URI = "sweep.best_model_uri"  # runs:/<trial run id>/model (or models:/<name>/<version>)
+TAG_BEST_MODEL_URI = "sweep.best_model_uri"  # runs:/<trial run id>/trial-NNN: the best kept model
 TAG_BEST_MODEL_RUN_ID = "sweep.best_model_run_id"
 TAG_BEST_MODEL_TRIAL = "sweep.best_model_trial"
 TAG_MODEL_LOGGED = "sweep.model_logged"  # on a trial run whose model was logged with the sentence_transformers flavor
+TAG_MODEL_URI = "sweep.model_uri"  # that trial run: runs:/<run id>/trial-NNN (the logged model is named by trial)
+TAG_MODEL_ID = "sweep.model_id"  # that trial run: the MLflow logged model's id
+TAG_STUDY_BEST = "sweep.study_best"  # "true" on the study's best kept model: its logged model and its trial run
 # MLflow experiment tag read by the MLflow 3 UI: "custom_model_development" opens the runs page, not GenAI views.
 TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
 EXPERIMENT_KIND_MODELS = "custom_model_development"
@@ -55,4 +58,5 @@ TAG_OBJECTIVE_COMPARISON = "sweep.objective_comparison"  # parent run: the same 
 # MLflow artifacts.
 ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cosine per STSB pair (final model)
 ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table
+ARTIFACT_REPORT = "report"  # parent run: the study's figures and their CSVs (python -m sweep.report study's files)
 ARTIFACT_CONFIG = "config.yaml"  # parent run: the study's composed config, paths as given (a results folder's copy)

@@ -73,6 +73,15 @@ def _distribution(where: str, spec: Any) -> BaseDistribution:
     raise ConfigError(f"{where}.type", kind, "must be float, int or categorical")
 
 
+SCALE_KEYS = ("loss.scale", "loss.temperature")  # setting one clears the other (scale = 1/temperature)
+
+
+def swept_keys(space: Space) -> set[str]:
+    """The config keys every trial's point sets: the space's own, and with a scale or temperature both of them."""
+    keys = set(space)
+    return keys | set(SCALE_KEYS) if keys & set(SCALE_KEYS) else keys
+
+
 def is_grid(space: Space) -> bool:
     return all(isinstance(values, list) for values in space.values())
 

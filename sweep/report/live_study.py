@@ -1,16 +1,23 @@
-"""One study drawn straight from MLflow: its figures, its paired comparison and its config, as both
-``python -m sweep.report study`` and the notebooks' live mode write them."""
+"""One study drawn straight from MLflow: its figures, its paired comparison and its config, as
+``python -m sweep.report study`` and the notebooks' live mode write them, and as the end of ``python -m sweep`` logs
+them on the study's parent run (``report/``), where the MLflow UI shows them beside the runs."""
 
 from __future__ import annotations
 
+import logging
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from mlflow.tracking import MlflowClient
 
+from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON
 from sweep.report.paired_table import paired_comparisons, write_paired_comparison
 from sweep.report.results_folder import PAIRED_STEM
-from sweep.report.runs import download_study_config, load_study
+from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
 from sweep.report.study_figures import write_study_figures
+
+log = logging.getLogger(__name__)
 
 
 def write_live_study(
@@ -29,3 +36,26 @@ def write_live_study(
     figures = write_study_figures(trials, histories, out_dir, tables={PAIRED_STEM: paired})
     config = download_study_config(client, out_dir, experiment, parent_run_id)
     return figures + write_paired_comparison(paired, lines, out_dir) + config
+
+
+def log_study_report(client: MlflowClient, parent_run_id: str, paired: dict[str, Any] | None) -> list[str]:
+    """At the end of a study: its paired comparison (``paired``: the options of `paired_comparisons`, None when
+    `stats.paired.enabled` is false) as the parent run's tag ``sweep.paired_comparison`` and ``paired_comparison.csv``,
+    and every figure with its CSV under the artifact folder ``report/``. Returns the paired lines. A figure that
+    cannot be drawn or uploaded is a warning: the study's results are already recorded."""
+    trials = load_trials(client, parent_run_id=parent_run_id)
+    table, lines = paired_comparisons(trials, client, **paired) if paired is not None else (None, [])
+    if lines and table is not None:
+        client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
+        client.log_text(parent_run_id, table.to_csv(index=False), ARTIFACT_PAIRED_COMPARISON)
+    try:
+        histories = {key: load_metric_history(client, trials["run_id"], key) for key in HISTORY_KEYS}
+        with tempfile.TemporaryDirectory() as folder:
+            tables = {PAIRED_STEM: table} if table is not None else None
+            write_study_figures(trials, histories, Path(folder), tables=tables)
+            if table is not None:
+                write_paired_comparison(table, lines, Path(folder))
+            client.log_artifacts(parent_run_id, folder, ARTIFACT_REPORT)
+    except Exception as error:  # noqa: BLE001 - matplotlib, a full disk, an unreachable store: the study is done
+        log.warning("the study's report figures were not logged on its parent run: %s", error)
+    return lines

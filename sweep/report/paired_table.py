@@ -4,21 +4,19 @@ in a study that sweeps other keys instead of the scale, which grid points).
 Read from MLflow (each COMPLETE trial's ``predictions/stsb_validation.csv``) and computed by
 :func:`sweep.stats.paired_bootstrap.paired_bootstrap`; written by ``python -m sweep.report study`` as
 ``paired_comparison.csv`` and ``paired_comparison.md``, and logged on the parent run at the end of
-``python -m sweep`` (tag ``sweep.paired_comparison`` and artifact ``paired_comparison.csv``).
+``python -m sweep`` (`sweep.report.live_study.log_study_report`).
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
-from sweep.names import ARTIFACT_PAIRED_COMPARISON, TAG_PAIRED_COMPARISON
 from sweep.report.results_folder import PAIRED_FILES
 from sweep.report.summaries import by_condition, complete_trials, condition_label, condition_names, swept_scales
 from sweep.stats.paired_bootstrap import paired_bootstrap
@@ -130,15 +128,3 @@ def write_paired_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path
     table.to_csv(csv, index=False)
     markdown.write_text("\n".join([*(f"- {line}" for line in lines), "", *_markdown(table), ""]))
     return [csv, markdown]
-
-
-def log_paired_comparison(client: MlflowClient, parent_run_id: str, **options: Any) -> list[str]:
-    """Compute the study's paired comparison and log it on its parent run: the lines as the tag
-    ``sweep.paired_comparison``, the table as ``paired_comparison.csv``. Returns the lines."""
-    from sweep.report.runs import load_trials
-
-    table, lines = paired_comparisons(load_trials(client, parent_run_id=parent_run_id), client, **options)
-    if lines:
-        client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
-        client.log_text(parent_run_id, table.to_csv(index=False), ARTIFACT_PAIRED_COMPARISON)
-    return lines

@@ -34,6 +34,7 @@ from sweep.names import (
     ATTR_TEMPERATURE,
     ATTR_TEST_SPEARMAN,
     ATTR_WALL_TIME_S,
+    TAG_BEST_MODEL_RUN_ID,
     TAG_END_REASON,
 )
 from sweep.signals import check_stop, holding_stop_signals
@@ -113,8 +114,7 @@ class StudyRunner:
             raise optuna.TrialPruned(f"grid point already held by trial {earlier}")
         params = search_space.suggest(trial, self.space)
         cfg = resolve_trial_config(search_space.apply(self.cfg, params))
-        run_name = f"trial-{trial.number:03d} " + " ".join(f"{k.split('.')[-1]}={v}" for k, v in params.items())
-        run_name = run_name.strip()
+        run_name = mlflow_client.trial_run_name(trial.number, params)
         # A tracking outage here is recorded by `objective`; after_trial then stops the study.
         run = mlflow_client.TrialRun(
             self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
@@ -276,9 +276,8 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
     ui_links.mark_model_development(client, exp_id)
     if created:
         study.set_user_attr(ATTR_SEARCH_SPACE, declared)
-        parent = mlflow_client.parent_run(
-            client, study, exp_id, {**flatten(cfg), "study.search_space": declared, **versions}
-        )
+        base = mlflow_client.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
+        parent = mlflow_client.parent_run(client, study, exp_id, {**base, "study.search_space": declared, **versions})
         mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
         if space and search_space.is_grid(space):
             grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed)
@@ -303,4 +302,7 @@ def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     tags.update({**kept_models.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
     mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
     mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
+    if TAG_BEST_MODEL_RUN_ID in tags:  # through the writer: a tracking outage delays it like any other write
+        mark = functools.partial(kept_models.mark_study_best, sweep.client, tags[TAG_BEST_MODEL_RUN_ID])
+        sweep.client.writer.write("mark the best model", mark)
     return table

@@ -1,8 +1,10 @@
 """Where users look: the MLflow UI addresses of a study's runs and chart views, and the optuna-dashboard command.
 
-MLflow 3's UI lands on GenAI views (traces, token usage) for experiments it takes for GenAI apps; the experiment tag
-``mlflow.experimentKind=custom_model_development`` makes it show the runs, and the printed address opens the runs
-page directly.
+MLflow 3's UI lands on GenAI views (traces, token usage). In MLflow 3.17 what it shows follows a "workflow type"
+switch in the side bar (GenAI or model training), kept in the browser and GenAI on a first visit; the experiment tag
+``mlflow.experimentKind=custom_model_development`` is read only when that switch is off. The URL parameter
+``workflowType=machine_learning`` selects model training for the page it opens, so every printed address carries it
+(seen in headless Chromium against MLflow 3.17.2: without it the runs page opens as GenAI "Training runs").
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from mlflow.tracking import MlflowClient
 from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
 
 LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
+MODEL_TRAINING = "workflowType=machine_learning"  # the UI's model-training views, whatever the browser last chose
 
 
 def is_local_store(uri: str) -> bool:
@@ -27,12 +30,17 @@ def ui_base(uri: str) -> str:
 
 def runs_page(uri: str, experiment_id: str) -> str:
     """The experiment's runs page (the parent run with its trials nested under it)."""
-    return f"{ui_base(uri)}/#/experiments/{experiment_id}/runs"
+    return f"{ui_base(uri)}/#/experiments/{experiment_id}/runs?{MODEL_TRAINING}"
 
 
 def chart_view(uri: str, experiment_id: str) -> str:
     """The runs page in chart mode: scatter/line charts of parameters against metrics across the trials."""
-    return runs_page(uri, experiment_id) + "?compareRunsMode=CHART"
+    return runs_page(uri, experiment_id) + "&compareRunsMode=CHART"
+
+
+def run_page(uri: str, experiment_id: str, run_id: str) -> str:
+    """One run's page (the study's parent run: its report figures are among its artifacts)."""
+    return f"{ui_base(uri)}/#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING}"
 
 
 def mark_model_development(client: MlflowClient, experiment_id: str) -> None:
@@ -46,11 +54,13 @@ def mark_model_development(client: MlflowClient, experiment_id: str) -> None:
             raise
 
 
-def open_lines(tracking_uri: str, experiment_id: str, storage: str) -> list[str]:
+def open_lines(tracking_uri: str, experiment_id: str, parent_run_id: str, storage: str) -> list[str]:
     """The lines the final summary prints on how to open the study in MLflow and in optuna-dashboard."""
     opener = f"mlflow ui --backend-store-uri {tracking_uri}" if is_local_store(tracking_uri) else tracking_uri
+    parent = run_page(tracking_uri, experiment_id, parent_run_id)
     return [
         f"Open the runs: {opener}",
+        f"  the study's figures (parent run, artifacts report/): {parent}",
         f"  runs page (trials nested under the study's parent run): {runs_page(tracking_uri, experiment_id)}",
         f"  chart view (e.g. loss.scale vs stsb_validation_spearman): {chart_view(tracking_uri, experiment_id)}",
         f"Optuna dashboard (pip install 'sweep[dashboard]'): optuna-dashboard {storage}",

@@ -13,8 +13,10 @@ complete folder, never a half-written one; leftover ``.tmp-*`` folders are remov
 "better than the current best" compares with the ``sweep_model.json`` of ``best`` under an exclusive file lock, so
 two workers finishing together cannot both win, and a restarted study continues from what is on disk.
 
-Each kept model is also logged to its trial's MLflow run with the ``sentence_transformers`` flavor (``runs:/<run
-id>/model``) and, when it becomes the best and ``tracking.registered_model_name`` is set, registered.
+Each kept model is also logged to its trial's MLflow run with the ``sentence_transformers`` flavor, named by its trial
+(``runs:/<run id>/trial-007``, recorded as the run's tag ``sweep.model_uri``) and, when it becomes the best and
+``tracking.registered_model_name`` is set, registered. When the study ends, the best one is tagged
+``sweep.study_best=true`` (its logged model and its run), so the UI's model list says which it is.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
@@ -40,7 +43,10 @@ from sweep.names import (
     TAG_BEST_MODEL_RUN_ID,
     TAG_BEST_MODEL_TRIAL,
     TAG_BEST_MODEL_URI,
+    TAG_MODEL_ID,
     TAG_MODEL_LOGGED,
+    TAG_MODEL_URI,
+    TAG_STUDY_BEST,
 )
 from sweep.tracking.mlflow_client import TrialRun
 
@@ -50,7 +56,7 @@ META_FILE = "sweep_model.json"
 BEST = "best"
 TRIALS = "trials"
 TMP_PREFIX = ".tmp-"
-MLFLOW_ARTIFACT = "model"
+LEGACY_ARTIFACT = "model"  # the name every kept model had in MLflow before models were named by trial
 
 
 def study_dir(root: str | Path, study_name: str) -> Path:
@@ -145,7 +151,7 @@ def keep(
         return None
     directory = study_dir(cfg.paths.root, cfg.study.name)
     meta = {"trial_number": trial_number, "value": value, "mlflow_run_id": run.run_id, "metrics": metrics}
-    final = directory / TRIALS / f"trial-{trial_number:03d}"
+    final = directory / TRIALS / model_name(trial_number)
     with _locked(directory):
         current_target = (directory / BEST).resolve() if (directory / BEST).exists() else None
         is_best = _better(value, read_meta(directory / BEST), cfg.study.direction)
@@ -159,15 +165,26 @@ def keep(
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
     registered = cfg.tracking.registered_model_name if is_best else None
     # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial
-    upload = functools.partial(log_to_mlflow, cfg, model, run, registered_model_name=registered)
+    upload = functools.partial(log_to_mlflow, cfg, model, run, trial_number, registered_model_name=registered)
     run.client.writer.write("model", upload)
     return final
 
 
+def model_name(trial_number: int) -> str:
+    """A kept model's name: its folder under ``trials/`` and its logged model in MLflow (``trial-007``)."""
+    return f"trial-{trial_number:03d}"
+
+
 def log_to_mlflow(
-    cfg: DictConfig, model: SentenceTransformer, run: TrialRun, registered_model_name: str | None = None
+    cfg: DictConfig,
+    model: SentenceTransformer,
+    run: TrialRun,
+    trial_number: int,
+    registered_model_name: str | None = None,
 ) -> str:
-    """Log ``model`` to the trial's run with MLflow's sentence_transformers flavor; return ``runs:/<id>/model``.
+    """Log ``model`` to the trial's run with MLflow's sentence_transformers flavor, named by its trial; return
+    ``runs:/<id>/trial-NNN``, also recorded as the run's tag ``sweep.model_uri`` (and the model id as
+    ``sweep.model_id``).
 
     Requirements are given, not inferred (inference reloads the model in a subprocess)."""
     import mlflow
@@ -178,15 +195,32 @@ def log_to_mlflow(
     active = mlflow.active_run()
     if active is not None and active.info.run_id != run.run_id:
         raise RuntimeError(f"another MLflow run ({active.info.run_id}) is active in this process")
+    name = model_name(trial_number)
     with mlflow.start_run(run_id=run.run_id, nested=False):
-        mlflow.sentence_transformers.log_model(
+        info = mlflow.sentence_transformers.log_model(
             model,
-            name=MLFLOW_ARTIFACT,
+            name=name,
             pip_requirements=requirements,
             registered_model_name=registered_model_name,
         )
-    run.client.set_tag(run.run_id, TAG_MODEL_LOGGED, "true")  # in the same (buffered) call as the upload
-    return f"runs:/{run.run_id}/{MLFLOW_ARTIFACT}"
+    uri = f"runs:/{run.run_id}/{name}"
+    for key, value in ((TAG_MODEL_URI, uri), (TAG_MODEL_ID, info.model_id), (TAG_MODEL_LOGGED, "true")):
+        run.client.set_tag(run.run_id, key, value)  # in the same (buffered) call as the upload
+    return uri
+
+
+def model_uri(client: MlflowClient, run_id: str) -> str:
+    """The ``runs:/`` URI of the model kept on a trial run (its ``sweep.model_uri`` tag; ``runs:/<id>/model`` for
+    runs from before models were named by trial)."""
+    return str(client.get_run(run_id).data.tags.get(TAG_MODEL_URI, f"runs:/{run_id}/{LEGACY_ARTIFACT}"))
+
+
+def mark_study_best(client: MlflowClient, run_id: str) -> None:
+    """Tag the study's best kept model, its logged model and its trial run, ``sweep.study_best=true``."""
+    client.set_tag(run_id, TAG_STUDY_BEST, "true")
+    model_id = client.get_run(run_id).data.tags.get(TAG_MODEL_ID)
+    if model_id:
+        client.set_logged_model_tags(model_id, {TAG_STUDY_BEST: "true"})
 
 
 def parent_tags(cfg: DictConfig) -> dict[str, str]:
@@ -198,6 +232,6 @@ def parent_tags(cfg: DictConfig) -> dict[str, str]:
     return {
         TAG_BEST_MODEL_PATH: str(best),
         TAG_BEST_MODEL_RUN_ID: meta["mlflow_run_id"],
-        TAG_BEST_MODEL_URI: f"runs:/{meta['mlflow_run_id']}/{MLFLOW_ARTIFACT}",
+        TAG_BEST_MODEL_URI: f"runs:/{meta['mlflow_run_id']}/{model_name(meta['trial_number'])}",
         TAG_BEST_MODEL_TRIAL: str(meta["trial_number"]),
     }

@@ -28,6 +28,8 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
 
     client = MlflowClient(cfg.tracking.uri)
     assert client.get_run(sweep.parent_run_id).data.tags[TAG_PAIRED_COMPARISON] == line
+    report = {a.path for a in client.list_artifacts(sweep.parent_run_id, "report")}  # the figures, where users land
+    assert {"report/spearman_vs_scale.png", "report/spearman_vs_scale.csv", "report/paired_comparison.md"} <= report
     children = [
         r
         for r in client.search_runs([sweep.experiment_id])

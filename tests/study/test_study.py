@@ -16,6 +16,7 @@ from sweep.names import (
     TAG_STUDY_NAME,
 )
 from sweep.study.run_loop import open_sweep
+from sweep.tracking.mlflow_client import SWEPT
 from tests.helpers import run_study, trial_runs
 
 GRID = "+study.search_space.loss.scale=[0,20]"
@@ -34,6 +35,13 @@ def test_grid_study_logs_parent_and_one_child_per_trial(compose_cfg):
     assert len(parents) == 1 and len(children) == 2
     parent = parents[0]
     assert parent.info.status == "FINISHED" and parent.info.run_id == sweep.parent_run_id
+    # the parent does not show a base scale no trial trained with; trial runs are named by what varies first
+    assert parent.data.params["loss.scale"] == parent.data.params["loss.temperature"] == SWEPT
+    expected = {f"scale={t.params['loss.scale']} #{t.number:03d}" for t in sweep.study.trials}
+    assert {c.info.run_name for c in children} == expected and {n.split()[0] for n in expected} == {
+        "scale=0",
+        "scale=20",
+    }
     for child in children:
         tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
         assert tags[TAG_PARENT_RUN_ID] == parent.info.run_id

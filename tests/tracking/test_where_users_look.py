@@ -18,13 +18,16 @@ from sweep.study.run_loop import open_sweep
 from sweep.tracking import ui_links
 
 
-def test_runs_page_addresses():
-    assert ui_links.runs_page("sqlite:////x/mlflow.db", "3") == "http://127.0.0.1:5000/#/experiments/3/runs"
-    assert ui_links.chart_view("http://tracking:5000/", "3") == (
-        "http://tracking:5000/#/experiments/3/runs?compareRunsMode=CHART"
+def test_runs_page_addresses_open_the_model_training_views():
+    assert ui_links.runs_page("sqlite:////x/mlflow.db", "3") == (
+        "http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning"
     )
-    lines = ui_links.open_lines("sqlite:////x/mlflow.db", "3", "sqlite:////x/optuna.db")
+    assert ui_links.chart_view("http://tracking:5000/", "3") == (
+        "http://tracking:5000/#/experiments/3/runs?workflowType=machine_learning&compareRunsMode=CHART"
+    )
+    lines = ui_links.open_lines("sqlite:////x/mlflow.db", "3", "abc", "sqlite:////x/optuna.db")
     assert lines[0] == "Open the runs: mlflow ui --backend-store-uri sqlite:////x/mlflow.db"
+    assert lines[1].endswith("http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning")
     assert lines[-1].endswith("optuna-dashboard sqlite:////x/optuna.db")
 
 

@@ -57,7 +57,16 @@ def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tm
     assert run.data.tags[TAG_MODEL_LOGGED] == "true" and run.info.status == "FINISHED"
     parent = client.get_run(sweep.parent_run_id)
     assert parent.data.tags[TAG_BEST_MODEL_PATH] == str(best)
-    assert parent.data.tags[TAG_BEST_MODEL_URI] == f"runs:/{run.info.run_id}/model"
+    name = f"trial-{best_trial.number:03d}"  # logged models are named by trial, the best one tagged
+    assert parent.data.tags[TAG_BEST_MODEL_URI] == f"runs:/{run.info.run_id}/{name}" == run.data.tags["sweep.model_uri"]
+    logged_models = client.search_logged_models(experiment_ids=[sweep.experiment_id])
+    assert {m.name for m in logged_models} == {
+        f"trial-{t.number:03d}"
+        for t in sweep.study.trials
+        if t.user_attrs["mlflow_run_id"] in {m.source_run_id for m in logged_models}
+    }
+    (marked,) = [m for m in logged_models if m.tags.get("sweep.study_best") == "true"]
+    assert marked.name == name and client.get_run(run.info.run_id).data.tags["sweep.study_best"] == "true"
     versions = client.search_model_versions("name='sweep-best'")
     assert max(versions, key=lambda v: int(v.version)).run_id == run.info.run_id, "each new best is registered"
 
@@ -65,7 +74,7 @@ def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tm
     mlflow.set_tracking_uri(cfg.tracking.uri)
     for model in (
         SentenceTransformer(str(best)),
-        mlflow.sentence_transformers.load_model(f"runs:/{run.info.run_id}/model"),
+        mlflow.sentence_transformers.load_model(f"runs:/{run.info.run_id}/{name}"),
     ):
         assert float(test(model)["stsb_test_spearman_cosine"]) == pytest.approx(logged, abs=1e-6)
 
