@@ -114,7 +114,7 @@ class StudyRunner:
             raise optuna.TrialPruned(f"grid point already held by trial {earlier}")
         params = search_space.suggest(trial, self.space)
         cfg = resolve_trial_config(search_space.apply(self.cfg, params))
-        run_name = mlflow_client.trial_run_name(trial.number, params)
+        run_name = ui_links.trial_run_name(trial.number, params)
         # A tracking outage here is recorded by `objective`; after_trial then stops the study.
         run = mlflow_client.TrialRun(
             self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
@@ -276,7 +276,7 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
     ui_links.mark_model_development(client, exp_id)
     if created:
         study.set_user_attr(ATTR_SEARCH_SPACE, declared)
-        base = mlflow_client.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
+        base = ui_links.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
         parent = mlflow_client.parent_run(client, study, exp_id, {**base, "study.search_space": declared, **versions})
         mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
         if space and search_space.is_grid(space):

@@ -32,7 +32,6 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
 from sweep.config.checks import ConfigError, require_number
-from sweep.config.search_space import SCALE_KEYS
 from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_MLFLOW_PARENT_RUN_ID,
@@ -141,23 +140,6 @@ def _get_run(client: TrackingClient, run_id: str) -> Any:
             return None
 
     return client.writer.read("get run", get)
-
-
-SWEPT = "swept (see study.search_space)"  # a parent-run param whose base value no trial trains with
-
-
-def without_swept_keys(params: Mapping[str, Any], swept: set[str]) -> dict[str, Any]:
-    """The parent run's params: the base config's value of a swept key (``loss.scale`` 20 before a sweep over
-    0-50) would read like the study's scale, so it says `SWEPT` instead."""
-    return {key: SWEPT if key in swept else value for key, value in params.items()}
-
-
-def trial_run_name(number: int, params: Mapping[str, Any]) -> str:
-    """A trial run's name, short enough for the runs table: the values that vary, scale first and seed last
-    (``scale=10 seed=1 #024``), then the trial number."""
-    order = sorted(params, key=lambda key: (key not in SCALE_KEYS, key == "trial.seed"))
-    varied = " ".join(f"{key.rsplit('.', 1)[-1]}={params[key]}" for key in order)
-    return f"{varied} #{number:03d}" if varied else f"trial #{number:03d}"
 
 
 def parent_run(client: TrackingClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""Where users look: the MLflow UI addresses of a study's runs and chart views, and the optuna-dashboard command.
+"""Where users look: the MLflow UI addresses of a study's runs and chart views, how runs read there (their names, the
+parent's swept params), and the optuna-dashboard command.
 
 MLflow 3's UI lands on GenAI views (traces, token usage). In MLflow 3.17 what it shows follows a "workflow type"
 switch in the side bar (GenAI or model training), kept in the browser and GenAI on a first visit; the experiment tag
@@ -9,9 +10,13 @@ switch in the side bar (GenAI or model training), kept in the browser and GenAI 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from sweep.config.search_space import SCALE_KEYS
 from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
 
 LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
@@ -65,3 +70,20 @@ def open_lines(tracking_uri: str, experiment_id: str, parent_run_id: str, storag
         f"  chart view (e.g. loss.scale vs stsb_validation_spearman): {chart_view(tracking_uri, experiment_id)}",
         f"Optuna dashboard (pip install 'sweep[dashboard]'): optuna-dashboard {storage}",
     ]
+
+
+SWEPT = "swept (see study.search_space)"  # a parent-run param whose base value no trial trains with
+
+
+def without_swept_keys(params: Mapping[str, Any], swept: set[str]) -> dict[str, Any]:
+    """The parent run's params: the base config's value of a swept key (``loss.scale`` 20 before a sweep over
+    0-50) would read like the study's scale, so it says `SWEPT` instead."""
+    return {key: SWEPT if key in swept else value for key, value in params.items()}
+
+
+def trial_run_name(number: int, params: Mapping[str, Any]) -> str:
+    """A trial run's name, short enough for the runs table: the values that vary, scale first and seed last
+    (``scale=10 seed=1 #024``), then the trial number."""
+    order = sorted(params, key=lambda key: (key not in SCALE_KEYS, key == "trial.seed"))
+    varied = " ".join(f"{key.rsplit('.', 1)[-1]}={params[key]}" for key in order)
+    return f"{varied} #{number:03d}" if varied else f"trial #{number:03d}"
