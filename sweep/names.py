@@ -37,6 +37,9 @@ ATTR_READY = "sweep.ready"  # set by the creating process once the grid is queue
 ATTR_SEARCH_SPACE = "search_space"
 ATTR_MLFLOW_PARENT_RUN_ID = "mlflow_parent_run_id"
 
+# Optuna parameters.
+PARAM_SEED = "trial.seed"  # the replicate axis (`study.seeds`): a parameter, but not a hyperparameter
+
 # Optuna trial attributes.
 ATTR_GRID_POINT = "sweep.grid_point"
 ATTR_ATTEMPT = "sweep.attempt"

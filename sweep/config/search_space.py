@@ -2,7 +2,8 @@
 
 The space is nested like the config, e.g. ``{loss: {scale: [0, 10, 20]}}``. A leaf is either a list (grid
 values) or a mapping with ``type``: ``float`` (low, high, log, step), ``int`` (low, high, log, step) or
-``categorical`` (choices).
+``categorical`` (choices). A trial asks for its values with `suggest`: a grid point's numbers from their range
+(`grid_distribution`), so that Optuna and optuna-dashboard keep them as numbers.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+from collections.abc import Collection
 from typing import Any
 
 import optuna
@@ -19,6 +21,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 
 from sweep.config.checks import ConfigError, plain_dict
 from sweep.config.composition import config_error
+from sweep.names import PARAM_SEED
 
 Space = dict[str, "list[Any] | BaseDistribution"]
 GridValue = None | bool | int | float | str
@@ -99,20 +102,53 @@ def grid_points(space: Space) -> list[dict[str, Any]]:
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grids)]
 
 
-def suggest(trial: optuna.Trial, space: Space) -> dict[str, Any]:
-    """Ask the trial for one value per key (grids as categorical choices, as GridSampler expects)."""
+def grid_distribution(values: list[GridValue]) -> BaseDistribution:
+    """The distribution a queued grid value is suggested from: a list of numbers as their range, which Optuna keeps
+    as numbers and optuna-dashboard's plots order as numbers (0, 1, 2, 10 rather than 0, 1, 10, 2); all ints as an
+    IntDistribution, so that 20 stays 20. Booleans, strings, null or a mix of those are categorical choices."""
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) < len(values):
+        return CategoricalDistribution(values)
+    if all(isinstance(v, int) for v in numbers):
+        return IntDistribution(int(min(numbers)), int(max(numbers)))
+    return FloatDistribution(float(min(numbers)), float(max(numbers)))
+
+
+def suggest(
+    trial: optuna.Trial,
+    space: Space,
+    point: dict[str, Any] | None = None,
+    categorical: Collection[str] = (),
+) -> dict[str, Any]:
+    """Ask the trial for one value per key. A grid trial (`point`: the grid point it was enqueued with, whose values
+    Optuna takes as fixed) asks each grid key from `grid_distribution`, and the seed (`trial.seed`, a replicate, not
+    a hyperparameter) from its one value: Optuna's parameter importances, and optuna-dashboard's, give a parameter
+    with a single value no importance. The keys in `categorical` stay categorical choices: a study begun before
+    grids were numeric has them so, and Optuna refuses another kind for a parameter of the same study. Outside a
+    grid (a sampler draws the values) a list is categorical choices, so that only its values are drawn. Returns
+    the grid's own values (20, not 20.0, when a mixed list's range is a FloatDistribution)."""
     params: dict[str, Any] = {}
     for name, spec in space.items():
-        if isinstance(spec, list):
-            params[name] = trial.suggest_categorical(name, spec)
-        elif isinstance(spec, FloatDistribution):
-            params[name] = trial.suggest_float(name, spec.low, spec.high, log=spec.log, step=spec.step)
-        elif isinstance(spec, IntDistribution):
-            params[name] = trial.suggest_int(name, spec.low, spec.high, log=spec.log, step=spec.step)
+        if not isinstance(spec, list):
+            params[name] = _ask(trial, name, spec)
+            continue
+        distribution: BaseDistribution
+        if point is None or name in categorical:
+            distribution = CategoricalDistribution(spec)
         else:
-            assert isinstance(spec, CategoricalDistribution)  # the only other kind that `_distribution` builds
-            params[name] = trial.suggest_categorical(name, spec.choices)
+            distribution = grid_distribution([point[name]] if name == PARAM_SEED else spec)
+        value = _ask(trial, name, distribution)
+        params[name] = value if isinstance(distribution, CategoricalDistribution) else spec[spec.index(value)]
     return params
+
+
+def _ask(trial: optuna.Trial, name: str, spec: BaseDistribution) -> Any:
+    if isinstance(spec, FloatDistribution):
+        return trial.suggest_float(name, spec.low, spec.high, log=spec.log, step=spec.step)
+    if isinstance(spec, IntDistribution):
+        return trial.suggest_int(name, spec.low, spec.high, log=spec.log, step=spec.step)
+    assert isinstance(spec, CategoricalDistribution)  # the only other kind built here
+    return trial.suggest_categorical(name, spec.choices)
 
 
 def apply(cfg: DictConfig, params: dict[str, Any]) -> DictConfig:

@@ -26,6 +26,20 @@ def allowed_objectives(cfg: DictConfig) -> tuple[str, ...]:
     return (*GRID_OBJECTIVES, *extra_sets.objectives(cfg))
 
 
+def objective_name(cfg: DictConfig) -> str:
+    """The objective's name, the study's metric name (what optuna-dashboard shows instead of "Objective 0"): the
+    MLflow metric it is, ``study.metric`` for ``full`` (``_grid_mean`` or ``_L{layer}_D{dim}`` added for the layer
+    grid's), else ``eval.objective`` (an extra set's metric, or ``mean``)."""
+    objective = cfg.eval.objective
+    if objective == "full":
+        return cfg.study.metric
+    if objective == "grid_mean":
+        return f"{cfg.study.metric}_grid_mean"
+    if objective == "cell":
+        return f"{cfg.study.metric}_{cfg.eval.cell}"
+    return objective
+
+
 def names_extra_metric(cfg: DictConfig) -> bool:
     """Whether ``eval.objective`` is one of the extra sets' metrics or their mean."""
     return cfg.eval.objective in extra_sets.objectives(cfg)

@@ -13,6 +13,7 @@ import random
 from typing import Any
 
 import optuna
+from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
@@ -50,6 +51,23 @@ def grid_point(trial: FrozenTrial) -> dict[str, Any]:
     return trial.params or trial.system_attrs.get("fixed_params", {})
 
 
+def queued_point(study: optuna.Study, trial: optuna.Trial | FrozenTrial) -> dict[str, Any]:
+    """The grid point of a live trial, as the storage has it (also a trial stopped before its suggest)."""
+    return grid_point(stored_trial(study, trial))
+
+
+def categorical_params(study: optuna.Study) -> frozenset[str]:
+    """The parameters the study's trials asked as categorical choices: in a study begun before grids were numeric
+    (`search_space.grid_distribution`), its grid keys, which must stay categorical (Optuna refuses another kind of
+    distribution for a parameter of the same study)."""
+    return frozenset(
+        name
+        for trial in study.get_trials(deepcopy=False)
+        for name, distribution in trial.distributions.items()
+        if isinstance(distribution, CategoricalDistribution)
+    )
+
+
 def requeue(
     study: optuna.Study, trial: optuna.Trial | FrozenTrial, max_retries: int, next_attempt: bool = True
 ) -> None:
@@ -58,7 +76,7 @@ def requeue(
     done is not queued again (a process killed between this and Optuna's FAIL leaves its trial RUNNING, and the
     heartbeat path then calls this a second time)."""
     attempt = int(trial.user_attrs.get(ATTR_ATTEMPT, 1))
-    point = grid_point(stored_trial(study, trial))  # also a trial stopped before its suggest
+    point = queued_point(study, trial)
     if not point or (next_attempt and attempt > max_retries):
         return
     if any(t.number != trial.number and grid_point(t) == point for t in holding(study)):
@@ -70,7 +88,7 @@ def holder(study: optuna.Study, trial: optuna.Trial) -> int | None:
     """The number of an earlier trial that holds `trial`'s grid point (queued, running or done), if any: then
     `trial` is a second copy of its point and must not train. Only the lowest-numbered holder trains, so two
     processes that queued the same point at once (two reruns starting together) still train it once."""
-    point = grid_point(stored_trial(study, trial))
+    point = queued_point(study, trial)
     return min((t.number for t in holding(study) if t.number < trial.number and grid_point(t) == point), default=None)
 
 

@@ -79,9 +79,11 @@ class StudyRunner:
     failures: int = 0
     stopped_reason: str | None = None
     failures_seen: FailureWatch = field(init=False)
+    categorical: frozenset[str] = field(init=False)  # grid keys this study asks as categorical (`suggest`)
 
     def __post_init__(self) -> None:
         self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
+        self.categorical = grid_queue.categorical_params(self.study)
         # Every ask, Optuna's in optimize and the packer's, holds a stop signal for the objective's check_stop.
         wrap_ask(self.study, holding_stop_signals)
 
@@ -112,7 +114,8 @@ class StudyRunner:
         if self.is_grid and (earlier := grid_queue.holder(self.study, trial)) is not None:
             trial.set_user_attr(ATTR_DISCARDED, True)  # its point was queued twice: trial `earlier` trains it
             raise optuna.TrialPruned(f"grid point already held by trial {earlier}")
-        params = search_space.suggest(trial, self.space)
+        point = grid_queue.queued_point(self.study, trial) if self.is_grid else None
+        params = search_space.suggest(trial, self.space, point, self.categorical)
         cfg = resolve_trial_config(search_space.apply(self.cfg, params))
         run_name = ui_links.trial_run_name(trial.number, params)
         # A tracking outage here is recorded by `objective`; after_trial then stops the study.

@@ -49,6 +49,7 @@ from sweep.config.checks import (
     with_values,
 )
 from sweep.config.composition import check_known_keys
+from sweep.evaluation.objective import objective_name
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
 from sweep.study.storage_retry import RetryingRDBStorage
@@ -244,7 +245,8 @@ def open_storage(cfg: DictConfig, on_stale: StaleTrialCallback) -> optuna.storag
 def create_or_load(
     cfg: DictConfig, storage: optuna.storages.RDBStorage, space: search_space.Space
 ) -> tuple[optuna.Study, bool]:
-    """The study `study.name` in `storage` and whether this process created it."""
+    """The study `study.name` in `storage` and whether this process created it. Its objective is named
+    (`objective_name`), also in a study created before studies named it."""
     kwargs = dict(
         study_name=cfg.study.name,
         storage=storage,
@@ -252,9 +254,15 @@ def create_or_load(
         pruner=make_pruner(cfg.study.pruner, cfg.trial.eval_steps),
     )
     try:
-        return optuna.create_study(direction=cfg.study.direction, **kwargs), True
+        study, created = optuna.create_study(direction=cfg.study.direction, **kwargs), True
     except optuna.exceptions.DuplicatedStudyError:
-        return optuna.load_study(**kwargs), False
+        study, created = optuna.load_study(**kwargs), False
+    name = objective_name(cfg)
+    if study.metric_names != [name]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([name])
+    return study, created
 
 
 def wait_until_ready(study: optuna.Study, timeout: float = 300.0) -> None:

@@ -17,6 +17,7 @@ from sweep.names import (
     ATTR_TEST_SPEARMAN,
     ATTR_VALIDATION_SPEARMAN,
     ATTR_WALL_TIME_S,
+    PARAM_SEED,
     TAG_BEST_PARAMS,
 )
 from sweep.stats.seed_paired import comparison_line, per_scale, seed_paired_comparison
@@ -60,7 +61,7 @@ def objective_is_stsb_validation(table: pd.DataFrame) -> bool:
     return table.empty or table[OBJECTIVE].equals(table[STSB_VALIDATION])
 
 
-SEED = "trial.seed"  # the results table's seed column (a swept parameter, `study.seeds`)
+SEED = PARAM_SEED  # the results table's seed column (a swept parameter, `study.seeds`)
 
 
 def condition_columns(table: pd.DataFrame) -> list[str]:

@@ -1,0 +1,75 @@
+"""How a trial asks Optuna for its grid point (`search_space.suggest`): numeric grids as numbers with the grid's exact
+values, other grids as categorical choices, the seed as its one value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+import pytest
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+
+from sweep.config import search_space
+from sweep.study.grid_queue import grid_point
+
+
+def ask_enqueued(
+    space: search_space.Space, point: dict[str, Any], categorical: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], optuna.trial.FrozenTrial]:
+    """(the params `suggest` returns, the trial as stored) of a trial enqueued with `point`, as the grid queue does."""
+    study = optuna.create_study()
+    study.enqueue_trial(point)
+    params = search_space.suggest(study.ask(), space, point, categorical)
+    return params, study.trials[0]
+
+
+@pytest.mark.parametrize(
+    ("values", "enqueued", "expected", "distribution"),
+    [
+        ([0, 1, 2, 10, 15, 20], 20, 20, IntDistribution(0, 20)),
+        ([0.01, 0.05, 0.1], 0.05, 0.05, FloatDistribution(0.01, 0.1)),
+        ([0.5, 20], 20, 20, FloatDistribution(0.5, 20.0)),
+        ([0.5, 20], 20.0, 20, FloatDistribution(0.5, 20.0)),  # requeued from the stored trial (20.0)
+    ],
+)
+def test_numeric_grids_are_asked_as_numbers_and_keep_their_exact_values(
+    values: list[Any], enqueued: Any, expected: Any, distribution: BaseDistribution
+) -> None:
+    params, stored = ask_enqueued({"loss.scale": values}, {"loss.scale": enqueued})
+    assert params == {"loss.scale": expected} and type(params["loss.scale"]) is type(expected)
+    assert stored.distributions["loss.scale"] == distribution, "numbers: optuna-dashboard orders them as numbers"
+    assert grid_point(stored) == {"loss.scale": expected}, "the grid queue still finds the point"
+
+
+@pytest.mark.parametrize("values", [[True, False], ["mean", "cls"], [None, 1], [1, "a"], [0, True]])
+def test_other_grids_stay_categorical(values: list[Any]) -> None:
+    params, stored = ask_enqueued({"key": values}, {"key": values[-1]})
+    assert params["key"] == values[-1] and type(params["key"]) is type(values[-1])
+    assert stored.distributions["key"] == CategoricalDistribution(values)
+
+
+@pytest.mark.filterwarnings("ignore:PedAnovaImportanceEvaluator computes")
+def test_the_seed_is_asked_as_its_one_value_and_counts_for_no_importance() -> None:
+    space = search_space.parse({"loss": {"scale": [0, 20]}, "trial": {"seed": [0, 1, 2]}})
+    study = optuna.create_study(direction="maximize")
+    for point in search_space.grid_points(space):
+        study.enqueue_trial(point)
+    for point in search_space.grid_points(space):
+        params = search_space.suggest(trial := study.ask(), space, point)
+        study.tell(trial, params["trial.seed"] - params["loss.scale"] / 100)  # the seed matters more than the scale
+    for trial in study.trials:
+        seed = trial.params["trial.seed"]
+        assert trial.distributions["trial.seed"] == IntDistribution(seed, seed)
+    importances = optuna.importance.get_param_importances(
+        study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(), target=lambda t: -t.value
+    )  # what optuna-dashboard computes
+    assert importances["trial.seed"] == 0.0 and importances["loss.scale"] > 0
+
+
+def test_lists_stay_categorical_outside_a_grid_and_where_the_study_has_them_so() -> None:
+    space: search_space.Space = {"loss.scale": [0, 20]}
+    study = optuna.create_study()
+    search_space.suggest(study.ask(), space)  # no point: the sampler draws from the list
+    assert study.trials[0].distributions["loss.scale"] == CategoricalDistribution([0, 20])
+    _, legacy = ask_enqueued(space, {"loss.scale": 20}, categorical=frozenset({"loss.scale"}))
+    assert legacy.distributions["loss.scale"] == CategoricalDistribution([0, 20])
