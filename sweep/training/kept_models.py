@@ -13,6 +13,10 @@ complete folder, never a half-written one; leftover ``.tmp-*`` folders are remov
 "better than the current best" compares with the ``sweep_model.json`` of ``best`` under an exclusive file lock, so
 two workers finishing together cannot both win, and a restarted study continues from what is on disk.
 
+A trial whose model collapsed (`sweep.stats.collapse`: every evaluation pair scored alike) is never the best, whatever
+its Spearman: ``best`` mode keeps nothing of it, ``all`` mode keeps it under ``trials/`` (its ``sweep_model.json``
+says why) without pointing ``best`` at it.
+
 Each kept model is also logged to its trial's MLflow run with the ``sentence_transformers`` flavor (``runs:/<run
 id>/model``) and, when it becomes the best and ``tracking.registered_model_name`` is set, registered.
 """
@@ -135,20 +139,24 @@ def keep(
     model: SentenceTransformer,
     value: float,
     metrics: dict[str, float],
+    collapsed: str | None = None,
     *,
     trial_number: int,
     run: TrialRun,
 ) -> Path | None:
-    """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept)."""
+    """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept).
+    ``collapsed``: why the model collapsed (never the best), or None."""
     mode = cfg.trial.save_model
     if mode == "none":
         return None
     directory = study_dir(cfg.paths.root, cfg.study.name)
     meta = {"trial_number": trial_number, "value": value, "mlflow_run_id": run.run_id, "metrics": metrics}
+    if collapsed is not None:
+        meta["collapsed"] = collapsed
     final = directory / TRIALS / f"trial-{trial_number:03d}"
     with _locked(directory):
         current_target = (directory / BEST).resolve() if (directory / BEST).exists() else None
-        is_best = _better(value, read_meta(directory / BEST), cfg.study.direction)
+        is_best = collapsed is None and _better(value, read_meta(directory / BEST), cfg.study.direction)
         if mode == "best" and not is_best:
             _clean_leftovers(directory, current_target, mode)
             return None
