@@ -36,6 +36,7 @@ from sweep.signals import (
 from sweep.study import grid_queue
 from sweep.study.run_loop import StudyRunner, finish, open_sweep
 from sweep.study.summary import (
+    COLLAPSED,
     OBJECTIVE,
     STSB_TEST,
     STSB_VALIDATION,
@@ -66,7 +67,8 @@ def _quiet_libraries() -> None:
 
 
 def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
-    """The final report: the table, where the Optuna storage and MLflow database are, and how to open them.
+    """The final report: the table, the best trial (never one whose model collapsed), where the Optuna storage and
+    MLflow database are, and how to open them.
 
     The `objective` column is shown only when it differs from `stsb_val` (`eval.objective` other than full)."""
     same = objective_is_stsb_validation(table)
@@ -85,6 +87,15 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
         ]
     lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4f}") if not table.empty else "(no trials)")
     complete = table[table.state == "COMPLETE"] if not table.empty else table
+    if COLLAPSED in complete:
+        collapsed = complete[complete[COLLAPSED]]
+        lines.append(
+            f"collapsed (every validation pair scored alike: Spearman is noise; never the best, not kept as the best "
+            f"model): trial{'s' if len(collapsed) > 1 else ''} {', '.join(str(t) for t in collapsed.trial)}"
+        )
+        complete = complete[~complete[COLLAPSED]]
+        if complete.empty:
+            lines.append("best: none, every complete trial collapsed (a learning rate too high for the model?)")
     if not complete.empty:
         minimize = sweep.cfg.study.direction == "minimize"
         label = complete[OBJECTIVE].idxmin() if minimize else complete[OBJECTIVE].idxmax()

@@ -19,6 +19,9 @@ TAG_WORKER = "sweep.worker"  # hostname:pid of the process that trained the tria
 TAG_PARENT_RUN_ID = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
 SCALE_ZERO_MODE = "trained_with_zero_gradient"  # the value of TAG_SCALE_ZERO
+# A trial whose trained model collapsed (sweep.stats.collapse): "true", and why; never kept as the study's best.
+TAG_COLLAPSED = "sweep.collapsed"
+TAG_COLLAPSE_REASON = "sweep.collapse_reason"
 # The kept best model, on the parent run (see sweep.training.kept_models).
 TAG_BEST_MODEL_PATH = "sweep.best_model_path"  # the study's best-model folder
 TAG_BEST_MODEL_URI = "sweep.best_model_uri"  # runs:/<trial run id>/trial-NNN: the best kept model
@@ -52,6 +55,7 @@ ATTR_TEMPERATURE = "temperature"
 ATTR_FAIL_REASON = "fail_reason"
 ATTR_CONFIG_ERROR = "sweep.config_error"  # the trial failed on a ConfigError: not retried, the study stops
 ATTR_NOT_RETRIED = "sweep.not_retried"  # a failure that a retry cannot help (divergence, a config error)
+ATTR_COLLAPSED = "sweep.collapsed"  # a COMPLETE trial whose model collapsed: why (sweep.stats.collapse)
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
 ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.evaluation.extra_sets)

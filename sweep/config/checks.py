@@ -121,6 +121,7 @@ def validate_model(model: DictConfig) -> None:
     if model.embedding_dim is not None:
         require_int("model.embedding_dim", model.embedding_dim)
     require_int("model.max_seq_length", model.max_seq_length)
+    require_number("model.learning_rate", model.learning_rate, 0.0)
     if model.config_overrides and not model.reinit:
         raise ConfigError(
             "model.config_overrides",
@@ -150,6 +151,25 @@ def validate_trial(trial: DictConfig) -> None:
     require_choice("trial.save_model", trial.save_model, SAVE_MODELS)
     if trial.torch_threads is not None:
         require_int("trial.torch_threads", trial.torch_threads)
+
+
+# A transformer fine-tuned with AdamW above this learning rate collapses: all-MiniLM-L6-v2 at the static model's 0.05
+# maps every sentence to one vector (every STSB cosine 1.0). Transformers train at 2e-5 to 1e-4 (model.learning_rate;
+# the tests' random tiny BERT at 1e-3); the static model's rates, 0.002 to 0.1, all lie above it.
+MAX_TRANSFORMER_LEARNING_RATE = 1e-3
+
+
+def validate_learning_rate(cfg: DictConfig) -> None:
+    """A transformer is not trained at a static model's learning rate (`MAX_TRANSFORMER_LEARNING_RATE`)."""
+    lr = cfg.trial.learning_rate
+    if cfg.model.kind == "transformer" and lr > MAX_TRANSFORMER_LEARNING_RATE:
+        raise ConfigError(
+            "trial.learning_rate",
+            lr,
+            f"a transformer (model.kind=transformer) collapses above {MAX_TRANSFORMER_LEARNING_RATE:g} (a static "
+            f"model's rate): leave trial.learning_rate unset and unswept to train at the model's own "
+            f"model.learning_rate={cfg.model.learning_rate:g}, or use rates <= {MAX_TRANSFORMER_LEARNING_RATE:g}",
+        )
 
 
 def validate_data(data: DictConfig) -> None:

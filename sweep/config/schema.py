@@ -65,6 +65,7 @@ class ModelConfig:
     num_layers: int | None = MISSING
     reinit: bool = MISSING
     config_overrides: dict[str, Any] = MISSING
+    learning_rate: float = MISSING
 
 
 @dataclass

@@ -26,13 +26,14 @@ def artifact_path(split: str) -> str:
     return ARTIFACT_PREDICTIONS.format(split=split)
 
 
-def log_predictions(run: TrialRun, evaluator: EmbeddingKeepingEvaluator, split: str) -> None:
-    """Log the cosines of ``evaluator``'s last call (on the trial's final model) with the gold scores."""
+def log_predictions(run: TrialRun, evaluator: EmbeddingKeepingEvaluator, split: str) -> np.ndarray:
+    """Log the cosines of ``evaluator``'s last call (on the trial's final model) with the gold scores; return the
+    cosines."""
     embeddings1, embeddings2 = evaluator.last_embeddings
-    table = pd.DataFrame(
-        {"gold": np.asarray(evaluator.scores, dtype=np.float64), "cosine": pair_cosines(embeddings1, embeddings2)}
-    )
+    cosines = pair_cosines(embeddings1, embeddings2)
+    table = pd.DataFrame({"gold": np.asarray(evaluator.scores, dtype=np.float64), "cosine": cosines})
     run.log_text(table.to_csv(index=False, float_format="%.7g"), artifact_path(split))  # buffered through outages
+    return cosines
 
 
 def load_predictions(client: MlflowClient, run_id: str, split: str = "validation") -> pd.DataFrame | None:

@@ -35,12 +35,19 @@ def _interval(row: pd.Series) -> str:
     return _number(row["mean"])
 
 
+def _scoreable(paired: pd.DataFrame) -> pd.Series:
+    """Which rows of a paired table were compared: a scale that collapsed has no Spearman (`paired_bootstrap`)."""
+    return paired["spearman"].notna()
+
+
 def _paired_cell(paired: pd.DataFrame, scale: float) -> str:
     """Best minus this scale with its paired interval, and the verdict."""
     rows = paired[paired["scale"] == scale] if not paired.empty else paired
     if rows.empty:
         return " | "
     row = rows.iloc[0]
+    if pd.isna(row["spearman"]):
+        return "not scoreable (collapsed) | no"
     if row["best"]:
         return "(best) | yes"
     verdict = "yes" if row["indistinguishable"] else "no"
@@ -72,6 +79,10 @@ def _verdict_lines(paired: pd.DataFrame, default: float | None) -> list[str]:
     """The best scale, the scales the paired test cannot tell from it, and the library default's gap."""
     if paired.empty:
         return ["- no paired comparison (the trials logged no per-pair predictions, or one scale only)"]
+    collapsed = [f"{s:g}" for s in paired.loc[~_scoreable(paired), "scale"]]
+    left_out = [f"- not scoreable, left out of the comparison (collapsed): {', '.join(collapsed)}"] if collapsed else []
+    if not paired["best"].any():
+        return ["- no best scale: none is scoreable", *left_out]
     best = paired[paired["best"]].iloc[0]
     ties = [f"{s:g}" for s in paired.loc[paired["indistinguishable"] & ~paired["best"], "scale"]]
     n = f"{int(best['n_pairs']):,} pairs x {int(best['n_seeds'])} seeds, {float(best['level']):.0%}"
@@ -79,7 +90,8 @@ def _verdict_lines(paired: pd.DataFrame, default: float | None) -> list[str]:
         f"- best scale {best['scale']:g} (validation {_number(best['spearman'])}); not distinguishable from it: "
         f"{', '.join(ties) or 'none'} (paired bootstrap, {n})"
     ]
-    at_default = paired[paired["scale"] == default]
+    lines += left_out
+    at_default = paired[(paired["scale"] == default) & _scoreable(paired)]
     if default is not None and not at_default.empty and not at_default.iloc[0]["best"]:
         row = at_default.iloc[0]
         verdict = "not distinguishable from the best" if row["indistinguishable"] else "worse than the best"
@@ -129,7 +141,7 @@ def findings_block(
                 mine = mine[mine[column] == value]
             lines += _concentration_line(mine)
         lines.append("")
-        if label and not own.empty:
+        if label and not own.empty and own["best"].any():
             best_by_condition.append(f"{label}: {own[own['best']].iloc[0]['scale']:g}")
     if best_by_condition:
         lines += [f"Best scale per condition: {'; '.join(best_by_condition)}.", ""]

@@ -4,7 +4,8 @@ in a study that sweeps other keys instead of the scale, which grid points).
 Read from MLflow (each COMPLETE trial's ``predictions/stsb_validation.csv``) and computed by
 :func:`sweep.stats.paired_bootstrap.paired_bootstrap`; written by ``python -m sweep.report study`` as
 ``paired_comparison.csv`` and ``paired_comparison.md``, and logged on the parent run at the end of
-``python -m sweep`` (`sweep.report.live_study.log_study_report`).
+``python -m sweep`` (`sweep.report.live_study.log_study_report`). A scale whose model collapsed is left out of its
+condition's comparison, its row saying why (``not_scoreable``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,17 @@ from sweep.stats.paired_bootstrap import paired_bootstrap
 log = logging.getLogger(__name__)
 
 SEED = "param.trial.seed"
-COLUMNS = ["condition", "scale", "spearman", "diff_to_best", "ci_low", "ci_high", "best", "indistinguishable"]
+COLUMNS = [
+    "condition",
+    "scale",
+    "spearman",
+    "diff_to_best",
+    "ci_low",
+    "ci_high",
+    "best",
+    "indistinguishable",
+    "not_scoreable",
+]
 POINT = "point"  # the column that replaces "scale" when grid points are compared
 STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about
 

@@ -1,16 +1,19 @@
-"""Layer 5, statistics: similarity concentration, the per-trial probe and its histogram, and the paired bootstrap
-across scales."""
+"""Layer 5, statistics: similarity concentration, the per-trial probe and its histogram, collapse (cosines without
+spread), and the paired bootstrap across scales."""
 
+from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics, pair_cosines
 from sweep.stats.histogram import histogram_figure
 from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap
 from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
 
 __all__ = [
+    "COLLAPSE_STD",
     "ConcentrationProbe",
     "EmbeddingKeepingEvaluator",
     "Encodings",
     "PairedComparison",
+    "collapse_reason",
     "concentration_statistics",
     "histogram_figure",
     "in_batch_statistics",

@@ -14,6 +14,11 @@ instead of one scale (AnglE's three scales, its weights) compares its grid point
 4. a scale is *not distinguishable from the best* at level ``level`` when the percentile interval of that difference
    (quantiles (1 - level)/2 and (1 + level)/2) contains 0.
 
+A scale whose predictions collapsed with some seed (`sweep.stats.collapse`: cosines without spread, constant ones
+included, whose Spearman is undefined) is *not scoreable*: it is left out before step 1, its row says why
+(``not_scoreable``) and carries no Spearman, difference or interval, it is never the best, and the other scales are
+compared as if it had not been swept (the same resamples). With no scoreable scale there is no best.
+
 The resampling is vectorised numpy rather than ``scipy.stats.bootstrap(paired=True)``: every scale must share one
 draw of pairs *and* of seeds, and the statistic is a whole vector of differences, which scipy's interface does not
 express; ranks come from ``scipy.stats.rankdata`` (ties averaged, as in Spearman).
@@ -28,7 +33,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
+
 CHUNK = 25  # resamples ranked at once: (scales x seeds x CHUNK x pairs) floats
+MEASURED = ("spearman", "diff_to_best", "ci_low", "ci_high")  # the table's numbers (NaN for a scale not scoreable)
 
 
 def _spearman(ranked_gold: np.ndarray, ranked_predictions: np.ndarray) -> np.ndarray:
@@ -42,7 +50,8 @@ def _spearman(ranked_gold: np.ndarray, ranked_predictions: np.ndarray) -> np.nda
 @dataclass(frozen=True)
 class PairedComparison:
     """The result for one condition: ``table`` has one row per scale or grid point (``scale, spearman,
-    diff_to_best, ci_low, ci_high, best, indistinguishable``)."""
+    diff_to_best, ci_low, ci_high, best, indistinguishable, not_scoreable``; ``not_scoreable`` is empty for a
+    scale that was compared, else why it was left out)."""
 
     table: pd.DataFrame
     n_pairs: int
@@ -52,20 +61,31 @@ class PairedComparison:
 
     @property
     def best(self) -> pd.Series:
+        """The best scale's row (IndexError when no scale was scoreable)."""
         return self.table.loc[self.table["best"]].iloc[0]
 
     def line(self, condition: str = "") -> str:
         """``best scale 10 (0.751); not distinguishable from it: 5, 15, 20 (paired bootstrap, 1,500 pairs x 3
-        seeds, 95%)``, prefixed with the condition when there is one."""
-        others = self.table[self.table["indistinguishable"] & ~self.table["best"]]["scale"]
+        seeds, 95%)``, then the scales left out (``; not scoreable (collapsed: ...): 1, 2``), prefixed with the
+        condition when there is one."""
         numeric = pd.api.types.is_numeric_dtype(self.table["scale"])
-        listed = (", " if numeric else "; ").join(f"{s:g}" if numeric else f"({s})" for s in others) or "none"
-        best = f"scale {self.best['scale']:g}" if numeric else f"point ({self.best['scale']})"
+
+        def listed(scales: pd.Series) -> str:
+            return (", " if numeric else "; ").join(f"{s:g}" if numeric else f"({s})" for s in scales) or "none"
+
+        others = self.table[self.table["indistinguishable"] & ~self.table["best"]]["scale"]
         seeds = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
-        text = (
-            f"best {best} ({self.best['spearman']:.3f}); not distinguishable from it: {listed} "
-            f"(paired bootstrap, {self.n_pairs:,} pairs x {seeds}, {self.level:.0%})"
-        )
+        if self.table["best"].any():
+            best = f"scale {self.best['scale']:g}" if numeric else f"point ({self.best['scale']})"
+            text = (
+                f"best {best} ({self.best['spearman']:.3f}); not distinguishable from it: {listed(others)} "
+                f"(paired bootstrap, {self.n_pairs:,} pairs x {seeds}, {self.level:.0%})"
+            )
+        else:
+            text = f"no best {'scale' if numeric else 'point'}: none is scoreable"
+        excluded = self.table[self.table["not_scoreable"] != ""]["scale"]
+        if not excluded.empty:
+            text += f"; not scoreable (collapsed: cosine std < {COLLAPSE_STD:g} with some seed): {listed(excluded)}"
         return f"{condition}: {text}" if condition else text
 
 
@@ -88,8 +108,45 @@ def paired_bootstrap(
             f"need predictions (scales={len(scales)}, seeds, pairs={gold.size} >= 3), n_resamples >= 1 and level "
             f"in (0, 1); got shape {predictions.shape}, n_resamples {n_resamples}, level {level}"
         )
+    reasons = [_not_scoreable(by_seed) for by_seed in predictions]
+    scored = np.flatnonzero([reason == "" for reason in reasons])
+    columns = {name: np.full(n_scales, np.nan) for name in MEASURED}
+    best, indistinguishable = np.zeros(n_scales, dtype=bool), np.zeros(n_scales, dtype=bool)
+    if scored.size:
+        measured, tied, best_of_scored = _compare(gold, predictions[scored], n_resamples, level, seed)
+        for name, values in measured.items():
+            columns[name][scored] = values
+        indistinguishable[scored] = tied
+        best[scored[best_of_scored]] = True
+    table = pd.DataFrame(
+        {
+            "scale": list(scales) if any(isinstance(s, str) for s in scales) else np.asarray(scales, dtype=float),
+            **columns,
+            "best": best,
+            "indistinguishable": indistinguishable,
+            "not_scoreable": reasons,
+        }
+    )
+    return PairedComparison(table.sort_values("scale", ignore_index=True), n_pairs, n_seeds, n_resamples, level)
+
+
+def _not_scoreable(by_seed: np.ndarray) -> str:
+    """Why one scale's predictions (seeds, pairs) cannot be scored (a seed's collapsed), or "" when they can."""
+    for k, cosines in enumerate(by_seed):
+        reason = collapse_reason(cosines)
+        if reason is not None:
+            return f"collapsed with seed #{k}: {reason}"
+    return ""
+
+
+def _compare(
+    gold: np.ndarray, predictions: np.ndarray, n_resamples: int, level: float, seed: int
+) -> tuple[dict[str, np.ndarray], np.ndarray, int]:
+    """Steps 1 to 4 on scoreable predictions (scales, seeds, pairs): the `MEASURED` columns, whether each scale is
+    not distinguishable from the best, and the best scale's index."""
+    _, n_seeds, n_pairs = predictions.shape
     point = _spearman(rankdata(gold), rankdata(predictions, axis=-1)).mean(axis=1)  # (scales,)
-    best = int(np.nanargmax(point))
+    best = int(np.argmax(point))
     rng = np.random.default_rng(seed)
     statistics = []
     for start in range(0, n_resamples, CHUNK):
@@ -102,16 +159,7 @@ def paired_bootstrap(
     resampled = np.concatenate(statistics, axis=1)  # (S, n_resamples)
     differences = resampled[best][None] - resampled
     low, high = np.quantile(differences, [(1 - level) / 2, (1 + level) / 2], axis=1)
-    table = pd.DataFrame(
-        {
-            "scale": list(scales) if any(isinstance(s, str) for s in scales) else np.asarray(scales, dtype=float),
-            "spearman": point,
-            "diff_to_best": point[best] - point,
-            "ci_low": low,
-            "ci_high": high,
-            "best": np.arange(n_scales) == best,
-            "indistinguishable": (low <= 0) & (high >= 0),
-        }
-    )
-    table.loc[best, "indistinguishable"] = True
-    return PairedComparison(table.sort_values("scale", ignore_index=True), n_pairs, n_seeds, n_resamples, level)
+    indistinguishable = (low <= 0) & (high >= 0)
+    indistinguishable[best] = True
+    measured = {"spearman": point, "diff_to_best": point[best] - point, "ci_low": low, "ci_high": high}
+    return measured, indistinguishable, best

@@ -12,6 +12,7 @@ from sweep.config.checks import (
     ConfigError,
     eval_batch_size,
     validate_data,
+    validate_learning_rate,
     validate_model,
     validate_trial,
     with_values,
@@ -38,6 +39,7 @@ def validate_trial_config(cfg: DictConfig) -> DictConfig:
     cfg = resolve_trial_config(cfg)
     validate_model(cfg.model)
     validate_trial(cfg.trial)
+    validate_learning_rate(cfg)
     validate_data(cfg.data)
     validate_loss(cfg)
     extra_sets.validate(cfg)

@@ -18,7 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep.config import search_space
-from sweep.config.checks import flatten
+from sweep.config.checks import flatten, with_values
 from sweep.config.input_checks import check_swept_overrides
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
@@ -261,7 +261,9 @@ class StudyRunner:
 def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
     """Validate the config (and the command-line `overrides` it was composed with), then open (or create) the
     Optuna study, its grid queue and MLflow parent run."""
-    config_yaml = OmegaConf.to_yaml(cfg)  # before the paths become this machine's
+    # before the paths become this machine's; the learning rate as a number (a results folder reads it), not the
+    # interpolation of the model's rate that trial/cpu.yaml gives it
+    config_yaml = OmegaConf.to_yaml(with_values(cfg, {"trial.learning_rate": cfg.trial.learning_rate}))
     cfg = absolute_paths(cfg)
     declared = declared_space(cfg)
     check_swept_overrides(cfg, overrides, declared)

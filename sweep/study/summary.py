@@ -3,14 +3,16 @@ summary its parent run records."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import optuna
 import pandas as pd
-from optuna.trial import TrialState
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial, TrialState
 
 from sweep.evaluation import extra_sets
 from sweep.names import (
+    ATTR_COLLAPSED,
     ATTR_DISCARDED,
     ATTR_SCALE,
     ATTR_TEMPERATURE,
@@ -27,11 +29,12 @@ from sweep.stats.seed_paired import comparison_line, per_scale, seed_paired_comp
 OBJECTIVE = "objective"
 STSB_VALIDATION = "stsb_val"
 STSB_TEST = "stsb_test"
+COLLAPSED = "collapsed"  # present when some trial's model collapsed (sweep.stats.collapse): never the best
 
 
 def results_table(study: optuna.Study) -> pd.DataFrame:
     """One row per trial: its parameters, scale, temperature, objective, validation/test Spearman, wall time,
-    state; sorted by scale."""
+    state, and ``collapsed`` when some trial's model collapsed; sorted by scale."""
     rows: list[dict[str, Any]] = []
     for t in study.get_trials(deepcopy=False):
         if t.state == TrialState.WAITING or t.user_attrs.get(ATTR_DISCARDED):
@@ -48,11 +51,14 @@ def results_table(study: optuna.Study) -> pd.DataFrame:
                 **extra_sets.table_columns(t.user_attrs),
                 "wall_s": t.user_attrs.get(ATTR_WALL_TIME_S),
                 "state": t.state.name,
+                COLLAPSED: ATTR_COLLAPSED in t.user_attrs,
             }
         )
     table = pd.DataFrame(rows)
     if table.empty:
         return table
+    if not table[COLLAPSED].any():
+        table = table.drop(columns=COLLAPSED)
     return table.sort_values([c for c in ("scale", "trial") if c in table.columns]).reset_index(drop=True)
 
 
@@ -70,10 +76,12 @@ def condition_columns(table: pd.DataFrame) -> list[str]:
 
 
 def _complete_by_condition(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """(``name=value, ...`` or "", COMPLETE trials with a scale) per condition."""
+    """(``name=value, ...`` or "", COMPLETE trials with a scale whose model did not collapse) per condition."""
     if table.empty:
         return []
     complete = table[(table.state == "COMPLETE") & table["scale"].notna()]
+    if COLLAPSED in complete:  # a collapsed model's Spearman is noise: not a measurement of its scale
+        complete = complete[~complete[COLLAPSED].astype(bool)]
     names = condition_columns(complete)
     if not names:
         return [("", complete)] if not complete.empty else []
@@ -113,16 +121,29 @@ def objective_lines(table: pd.DataFrame, metric: str, level: float = 0.95, minim
     return lines
 
 
+def best_trial(study: optuna.Study) -> FrozenTrial | None:
+    """The study's best COMPLETE trial by its direction, leaving out the trials whose model collapsed (None when
+    there is no other); the first of equal ones, as Optuna's ``best_trial``."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    usable = [t for t in complete if ATTR_COLLAPSED not in t.user_attrs]
+    if not usable:
+        return None
+    pick = min if study.direction == StudyDirection.MINIMIZE else max
+    return pick(usable, key=lambda t: cast(float, t.value))
+
+
 def parent_summary(study: optuna.Study, metric: str, objective: str) -> tuple[dict[str, float], dict[str, str]]:
     """The parent run's summary metrics and tags (the best params, once a trial completed), best by the study's
-    direction: ``best_objective`` (what Optuna optimised, `eval.objective`), ``best_{metric}`` too when that is
-    the metric itself (``eval.objective=full``), and ``n_complete_trials``."""
+    direction among the trials whose model did not collapse: ``best_objective`` (what Optuna optimised,
+    `eval.objective`), ``best_{metric}`` too when that is the metric itself (``eval.objective=full``),
+    ``n_complete_trials``, and ``n_collapsed_trials`` when some collapsed."""
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if not complete:
-        return {"n_complete_trials": 0}, {}
-    best = study.best_trial
-    assert best.value is not None  # the best trial is a complete one
-    summary = {"best_objective": best.value, "n_complete_trials": len(complete)}
+    collapsed = {"n_collapsed_trials": n} if (n := sum(ATTR_COLLAPSED in t.user_attrs for t in complete)) else {}
+    best = best_trial(study)
+    if best is None:
+        return {"n_complete_trials": len(complete), **collapsed}, {}
+    assert best.value is not None  # a complete trial
+    summary = {"best_objective": best.value, "n_complete_trials": len(complete), **collapsed}
     if objective == "full":
         summary[f"best_{metric}"] = best.value
     return summary, {TAG_BEST_PARAMS: str(best.params)}

@@ -17,6 +17,10 @@ Each kept model is also logged to its trial's MLflow run with the ``sentence_tra
 (``runs:/<run id>/trial-007``, recorded as the run's tag ``sweep.model_uri``) and, when it becomes the best and
 ``tracking.registered_model_name`` is set, registered. When the study ends, the best one is tagged
 ``sweep.study_best=true`` (its logged model and its run), so the UI's model list says which it is.
+
+A trial whose model collapsed (`sweep.stats.collapse`: every evaluation pair scored alike) is never the best, whatever
+its Spearman: ``best`` mode keeps nothing of it, ``all`` mode keeps it under ``trials/`` (its ``sweep_model.json``
+says why) without pointing ``best`` at it.
 """
 
 from __future__ import annotations
@@ -141,20 +145,24 @@ def keep(
     model: SentenceTransformer,
     value: float,
     metrics: dict[str, float],
+    collapsed: str | None = None,
     *,
     trial_number: int,
     run: TrialRun,
 ) -> Path | None:
-    """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept)."""
+    """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept).
+    ``collapsed``: why the model collapsed (never the best), or None."""
     mode = cfg.trial.save_model
     if mode == "none":
         return None
     directory = study_dir(cfg.paths.root, cfg.study.name)
     meta = {"trial_number": trial_number, "value": value, "mlflow_run_id": run.run_id, "metrics": metrics}
+    if collapsed is not None:
+        meta["collapsed"] = collapsed
     final = directory / TRIALS / model_name(trial_number)
     with _locked(directory):
         current_target = (directory / BEST).resolve() if (directory / BEST).exists() else None
-        is_best = _better(value, read_meta(directory / BEST), cfg.study.direction)
+        is_best = collapsed is None and _better(value, read_meta(directory / BEST), cfg.study.direction)
         if mode == "best" and not is_best:
             _clean_leftovers(directory, current_target, mode)
             return None

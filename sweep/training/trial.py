@@ -1,5 +1,6 @@
 """One trial as a few named steps: prepare (data, model, probe, untrained evaluation), train, check the outcome
-(diverged or pruned), score the trained model (STSB, statistics, layer grid, extra sets) and record the objective."""
+(diverged or pruned), score the trained model (STSB, statistics, layer grid, extra sets; a collapsed model is
+flagged) and record the objective."""
 
 from __future__ import annotations
 
@@ -26,12 +27,16 @@ from sweep.evaluation.objective import objective_value
 from sweep.evaluation.predictions import log_predictions
 from sweep.losses import build_loss, training_callbacks
 from sweep.names import (
+    ATTR_COLLAPSED,
     ATTR_TEST_SPEARMAN,
     ATTR_TRAIN_SECONDS,
     ATTR_VALIDATION_SPEARMAN,
     SCALE_ZERO_MODE,
+    TAG_COLLAPSE_REASON,
+    TAG_COLLAPSED,
     TAG_SCALE_ZERO,
 )
+from sweep.stats.collapse import collapse_reason
 from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, loss_scales
 from sweep.tracking.mlflow_client import TrialRun
 from sweep.training.lockstep import member_callbacks
@@ -40,7 +45,8 @@ from sweep.training.trainer import TrialCallback, TrialTrainer, show_progress, t
 
 log = logging.getLogger(__name__)
 
-OnTrained = Callable[[SentenceTransformer, float, dict[str, float]], object]
+# (model, objective, metrics, why the model collapsed or None)
+OnTrained = Callable[[SentenceTransformer, float, dict[str, float], str | None], object]
 
 
 def probe_at_evaluation(
@@ -165,9 +171,10 @@ def check_outcome(trained: Trained) -> None:
 
 def score(
     cfg: DictConfig, run: TrialRun, p: Prepared, trained: Trained
-) -> tuple[float, dict[str, float], pd.DataFrame | None]:
+) -> tuple[float, dict[str, float], pd.DataFrame | None, str | None]:
     """Score the trained model: STSB validation (reusing the last evaluation when it was at the last step) and
-    test with their per-pair predictions, the statistics, the layer grid; returns (validation, metrics, grid)."""
+    test with their per-pair predictions, the statistics, the layer grid; returns (validation, metrics, grid, why
+    the model collapsed or None: `sweep.stats.collapse` on the validation cosines)."""
     steps = trained.output.global_step
     last_eval = trained.callback.last_eval
     if last_eval is not None and last_eval[0] == steps:
@@ -177,7 +184,7 @@ def score(
         run.log_metrics({f"{VALIDATION}_spearman": val}, step=steps)
     if p.probe is not None and not (cfg.stats.every_eval and last_eval and last_eval[0] == steps):
         p.probe.measure(p.model, p.validation, run, step=steps)
-    log_predictions(run, p.validation, "validation")  # the evaluator's last call is on the final model
+    collapsed = collapse_reason(log_predictions(run, p.validation, "validation"))  # the last call: the final model
     test_value = spearman(p.test, p.model)
     log_predictions(run, p.test, "test")
     metrics = {
@@ -196,7 +203,14 @@ def score(
         grid = stsb_layer_grid(p.model, p.splits["validation"], cfg)
         log_layer_grid(run, grid, "validation", step=steps)
         log_layer_grid(run, stsb_layer_grid(p.model, p.splits["test"], cfg), "test", step=steps)
-    return val, metrics, grid
+    return val, metrics, grid, collapsed
+
+
+def flag_collapse(trial: optuna.Trial, run: TrialRun, reason: str) -> None:
+    """Tag a trial whose model collapsed (its Spearman is noise, not a score) and say so in the log."""
+    run.set_tags({TAG_COLLAPSED: "true", TAG_COLLAPSE_REASON: reason})
+    trial.set_user_attr(ATTR_COLLAPSED, reason)
+    log.warning("trial %d: the trained model collapsed (%s); it is never kept as the best", trial.number, reason)
 
 
 def train_and_evaluate(
@@ -208,13 +222,16 @@ def train_and_evaluate(
     on_trained: OnTrained | None = None,
 ) -> float:
     """Train one trial and return its objective (STSB validation Spearman by default). Raises optuna.TrialPruned
-    when pruned. ``on_trained(model, objective, metrics)`` runs once the trial is complete (to keep its model)."""
+    when pruned. ``on_trained(model, objective, metrics, collapsed)`` runs once the trial is complete (to keep its
+    model)."""
     if not quiet:
         log.info("trial %d: scoring the untrained model (step 0)", trial.number)
     prepared = prepare(cfg, resources, run)
     trained = train(trial, cfg, resources, run, prepared, quiet)
     check_outcome(trained)
-    val, metrics, grid = score(cfg, run, prepared, trained)
+    val, metrics, grid, collapsed = score(cfg, run, prepared, trained)
+    if collapsed is not None:
+        flag_collapse(trial, run, collapsed)
     steps = trained.output.global_step
     extra_scores = trained.scorer.final(steps)
     objective = objective_value(cfg, val, grid, trained.extra, extra_scores)
@@ -225,7 +242,7 @@ def train_and_evaluate(
     trial.set_user_attr(ATTR_TRAIN_SECONDS, trained.seconds)
     extra_sets.record(trial, extra_scores)
     if on_trained is not None:
-        on_trained(prepared.model, objective, {f"{VALIDATION}_spearman": val, **metrics, **extra_scores})
+        on_trained(prepared.model, objective, {f"{VALIDATION}_spearman": val, **metrics, **extra_scores}, collapsed)
     return objective
 
 

@@ -188,3 +188,48 @@ def test_auto_eval_batch_size_follows_the_model_kind(compose_cfg):
     assert fixed.trial.eval_batch_size == 100
     with pytest.raises(ConfigError, match="trial.eval_batch_size.*auto or an integer"):
         validate_trial_config(compose_cfg("trial.eval_batch_size=big"))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "learning_rate"),
+    [
+        ([], 0.05),  # the static CPU default: the same rate as before models carried one
+        (["+experiment=mnrl_scale"], 0.05),
+        (["+experiment=mnrl_scale", "model=minilm"], 2e-5),  # was 0.05: the transformer collapsed
+        (["+experiment=mnrl_scale", "model=mpnet_base"], 2e-5),
+        (["+experiment=gist_temperature"], 1e-4),  # minilm_l1's own rate, as the experiment pinned it
+        (["+experiment=matryoshka2d"], 1e-4),
+        (["+experiment=gist_temperature", "model=minilm"], 2e-5),
+        (["+experiment=mnrl_scale", "preset=gpu_offline"], 2e-5),
+        (["model=minilm", "trial.learning_rate=5e-5"], 5e-5),  # an explicit rate still wins
+    ],
+)
+def test_the_learning_rate_follows_the_model_unless_set(compose_cfg, overrides, learning_rate):
+    assert compose_cfg(*overrides, tiny=False).trial.learning_rate == learning_rate
+
+
+@pytest.mark.parametrize("experiment", ["mnrl_scale_lr", "cosent_scale_lr"])
+def test_a_transformer_at_the_static_learning_rates_an_experiment_sweeps_is_refused(compose_cfg, experiment):
+    """These experiments sweep the static model's learning rates (0.002 to 0.1); with `model=minilm` the transformer
+    would collapse at each of them: refused before training, naming trial.learning_rate, the grid point and the fix."""
+    cfg = compose_cfg(f"+experiment={experiment}", "model=minilm", tiny=False)
+    with pytest.raises(ConfigError) as error:
+        validate(cfg, search_space.parse(cfg.study.search_space))
+    message = str(error.value)
+    assert error.value.key == "trial.learning_rate" and "(grid point " in message and "\n" not in message
+    assert "model.learning_rate=2e-05" in message and "use rates <= 0.001" in message
+
+
+def test_the_logged_config_holds_the_models_learning_rate_as_a_number(compose_cfg):
+    """`config.yaml` on the parent run (a results folder's copy, read without OmegaConf) gets the rate, not
+    ``${model.learning_rate}``."""
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    cfg = compose_cfg(
+        "trial.learning_rate=${model.learning_rate}", "name=logged_lr"
+    )  # TINY sets it: back to the default
+    sweep = open_sweep(cfg)
+    logged = MlflowClient(cfg.tracking.uri).download_artifacts(sweep.parent_run_id, "config.yaml")
+    trial = yaml.safe_load(Path(logged).read_text())["trial"]
+    assert trial["learning_rate"] == 1e-3 == cfg.model.learning_rate  # tiny BERT's own rate

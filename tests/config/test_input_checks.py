@@ -80,8 +80,9 @@ def test_overriding_a_key_the_experiment_sweeps_is_refused(compose_cfg, override
         ["trial.max_steps=abc"],
         ["trial.max_stepz=5"],
         ["data.train.local_file=nope.csv"],
+        ["trial.learning_rate=0.05"],  # tiny BERT, a transformer, at the static model's rate
     ],
-    ids=["lib", "swept", "target", "schema-type", "schema-key", "missing-file"],
+    ids=["lib", "swept", "target", "schema-type", "schema-key", "missing-file", "transformer-lr"],
 )
 def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, args):
     done = subprocess.run(

@@ -113,7 +113,7 @@ def test_learnable_scale_is_trained_by_the_trainer_and_logged(compose_cfg):
     cfg = compose_cfg(
         "loss=learnable_scale",
         "loss.scale=10",
-        "trial.learning_rate=0.05",
+        "loss.scale_learning_rate=0.05",  # the scale's own rate: tiny BERT trains at 1e-3 (a transformer's ceiling)
         "trial.max_steps=4",
         *TWO_STEPS[1:],
         "name=learned",

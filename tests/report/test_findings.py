@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sweep.report.findings import END, START, findings_block, generated_block, write_findings
@@ -74,3 +75,26 @@ def test_without_a_paired_table_the_block_says_so() -> None:
     block = findings_block(spearman(), pd.DataFrame(), pd.DataFrame(), default=20.0)
     assert "\n| 10 | 0.740 [0.730, 0.750] | 0.640 |  |  |\n" in block  # the header's five columns
     assert "- no paired comparison" in block
+
+
+def test_a_collapsed_scale_is_named_not_scoreable_and_never_the_best() -> None:
+    """A scale whose model collapsed has no Spearman in the paired table (`paired_bootstrap`): its row says so, the
+    library default there gets no gap line, and a condition where every scale collapsed has no best (before, the
+    block raised IndexError looking for the best row)."""
+    collapsed = paired(default_tied=False).assign(
+        spearman=[0.55, 0.74, np.nan],
+        diff_to_best=[0.19, 0.0, np.nan],
+        ci_low=[0.15, 0.0, np.nan],
+        ci_high=[0.22, 0.0, np.nan],
+        not_scoreable=["", "", "collapsed with seed #0: cosine std 0.0e+00 < 0.0001"],
+    )
+    block = findings_block(spearman(), collapsed, pd.DataFrame(), default=20.0)
+    assert "| 20 | 0.730 [0.720, 0.740] | 0.630 | not scoreable (collapsed) | no |" in block
+    assert "- not scoreable, left out of the comparison (collapsed): 20" in block
+    assert "- best scale 10 (validation 0.740)" in block and "library default" not in block
+    none = collapsed.assign(spearman=np.nan, best=False, indistinguishable=False)
+    block = findings_block(spearman(), none, pd.DataFrame(), default=20.0)
+    assert (
+        "- no best scale: none is scoreable\n- not scoreable, left out of the comparison (collapsed): 1, 10, 20"
+        in block
+    )

@@ -4,6 +4,7 @@ predictions are not, and the summary line."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
@@ -16,8 +17,6 @@ def noisy(gold: np.ndarray, noise: float, seed: int) -> np.ndarray:
 
 def serve_predictions(monkeypatch: pytest.MonkeyPatch, gold: np.ndarray, predictions: dict[str, np.ndarray]) -> None:
     """Stand in for MLflow: each trial run's logged STSB predictions are ``predictions[run_id]`` against ``gold``."""
-    import pandas as pd
-
     from sweep.report import paired_table
 
     monkeypatch.setattr(
@@ -71,8 +70,6 @@ def test_bad_shapes_are_refused():
 def test_a_trial_run_without_logged_params_is_left_out_of_the_paired_table(monkeypatch, caplog):
     """A COMPLETE trial whose MLflow params never arrived (tracking server down past the limit) has no scale; the
     paired comparison leaves it out instead of failing the study's end (seen in CI: IndexError in the rerun)."""
-    import pandas as pd
-
     from sweep.report import paired_table
 
     gold = np.linspace(0, 5, 50)
@@ -95,8 +92,6 @@ def test_a_trial_run_without_logged_params_is_left_out_of_the_paired_table(monke
 def test_a_grid_over_other_keys_compares_its_points(monkeypatch):
     """AnglE's three scales (no single loss.scale swept): every grid point against the best one, paired by seed,
     in a ``point`` column labelled by the swept keys (before, such studies got no paired comparison at all)."""
-    import pandas as pd
-
     from sweep.report import paired_table
 
     gold = np.linspace(0, 5, 200)
@@ -123,3 +118,64 @@ def test_a_grid_over_other_keys_compares_its_points(monkeypatch):
     assert not verdicts.loc["cos_scale=50, angle_scale=1", "indistinguishable"]
     assert not verdicts.loc["cos_scale=50, angle_scale=20", "indistinguishable"]
     assert len(lines) == 1 and lines[0].startswith("best point (cos_scale=10, angle_scale=")
+
+
+def test_a_scale_with_constant_predictions_is_not_scoreable_and_the_others_are_compared_as_without_it():
+    """A collapsed model gives every pair the same cosine: its Spearman is undefined. Its scale is left out with the
+    reason, never the best, and the other scales get the same verdicts (the same resamples) as without it."""
+    gold = np.random.default_rng(0).uniform(size=300)
+    good, worse = noisy(gold, 0.2, 1), noisy(gold, 1.0, 2)
+    constant = np.ones_like(gold)
+    result = paired_bootstrap(gold, np.stack([[good], [constant], [worse]]), [10, 20, 50], n_resamples=200)
+    without = paired_bootstrap(gold, np.stack([[good], [worse]]), [10, 50], n_resamples=200)
+    table = result.table.set_index("scale")
+    assert table.loc[20, "not_scoreable"].startswith("collapsed with seed #0: cosine std 0.0e+00 < 0.0001")
+    assert not table.loc[20, "best"] and not table.loc[20, "indistinguishable"]
+    assert table.loc[20, ["spearman", "diff_to_best", "ci_low", "ci_high"]].isna().all()
+    compared = table.drop(index=20).drop(columns="not_scoreable")
+    pd.testing.assert_frame_equal(compared, without.table.set_index("scale").drop(columns="not_scoreable"))
+    assert (table.drop(index=20)["not_scoreable"] == "").all()
+    assert result.best["scale"] == 10
+    assert result.line().endswith(
+        "(paired bootstrap, 300 pairs x 1 seed, 95%); not scoreable (collapsed: cosine std < 0.0001 with some seed): 20"
+    )
+
+
+def test_every_scale_constant_gives_no_best_instead_of_an_all_nan_error():
+    """`model=minilm` at the static model's learning rate collapsed at every scale; the comparison raised
+    ``ValueError: All-NaN slice encountered`` and the run exited 1."""
+    gold = np.linspace(0, 5, 100)
+    predictions = np.ones((2, 3, gold.size))
+    predictions[1, 2] = 0.9999999  # constant in every seed, whatever the constant
+    result = paired_bootstrap(gold, predictions, [1, 20], n_resamples=50)
+    assert not result.table["best"].any() and (result.table["not_scoreable"] != "").all()
+    assert result.line("lr=0.05") == (
+        "lr=0.05: no best scale: none is scoreable; "
+        "not scoreable (collapsed: cosine std < 0.0001 with some seed): 1, 20"
+    )
+
+
+def test_a_collapsed_trial_in_the_paired_table_is_named_and_the_rest_compared(monkeypatch):
+    """The report's table (and the line logged on the parent run) from trial runs of which one logged constant
+    predictions (cosines written as 1 to 7 digits)."""
+    from sweep.report import paired_table
+
+    gold = np.linspace(0, 5, 120)
+    predictions = {"a": noisy(gold, 0.5, 1), "b": np.full(gold.size, 1.0), "c": noisy(gold, 2.0, 3)}
+    serve_predictions(monkeypatch, gold, predictions)
+    trials = pd.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "state": "COMPLETE",
+            "param.loss.scale": [10.0, 20.0, 50.0],
+            "param.trial.seed": 0.0,
+            "param.study.search_space.loss.scale": "[10, 20, 50]",
+        }
+    )
+    table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=50)
+    rows = table.set_index("scale")
+    assert list(table.columns[:9]) == paired_table.COLUMNS
+    assert rows["best"].tolist() == [True, False, False] and rows.loc[20.0, "not_scoreable"].startswith("collapsed")
+    (line,) = lines
+    assert line.startswith("best scale 10 (")
+    assert line.endswith("; not scoreable (collapsed: cosine std < 0.0001 with some seed): 20")
