@@ -28,6 +28,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k not in USER_STATE_VARIABLES}, **extra}
 
 
+def run_sweep(*args: str, home: Path, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """`python -m sweep ARGS` from the repository with state under `home`, to the end: its exit code and output."""
+    command = [sys.executable, "-m", "sweep", *args]
+    env = clean_env(SWEEP_HOME=str(home))
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def sweep_process(*args: str, home: Path, experiment: str = "mnrl_scale", **env: str) -> subprocess.Popen[str]:
     """`python -m sweep +experiment=EXPERIMENT TINY... ARGS` with its state under `home` (stdout+stderr piped)."""
     from tests.conftest import TINY

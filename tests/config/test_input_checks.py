@@ -3,16 +3,13 @@ refused before any training with one line naming the key."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from sweep.config.checks import ConfigError
 from sweep.study.run_loop import open_sweep
 from tests.conftest import TINY
-from tests.helpers import REPO, clean_env
+from tests.helpers import run_sweep
 
 
 @pytest.mark.parametrize(
@@ -85,14 +82,7 @@ def test_overriding_a_key_the_experiment_sweeps_is_refused(compose_cfg, override
     ids=["lib", "swept", "target", "schema-type", "schema-key", "missing-file", "transformer-lr"],
 )
 def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, args):
-    done = subprocess.run(
-        [sys.executable, "-m", "sweep", *TINY, "name=x", *args],
-        cwd=REPO,
-        env=clean_env(SWEEP_HOME=str(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_sweep(*TINY, "name=x", *args, home=tmp_path, timeout=300)
     assert done.returncode == 2, done.stderr[-3000:]
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"sweep: invalid config: {args[-1].split('=')[0]}=")

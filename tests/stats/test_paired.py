@@ -117,7 +117,7 @@ def test_a_grid_over_other_keys_compares_its_points(monkeypatch):
     assert verdicts["best"].sum() == 1 and verdicts.index[verdicts["best"]][0].startswith("cos_scale=10, ")
     assert not verdicts.loc["cos_scale=50, angle_scale=1", "indistinguishable"]
     assert not verdicts.loc["cos_scale=50, angle_scale=20", "indistinguishable"]
-    assert len(lines) == 1 and lines[0].startswith("best point (cos_scale=10, angle_scale=")
+    assert len(lines) == 1 and lines[0].startswith("STSB validation Spearman: best point (cos_scale=10, angle_scale=")
 
 
 def test_a_scale_with_constant_predictions_is_not_scoreable_and_the_others_are_compared_as_without_it():
@@ -177,5 +177,5 @@ def test_a_collapsed_trial_in_the_paired_table_is_named_and_the_rest_compared(mo
     assert list(table.columns[:9]) == paired_table.COLUMNS
     assert rows["best"].tolist() == [True, False, False] and rows.loc[20.0, "not_scoreable"].startswith("collapsed")
     (line,) = lines
-    assert line.startswith("best scale 10 (")
+    assert line.startswith("STSB validation Spearman: best scale 10 (")
     assert line.endswith("; not scoreable (collapsed: cosine std < 0.0001 with some seed): 20")

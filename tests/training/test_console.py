@@ -4,23 +4,13 @@ wrote 167 lines, most of them bar redraws and dicts such as {'eval_samples_per_s
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from tests.conftest import TINY
-from tests.helpers import REPO, clean_env
+from tests.helpers import run_sweep
 
 
 def test_a_logged_run_shows_each_trials_progress_in_a_few_lines(tmp_path):
     args = [a for a in TINY if a != "quiet=true"]
-    done = subprocess.run(
-        [sys.executable, "-m", "sweep", *args, "name=console", "+study.search_space.loss.scale=[1,20]"],
-        cwd=REPO,
-        env=clean_env(SWEEP_HOME=str(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_sweep(*args, "name=console", "+study.search_space.loss.scale=[1,20]", home=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     output = done.stdout + done.stderr
     assert "\r" not in output and "it/s]" not in output, "no progress bars in a log file"
