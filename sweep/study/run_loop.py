@@ -33,6 +33,7 @@ from sweep.names import (
     ATTR_SEARCH_SPACE,
     ATTR_TEMPERATURE,
     ATTR_TEST_SPEARMAN,
+    ATTR_VALIDATION_SPEARMAN,
     ATTR_WALL_TIME_S,
     TAG_BEST_MODEL_RUN_ID,
     TAG_END_REASON,
@@ -145,14 +146,13 @@ class StudyRunner:
             self._end(trial, run, start, None if isinstance(error, KeyboardInterrupt) else TrialState.FAIL, reason)
             raise
         self._end(trial, run, start, TrialState.COMPLETE, None)
-        log.info(
-            "trial %d %s: validation %.4f, test %.4f, %.1f s",
-            trial.number,
-            params,
-            value,
-            trial.user_attrs.get(ATTR_TEST_SPEARMAN, math.nan),
-            time.perf_counter() - start,
+        validation, test = (
+            trial.user_attrs.get(key, math.nan) for key in (ATTR_VALIDATION_SPEARMAN, ATTR_TEST_SPEARMAN)
         )
+        scores = f"validation {validation:.4f}, test {test:.4f}"
+        if cfg.eval.objective != "full":  # the objective is not the validation Spearman: say which is which
+            scores = f"objective ({cfg.eval.objective}) {value:.4f}, {scores}"
+        log.info("trial %d %s: %s, %.1f s", trial.number, params, scores, time.perf_counter() - start)
         return value
 
     def _end(

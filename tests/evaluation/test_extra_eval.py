@@ -81,7 +81,7 @@ def test_empty_set_and_unknown_objective_are_refused(compose_cfg, tmp_path):
     assert error.value.key == "eval.objective"
 
 
-def test_study_with_extra_sets_logs_them_per_trial_and_draws_them(compose_cfg, tmp_path):
+def test_study_with_extra_sets_logs_them_per_trial_and_draws_them(compose_cfg, tmp_path, caplog):
     mine = {"name": "mine", "kind": "scored_pairs", "local_file": str(scored_csv(tmp_path / "mine.csv")),
             "columns": ["left", "right", "gold"]}  # fmt: skip
     cfg = compose_cfg(
@@ -93,8 +93,14 @@ def test_study_with_extra_sets_logs_them_per_trial_and_draws_them(compose_cfg, t
     )
     with_extra(cfg, NLI, {**CAPTIONS, "max_samples": 150}, mine)
     sweep = open_sweep(cfg)
-    sweep.run()
+    with caplog.at_level("INFO", logger="sweep.study.run_loop"):
+        sweep.run()
     table = finish(sweep)
+    # each trial's line tells the objective from the validation Spearman (before, the objective was called validation)
+    ends = [r.getMessage() for r in caplog.records if r.getMessage().startswith("trial ") and " s" in r.getMessage()]
+    for row in table.itertuples():
+        (line,) = [m for m in ends if m.startswith(f"trial {row.trial} ")]
+        assert f"objective (mean) {row.objective:.4f}, validation {row.stsb_val:.4f}, test {row.stsb_test:.4f}" in line
 
     metrics = ["nli_pairs_ap", "nli_pairs_f1", "captions_ndcg_at_10", "captions_mrr_at_10", "mine_spearman"]
     assert set(metrics) <= set(table.columns)
