@@ -61,7 +61,8 @@ def test_a_study_whose_models_collapse_flags_them_keeps_none_and_ends_with_its_c
         in text
     )
     assert "model): trials 0, 1\nbest: none, every complete trial collapsed" in text
-    assert "Best model:" not in text and "best by STSB validation" not in text
-    assert paired_summary(sweep) == [
-        "no best scale: none is scoreable; not scoreable (collapsed: cosine std < 0.0001 with some seed): 1, 20"
+    assert "Best model:" not in text and "best single trial" not in text
+    assert paired_summary(sweep, table) == [
+        "STSB validation Spearman: no best scale: none is scoreable; not scoreable (collapsed: cosine std < 0.0001 "
+        "with some seed): 1, 20"
     ]
