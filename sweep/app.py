@@ -35,6 +35,7 @@ from sweep.signals import (
 )
 from sweep.study import grid_queue
 from sweep.study.run_loop import StudyRunner, finish, open_sweep
+from sweep.study.setup import unwritable
 from sweep.study.summary import (
     COLLAPSED,
     OBJECTIVE,
@@ -219,6 +220,12 @@ def main() -> None:
         if translated is None:  # raised by the run, not while composing
             raise
         print(f"sweep: invalid config: {translated}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as error:
+        if FULL_ERROR not in _composing:  # raised by the run, not while Hydra set up its output folder
+            raise
+        where = ConfigError("paths.root", error.filename, unwritable(error))  # Hydra's output folder, under it
+        print(f"sweep: invalid config: {where}", file=sys.stderr)
         sys.exit(2)
     finally:
         _composed()

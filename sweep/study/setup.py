@@ -28,6 +28,7 @@ it)."""
 from __future__ import annotations
 
 import inspect
+import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -187,12 +188,27 @@ def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePrune
     return _build("study.pruner", pruner, choice, cls, PRUNER_SHARED, **fixed)
 
 
+CHOOSE_ROOT = "choose a writable folder (paths.root=DIR or SWEEP_HOME=DIR)"
+
+
 def absolute_paths(cfg: DictConfig) -> DictConfig:
     """A copy of `cfg` with `paths.root` anchored at the current directory (created), so that every derived path and
     URI is absolute."""
     root = Path(cfg.paths.root).expanduser().resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError("paths.root", str(root), unwritable(error)) from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise ConfigError(
+            "paths.root", str(root), "is not writable: choose a folder of yours (paths.root=DIR or SWEEP_HOME=DIR)"
+        )
     return with_values(cfg, {"paths.root": str(root)})
+
+
+def unwritable(error: OSError) -> str:
+    """Why a folder under ``paths.root`` cannot be made, and the fix."""
+    return f"cannot be created ({error.strerror}): " + CHOOSE_ROOT
 
 
 def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
