@@ -113,6 +113,7 @@ def test_a_diverged_or_pruned_member_leaves_the_pack_and_the_others_go_on(compos
     sweep = study_module.open_sweep(cfg)
     sweep.study.pruner = PruneScale(50.0)
     sweep.run()
+    study_module.finish(sweep)  # as run_study did for the one alone: it tags the study's best kept model
     trials = by_scale(cfg)
     assert trials[50.0]["trial"].state == TrialState.PRUNED
     assert trials[1e40]["trial"].state == TrialState.FAIL
