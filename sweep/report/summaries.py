@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
+from sweep.stats.seed_paired import mean_interval
 
 SCALE = "param.loss.scale"
 SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>
@@ -61,9 +61,8 @@ TABLE_METRICS = (
 def t_interval(values: pd.Series, level: float = 0.95) -> dict[str, float]:
     """n, mean and the Student-t interval of the mean (NaN bounds for fewer than two values)."""
     values = values.dropna()
-    n, mean = len(values), values.mean()
-    half = stats.t.ppf((1 + level) / 2, n - 1) * values.std(ddof=1) / np.sqrt(n) if n > 1 else np.nan
-    return {"n": n, "mean": mean, "ci_low": mean - half, "ci_high": mean + half}
+    mean, low, high = mean_interval(values.to_numpy(), level)
+    return {"n": len(values), "mean": mean, "ci_low": low, "ci_high": high}
 
 
 def _swept_keys(trials: pd.DataFrame) -> list[str]:
