@@ -1,12 +1,13 @@
-"""Scales compared by one score per trial, paired by seed: the per-scale mean with its interval over seeds, and which
-scales cannot be told apart from the best one.
+"""Scales compared by one score per trial, paired by seed: the per-scale mean with its interval over seeds, and each
+scale's verdict against the best one.
 
 The STSB Spearman is compared by the paired bootstrap over pairs and seeds (`sweep.stats.paired_bootstrap`), since
 every trial logs its per-pair predictions. An objective named by ``eval.objective`` (an extra set's retrieval metric,
 the layer grid's mean) is known only as one number per trial, so its comparison can only be over seeds: for each
-scale, the per-seed differences *best minus that scale* (the same seed trains on the same batches, hence paired), and
-a Student-t interval of their mean (``scipy.stats.ttest_rel``). With one seed there is no interval, and the table says
-so rather than pretending to a verdict.
+scale, the per-seed differences *best minus that scale* (the same seed trains on the same batches, hence paired), a
+Student-t interval of their mean Bonferroni-corrected over the comparisons with the best, and the verdicts
+*equivalent* / *not distinguishable* / *worse* of `sweep.stats.scale_verdicts`. With one seed there is no interval,
+and the table says so rather than pretending to a verdict.
 """
 
 from __future__ import annotations
@@ -15,8 +16,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sweep.stats.scale_verdicts import BEST, DEFAULT_MARGIN, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE, scale_verdicts
+
 SUMMARY_COLUMNS = ["scale", "n_seeds", "mean", "ci_low", "ci_high"]
-COMPARISON_COLUMNS = ["scale", "n_seeds", "mean", "diff_to_best", "ci_low", "ci_high", "best", "indistinguishable"]
+COMPARISON_COLUMNS = [
+    "scale",
+    "n_seeds",
+    "mean",
+    "diff_to_best",
+    "ci_low",
+    "ci_high",
+    "best",
+    "verdict",
+    "indistinguishable",
+]
 
 
 def mean_interval(values: np.ndarray, level: float) -> tuple[float, float, float]:
@@ -40,56 +53,58 @@ def per_scale(scores: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-def seed_paired_comparison(scores: pd.DataFrame, level: float = 0.95, minimize: bool = False) -> pd.DataFrame:
+def seed_paired_comparison(
+    scores: pd.DataFrame, level: float = 0.95, minimize: bool = False, margin: float = DEFAULT_MARGIN
+) -> pd.DataFrame:
     """Every scale against the best one, paired by seed. ``scores``: columns ``scale``, ``seed``, ``value``, one row
     per trial. Only seeds that every scale has are used. ``diff_to_best`` is how much worse the scale is (best minus
-    it, or it minus best when minimizing); ``indistinguishable`` is True when the t-interval of that difference
-    contains 0, and NA with a single seed. Empty with fewer than two scales or no common seed."""
+    it, or it minus best when minimizing) and ``verdict`` says what its interval shows (`scale_verdicts`);
+    ``indistinguishable`` is True unless the scale is worse, NA with a single seed. Empty with fewer than two scales
+    or no common seed."""
     common = set.intersection(*(set(g["seed"]) for _, g in scores.groupby("scale"))) if not scores.empty else set()
     wide = scores[scores["seed"].isin(common)].pivot_table(index="seed", columns="scale", values="value")
     if wide.shape[1] < 2 or wide.empty:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     sign = -1.0 if minimize else 1.0
-    means = wide.mean()
-    best = (sign * means).idxmax()
-    rows = []
-    for scale in wide.columns:
-        worse_by = sign * (wide[best] - wide[scale]).to_numpy()
-        low, high = float("nan"), float("nan")
-        verdict: bool | None = None
-        if scale == best:
-            verdict = True
-        elif len(wide) > 1:
-            if np.ptp(worse_by) == 0:  # identical differences on every seed: no spread to build a t-interval from
-                low = high = float(worse_by[0])
-            else:
-                interval = stats.ttest_rel(sign * wide[best], sign * wide[scale]).confidence_interval(level)
-                low, high = float(interval.low), float(interval.high)
-            verdict = bool(low <= 0 <= high)
-        rows.append(
-            {
-                "scale": scale,
-                "n_seeds": len(wide),
-                "mean": float(means[scale]),
-                "diff_to_best": float(worse_by.mean()),
-                "ci_low": low,
-                "ci_high": high,
-                "best": scale == best,
-                "indistinguishable": verdict,
-            }
-        )
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    signed = sign * wide.to_numpy().T  # (scales, seeds), higher is better
+    verdicts = scale_verdicts(signed.mean(axis=1), None, signed, level, margin).table
+    one_seed = len(wide) < 2
+    return pd.DataFrame(
+        {
+            "scale": wide.columns,
+            "n_seeds": len(wide),
+            "mean": wide.mean().to_numpy(),
+            "diff_to_best": verdicts["diff_to_best"],
+            "ci_low": verdicts["ci_low"],
+            "ci_high": verdicts["ci_high"],
+            "best": verdicts["verdict"] == BEST,
+            "verdict": verdicts["verdict"],
+            "indistinguishable": [
+                True if v == BEST else (None if one_seed else v != WORSE) for v in verdicts["verdict"]
+            ],
+        },
+        columns=COMPARISON_COLUMNS,
+    )
 
 
-def comparison_line(table: pd.DataFrame, metric: str, level: float) -> str:
-    """``<metric>, mean over 3 seeds: best scale 10 (0.412); not distinguishable from it: 15 (paired t over seeds,
-    95%)``, or with one seed a line that says there is no interval."""
+def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: float = DEFAULT_MARGIN) -> str:
+    """``<metric>, mean over 3 seeds: best scale 10 (0.412); equivalent to it (within +-0.01): none; not
+    distinguishable: 15; worse: 1 (paired t over seeds, Bonferroni over the comparisons with the best, 95%)``, or
+    with one seed a line that says there is no interval."""
     best = table.loc[table["best"]].iloc[0]
     n_seeds = int(best["n_seeds"])
     head = f"{metric}, mean over {n_seeds} seed{'s' if n_seeds != 1 else ''}: best scale {best['scale']:g} "
     head += f"({best['mean']:.3f})"
     if n_seeds < 2:
         return f"{head}; one seed: no interval over seeds (set study.seeds=[0,1,2] to compare scales)"
-    ties = table.loc[table["indistinguishable"].eq(True) & ~table["best"], "scale"]
-    listed = ", ".join(f"{s:g}" for s in ties) or "none"
-    return f"{head}; not distinguishable from it: {listed} (paired t over seeds, {level:.0%})"
+    groups = [
+        f"{name}: {', '.join(f'{s:g}' for s in table.loc[table['verdict'] == verdict, 'scale']) or 'none'}"
+        for verdict, name in (
+            (EQUIVALENT, f"equivalent to it (within +-{margin:g})"),
+            (NOT_DISTINGUISHABLE, NOT_DISTINGUISHABLE),
+            (WORSE, WORSE),
+        )
+    ]
+    return (
+        f"{head}; {'; '.join(groups)} (paired t over seeds, Bonferroni over the comparisons with the best, {level:.0%})"
+    )

@@ -44,9 +44,16 @@ def test_a_clear_winner_a_tie_and_the_line():
     assert table.loc[15, "indistinguishable"] and table.loc[15, "diff_to_best"] == pytest.approx(0.0, abs=1e-12)
     assert table.loc[15, "ci_low"] == pytest.approx(0.0, abs=1e-12) == table.loc[15, "ci_high"]  # fully paired
     assert not table.loc[50, "indistinguishable"] and table.loc[50, "ci_low"] > 0
+    assert table.loc[10, "p_best"] == table.loc[15, "p_best"] == 0.5  # identical: each wins half of every tie
+    assert table.loc[15, "verdict"] == "equivalent" and table.loc[50, "verdict"] == "worse"
+    assert not table.loc[50, "in_confidence_set"] and table.loc[15, "in_confidence_set"]
     line = result.line()
-    assert line.startswith("best scale 1") and "not distinguishable from it: 1" in line
-    assert line.endswith("(paired bootstrap, 400 pairs x 2 seeds, 95%)")
+    assert line.startswith("best scale 1") and "95% confidence set for the best: 1" in line
+    assert "; equivalent to it (within +-0.01): 1" in line and "; not distinguishable: none; worse: 50 " in line
+    assert line.endswith(
+        "(paired bootstrap, 400 pairs x 2 seeds, 300 resamples; simultaneous: max-t bootstrap over all 3 pairs of "
+        "scales, and paired t over seeds, Bonferroni over the comparisons with the best)"
+    )
 
 
 def test_pairing_makes_a_small_consistent_difference_visible():
@@ -57,8 +64,9 @@ def test_pairing_makes_a_small_consistent_difference_visible():
     result = paired_bootstrap(gold, np.stack([[base], [better]]), [1, 2], n_resamples=300)
     assert result.best["scale"] == 2
     assert result.line() == (
-        f"best scale 2 ({result.best['spearman']:.3f}); not distinguishable from it: none "
-        "(paired bootstrap, 300 pairs x 1 seed, 95%)"
+        f"best scale 2 ({result.best['spearman']:.3f}); 95% confidence set for the best: 2 (P(best) 1.00); "
+        "equivalent to it (within +-0.01): none; not distinguishable: none; worse: 1 "
+        "(paired bootstrap, 300 pairs x 1 seed, 300 resamples; simultaneous: max-t bootstrap over all 1 pair of scales)"
     )
 
 
@@ -96,7 +104,7 @@ def test_a_grid_over_other_keys_compares_its_points(monkeypatch):
 
     gold = np.linspace(0, 5, 200)
     noise = {(10, 1): 0.3, (10, 20): 0.3, (50, 1): 3.0, (50, 20): 3.0}
-    grid = [(cos, angle, seed) for cos, angle in noise for seed in (0, 1)]
+    grid = [(cos, angle, seed) for cos, angle in noise for seed in (0, 1, 2)]  # 2 seeds: t with 1 df, no verdict
     predictions = {f"{c}-{a}-{s}": noisy(gold, noise[c, a], 10 * s + c + a) for c, a, s in grid}
     serve_predictions(monkeypatch, gold, predictions)
     trials = pd.DataFrame(
@@ -113,7 +121,7 @@ def test_a_grid_over_other_keys_compares_its_points(monkeypatch):
     )
     table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=100)
     verdicts = table.set_index("point")
-    assert "scale" not in table and len(verdicts) == 4 and set(table["n_seeds"]) == {2}
+    assert "scale" not in table and len(verdicts) == 4 and set(table["n_seeds"]) == {3}
     assert verdicts["best"].sum() == 1 and verdicts.index[verdicts["best"]][0].startswith("cos_scale=10, ")
     assert not verdicts.loc["cos_scale=50, angle_scale=1", "indistinguishable"]
     assert not verdicts.loc["cos_scale=50, angle_scale=20", "indistinguishable"]
@@ -137,7 +145,7 @@ def test_a_scale_with_constant_predictions_is_not_scoreable_and_the_others_are_c
     assert (table.drop(index=20)["not_scoreable"] == "").all()
     assert result.best["scale"] == 10
     assert result.line().endswith(
-        "(paired bootstrap, 300 pairs x 1 seed, 95%); not scoreable (collapsed: cosine std < 0.0001 with some seed): 20"
+        "over all 1 pair of scales); not scoreable (collapsed: cosine std < 0.0001 with some seed): 20"
     )
 
 
