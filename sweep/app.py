@@ -130,7 +130,12 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
     - when `eval.objective` is something else, the same question for the objective itself, paired by seed
       (`sweep.study.summary.objective_lines`): the scale Optuna's best trial was chosen by."""
     stats = sweep.cfg.stats
-    options = {"n_resamples": stats.paired.resamples, "level": stats.paired.level, "seed": stats.seed}
+    options = {
+        "n_resamples": stats.paired.resamples,
+        "level": stats.paired.level,
+        "margin": stats.paired.margin,
+        "seed": stats.seed,
+    }
     lines = log_study_report(sweep.client, sweep.parent_run_id, options if stats.paired.enabled else None)
     if not stats.paired.enabled:
         return []

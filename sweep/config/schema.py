@@ -179,6 +179,7 @@ class PairedConfig:
     enabled: bool = MISSING
     resamples: int = MISSING
     level: float = MISSING
+    margin: float = MISSING
 
 
 @dataclass

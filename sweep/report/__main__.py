@@ -16,6 +16,7 @@ import pandas as pd
 
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 from sweep.tracking.versions import library_versions
 
 T = TypeVar("T")
@@ -68,7 +69,13 @@ def study_command(args: argparse.Namespace) -> list[Path]:
     from sweep.report.live_study import write_live_study  # mlflow is slow to import and only needed here
 
     return write_live_study(
-        args.tracking_uri, args.out, args.experiment, args.parent_run_id, n_resamples=args.resamples, level=args.level
+        args.tracking_uri,
+        args.out,
+        args.experiment,
+        args.parent_run_id,
+        n_resamples=args.resamples,
+        level=args.level,
+        margin=args.margin,
     )
 
 
@@ -159,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--level", type=float, default=0.95, help="level of the paired comparison (paired_comparison.csv; 0.95)"
     )
     study.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the paired comparison")
+    study.add_argument(
+        "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin in Spearman (stats.paired.margin)"
+    )
     study.set_defaults(run=study_command)
     return parser
 

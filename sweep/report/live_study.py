@@ -9,10 +9,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON
-from sweep.report.paired_table import paired_comparisons, write_paired_comparison
+from sweep.report.paired_table import confirmation_lines, paired_comparisons, write_paired_comparison
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
 from sweep.report.study_figures import write_study_figures
@@ -20,31 +21,43 @@ from sweep.report.study_figures import write_study_figures
 log = logging.getLogger(__name__)
 
 
+def study_comparison(
+    trials: pd.DataFrame, client: MlflowClient, **options: Any
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The paired comparison on STSB validation (the choice), on STSB test (its confirmation), and the answer lines:
+    validation's verdicts, then whether test confirms the choice. ``options``: those of `paired_comparisons`."""
+    validation, lines = paired_comparisons(trials, client, split="validation", **options)
+    if validation.empty:
+        return validation, validation, lines
+    test, _ = paired_comparisons(trials, client, split="test", **options)
+    return validation, test, lines + (confirmation_lines(validation, test) if not test.empty else [])
+
+
 def write_live_study(
     tracking_uri: str | None,
     out_dir: Path,
     experiment: str | None = None,
     parent_run_id: str | None = None,
-    n_resamples: int = 1000,
-    level: float = 0.95,
+    **options: Any,
 ) -> list[Path]:
     """Every figure of the study (its newest parent run in ``experiment``, or ``parent_run_id``) with the paired
-    verdict drawn in, ``paired_comparison.csv``/``.md`` and the study's ``config.yaml``, into ``out_dir``."""
+    verdict drawn in, ``paired_comparison.csv``/``.md`` (and ``_test.csv``) and the study's ``config.yaml``, into
+    ``out_dir``. ``options``: those of `paired_comparisons` (resamples, level, margin)."""
     trials, histories = load_study(tracking_uri, experiment_name=experiment, parent_run_id=parent_run_id)
     client = MlflowClient(tracking_uri)
-    paired, lines = paired_comparisons(trials, client, n_resamples=n_resamples, level=level)
+    paired, test, lines = study_comparison(trials, client, **options)
     figures = write_study_figures(trials, histories, out_dir, tables={PAIRED_STEM: paired})
     config = download_study_config(client, out_dir, experiment, parent_run_id)
-    return figures + write_paired_comparison(paired, lines, out_dir) + config
+    return figures + write_paired_comparison(paired, lines, out_dir, test) + config
 
 
 def log_study_report(client: MlflowClient, parent_run_id: str, paired: dict[str, Any] | None) -> list[str]:
     """At the end of a study: its paired comparison (``paired``: the options of `paired_comparisons`, None when
     `stats.paired.enabled` is false) as the parent run's tag ``sweep.paired_comparison`` and ``paired_comparison.csv``,
-    and every figure with its CSV under the artifact folder ``report/``. Returns the paired lines. A figure that
-    cannot be drawn or uploaded is a warning: the study's results are already recorded."""
+    and every figure with its CSV under the artifact folder ``report/``. Returns the answer lines (`study_comparison`).
+    A figure that cannot be drawn or uploaded is a warning: the study's results are already recorded."""
     trials = load_trials(client, parent_run_id=parent_run_id)
-    table, lines = paired_comparisons(trials, client, **paired) if paired is not None else (None, [])
+    table, test, lines = study_comparison(trials, client, **paired) if paired is not None else (None, None, [])
     if lines and table is not None:
         client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
         client.log_text(parent_run_id, table.to_csv(index=False), ARTIFACT_PAIRED_COMPARISON)
@@ -54,7 +67,7 @@ def log_study_report(client: MlflowClient, parent_run_id: str, paired: dict[str,
             tables = {PAIRED_STEM: table} if table is not None else None
             write_study_figures(trials, histories, Path(folder), tables=tables)
             if table is not None:
-                write_paired_comparison(table, lines, Path(folder))
+                write_paired_comparison(table, lines, Path(folder), test)
             client.log_artifacts(parent_run_id, folder, ARTIFACT_REPORT)
     except Exception as error:  # noqa: BLE001 - matplotlib, a full disk, an unreachable store: the study is done
         log.warning("the study's report figures were not logged on its parent run: %s", error)

@@ -18,9 +18,10 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
-from sweep.report.results_folder import PAIRED_FILES
+from sweep.report.results_folder import PAIRED_FILES, PAIRED_TEST_CSV
 from sweep.report.summaries import by_condition, complete_trials, condition_label, condition_names, swept_scales
 from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ COLUMNS = [
 ]
 POINT = "point"  # the column that replaces "scale" when grid points are compared
 STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about
+SPLIT_LABELS = {"validation": STSB_VALIDATION_LABEL, "test": "STSB test Spearman"}
 
 
 def _condition_arrays(
@@ -93,10 +95,11 @@ def paired_comparisons(
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    margin: float = DEFAULT_MARGIN,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The table (one row per condition and scale, or per grid point in a ``point`` column, with n_pairs, n_seeds,
-    n_resamples, level) and one summary line per condition; empty when nothing was swept or the trials logged no
-    predictions."""
+    n_resamples, level, margin) and one summary line per condition; empty when nothing was swept or the trials
+    logged no predictions."""
     if trials.empty:
         return pd.DataFrame(columns=COLUMNS), []
     groups, column = _comparison_groups(trials)
@@ -105,18 +108,48 @@ def paired_comparisons(
         arrays = _condition_arrays(group, client, split)
         if arrays is None:
             continue
-        result = paired_bootstrap(*arrays, n_resamples=n_resamples, level=level, seed=seed)
+        result = paired_bootstrap(*arrays, n_resamples=n_resamples, level=level, seed=seed, margin=margin)
         tables.append(
             result.table.assign(
-                condition=label, n_pairs=result.n_pairs, n_seeds=result.n_seeds, n_resamples=n_resamples, level=level
+                condition=label,
+                n_pairs=result.n_pairs,
+                n_seeds=result.n_seeds,
+                n_resamples=n_resamples,
+                level=level,
+                margin=margin,
             )
         )
-        lines.append(result.line(f"{STSB_VALIDATION_LABEL}, {label}" if label else STSB_VALIDATION_LABEL))
+        lines.append(result.line(f"{SPLIT_LABELS[split]}, {label}" if label else SPLIT_LABELS[split]))
     if not tables:
         return pd.DataFrame(columns=COLUMNS), []
     table = pd.concat(tables, ignore_index=True)
     table = table[COLUMNS + [c for c in table if c not in COLUMNS]]
     return table.rename(columns={"scale": column}), lines
+
+
+def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame) -> list[str]:
+    """Per condition, whether STSB test confirms the scale chosen on validation: it does when that scale is in the
+    test's confidence set for the best (test was never used to choose)."""
+    column = POINT if POINT in validation else "scale"
+    lines = []
+    for condition, chosen in validation[validation["best"]].groupby("condition", sort=False):
+        on_test = test[(test["condition"] == condition) & (test[column] == chosen[column].iloc[0])]
+        if on_test.empty or "in_confidence_set" not in on_test:
+            continue
+        row, name = on_test.iloc[0], _name(chosen[column].iloc[0])
+        held = test[(test["condition"] == condition) & test["in_confidence_set"].eq(True)]
+        members = ", ".join(_name(v) for v in held.sort_values("p_best", ascending=False)[column])
+        verdict = "confirms" if row["in_confidence_set"] else "does not confirm"
+        head = f"{SPLIT_LABELS['test']}, {condition}" if condition else SPLIT_LABELS["test"]
+        lines.append(
+            f"{head}: test {verdict} {name} chosen on validation ({row['verdict']} on test, "
+            f"{row['level']:.0%} confidence set for the best on test: {members})"
+        )
+    return lines
+
+
+def _name(value: object) -> str:
+    return f"scale {value:g}" if isinstance(value, float) else f"point ({value})"
 
 
 def _markdown(table: pd.DataFrame) -> list[str]:
@@ -129,13 +162,21 @@ def _markdown(table: pd.DataFrame) -> list[str]:
     ]
 
 
-def write_paired_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path) -> list[Path]:
+def write_paired_comparison(
+    table: pd.DataFrame, lines: list[str], out_dir: Path, test: pd.DataFrame | None = None
+) -> list[Path]:
     """``paired_comparison.csv`` and ``paired_comparison.md`` (the table and the summary lines of
-    :func:`paired_comparisons`)."""
+    :func:`paired_comparisons`), and ``paired_comparison_test.csv`` with STSB test's table when given."""
     if table.empty:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, markdown = (out_dir / name for name in PAIRED_FILES)
     table.to_csv(csv, index=False)
-    markdown.write_text("\n".join([*(f"- {line}" for line in lines), "", *_markdown(table), ""]))
-    return [csv, markdown]
+    written = [csv, markdown]
+    body = ["", *_markdown(table), ""]
+    if test is not None and not test.empty:
+        written.append(out_dir / PAIRED_TEST_CSV)
+        test.to_csv(written[-1], index=False)
+        body += ["STSB test (confirmation; never used to choose):", "", *_markdown(test), ""]
+    markdown.write_text("\n".join([*(f"- {line}" for line in lines), *body]))
+    return written

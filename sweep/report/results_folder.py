@@ -20,6 +20,7 @@ from sweep.report.summaries import ANGLE_WEIGHTS, SEARCH_SPACE
 
 TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
 PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
+PAIRED_TEST_CSV = f"{PAIRED_STEM}_test.csv"  # the same comparison on STSB test, confirming the validation choice
 PAIRED_FILES = (f"{PAIRED_STEM}.csv", f"{PAIRED_STEM}.md")  # computed from MLflow's predictions: copied
 TABLE_STEMS = (
     "concentration_vs_scale",
@@ -71,7 +72,7 @@ class ResultsFolder:
         is the folder)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         copied = []
-        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES):
+        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES, PAIRED_TEST_CSV):
             source, target = self.path / name, out_dir / name
             if source.exists() and source.resolve() != target.resolve():
                 shutil.copyfile(source, target)

@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import ConfigError, plain_dict, require_int
+from sweep.config.checks import ConfigError, plain_dict, require_int, require_number
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
@@ -80,9 +80,10 @@ def check_stats(stats: DictConfig) -> None:
     scales = stats.loss_scales  # a list of numbers or null (sweep.config.schema)
     if scales is not None and any(scale < 0 for scale in scales):
         raise ConfigError("stats.loss_scales", list(scales), "must be null or a list of scales >= 0")
-    require_int("stats.paired.resamples", stats.paired.resamples)
+    require_int("stats.paired.resamples", stats.paired.resamples, minimum=2)
     if not 0 < stats.paired.level < 1:
         raise ConfigError("stats.paired.level", stats.paired.level, "must be a number in (0, 1), e.g. 0.95")
+    require_number("stats.paired.margin", stats.paired.margin, 0.0, 1.0, note="a Spearman difference, e.g. 0.01")
 
 
 class ConcentrationProbe:
