@@ -13,6 +13,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON
+from sweep.report.folder_comparison import export_predictions
 from sweep.report.paired_table import confirmation_lines, paired_comparisons, write_paired_comparison
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
@@ -41,14 +42,16 @@ def write_live_study(
     **options: Any,
 ) -> list[Path]:
     """Every figure of the study (its newest parent run in ``experiment``, or ``parent_run_id``) with the paired
-    verdict drawn in, ``paired_comparison.csv``/``.md`` (and ``_test.csv``) and the study's ``config.yaml``, into
-    ``out_dir``. ``options``: those of `paired_comparisons` (resamples, level, margin)."""
+    verdict drawn in, ``paired_comparison.csv``/``.md`` (and ``_test.csv``), the trials' predictions
+    (`sweep.report.folder_comparison`) and the study's ``config.yaml``, into ``out_dir``. ``options``: those of
+    `paired_comparisons` (resamples, level, margin)."""
     trials, histories = load_study(tracking_uri, experiment_name=experiment, parent_run_id=parent_run_id)
     client = MlflowClient(tracking_uri)
     paired, test, lines = study_comparison(trials, client, **options)
     figures = write_study_figures(trials, histories, out_dir, tables={PAIRED_STEM: paired})
     config = download_study_config(client, out_dir, experiment, parent_run_id)
-    return figures + write_paired_comparison(paired, lines, out_dir, test) + config
+    shipped = export_predictions(trials, client, out_dir)  # so --from-csv recomputes every statistic
+    return figures + write_paired_comparison(paired, lines, out_dir, test) + shipped + config
 
 
 def log_study_report(client: MlflowClient, parent_run_id: str, paired: dict[str, Any] | None) -> list[str]:

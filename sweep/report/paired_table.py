@@ -11,7 +11,9 @@ condition's comparison, its row saying why (``not_scoreable``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -19,8 +21,15 @@ from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
 from sweep.report.results_folder import PAIRED_FILES, PAIRED_TEST_CSV
-from sweep.report.summaries import by_condition, complete_trials, condition_label, condition_names, swept_scales
-from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.report.summaries import (
+    SPEARMAN_OF_SPLIT,
+    by_condition,
+    complete_trials,
+    condition_label,
+    condition_names,
+    swept_scales,
+)
+from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap, seed_comparison
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 log = logging.getLogger(__name__)
@@ -37,18 +46,29 @@ COLUMNS = [
     "indistinguishable",
     "not_scoreable",
 ]
+PredictionSource = Callable[[str, str], pd.DataFrame | None]  # (run id, split) -> a trial's gold/cosine table
 POINT = "point"  # the column that replaces "scale" when grid points are compared
 STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about
 SPLIT_LABELS = {"validation": STSB_VALIDATION_LABEL, "test": "STSB test Spearman"}
 
 
-def _condition_arrays(
-    group: pd.DataFrame, client: MlflowClient, split: str
-) -> tuple[np.ndarray, np.ndarray, list[float] | list[str]] | None:
-    """(gold, predictions (scales, seeds, pairs), scales) over the seeds that every scale of the group has."""
+def _common_seeds(group: pd.DataFrame) -> tuple[pd.DataFrame, list[object], list[object]]:
+    """The group with a ``seed`` column, the seeds every scale has, and the scales, sorted."""
     group = group.assign(seed=group[SEED] if SEED in group else 0)
     seeds = sorted(set.intersection(*(set(g["seed"]) for _, g in group.groupby("scale"))))
-    scales = sorted(group["scale"].unique())
+    return group, seeds, sorted(group["scale"].unique())
+
+
+def _labels(scales: list[object]) -> list[float] | list[str]:
+    """Sorted scales as floats, or grid-point labels as strings."""
+    return [str(s) for s in scales] if isinstance(scales[0], str) else [float(cast(float, s)) for s in scales]
+
+
+def _condition_arrays(
+    group: pd.DataFrame, fetch: PredictionSource, split: str
+) -> tuple[np.ndarray, np.ndarray, list[float] | list[str]] | None:
+    """(gold, predictions (scales, seeds, pairs), scales) over the seeds that every scale of the group has."""
+    group, seeds, scales = _common_seeds(group)
     if len(scales) < 2 or not seeds:
         return None
     gold, predictions = None, []
@@ -56,7 +76,7 @@ def _condition_arrays(
         rows = []
         for seed in seeds:
             run_id = group[(group["scale"] == scale) & (group["seed"] == seed)]["run_id"].iloc[0]
-            table = load_predictions(client, run_id, split)
+            table = fetch(run_id, split)
             if table is None or (gold is not None and len(table) != len(gold)):
                 log.warning("trial run %s has no usable %s predictions: no paired comparison", run_id, split)
                 return None
@@ -64,9 +84,19 @@ def _condition_arrays(
             rows.append(table["cosine"].to_numpy())
         predictions.append(rows)
     assert gold is not None  # at least two scales, each with a seed
-    labels: list[float] | list[str]  # sorted above, so all grid-point labels or all scales
-    labels = [str(s) for s in scales] if isinstance(scales[0], str) else [float(s) for s in scales]
-    return gold, np.asarray(predictions), labels
+    return gold, np.asarray(predictions), _labels(scales)
+
+
+def _seed_arrays(group: pd.DataFrame, split: str) -> tuple[np.ndarray, list[float] | list[str]] | None:
+    """(per-seed Spearman (scales, seeds), scales) of the split's metric column, over the common seeds."""
+    metric = SPEARMAN_OF_SPLIT[split]
+    if metric not in group:
+        return None
+    group, seeds, scales = _common_seeds(group)
+    if len(scales) < 2 or not seeds:
+        return None
+    wide = group[group["seed"].isin(seeds)].pivot_table(index="scale", columns="seed", values=metric, dropna=False)
+    return wide.loc[scales].to_numpy(dtype=float), _labels(scales)
 
 
 def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], str]:
@@ -90,38 +120,59 @@ def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFra
 
 def paired_comparisons(
     trials: pd.DataFrame,
-    client: MlflowClient,
+    client: MlflowClient | None,
     split: str = "validation",
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
     margin: float = DEFAULT_MARGIN,
+    fetch: PredictionSource | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The table (one row per condition and scale, or per grid point in a ``point`` column, with n_pairs, n_seeds,
     n_resamples, level, margin) and one summary line per condition; empty when nothing was swept or the trials
-    logged no predictions."""
-    if trials.empty:
-        return pd.DataFrame(columns=COLUMNS), []
-    groups, column = _comparison_groups(trials)
-    tables, lines = [], []
+    logged no predictions. ``fetch`` reads a trial's predictions (default: its MLflow artifact through ``client``)."""
+    source = fetch or (lambda run_id, part: load_predictions(cast(MlflowClient, client), run_id, part))
+    groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")
+    results = []
     for label, group in groups:
-        arrays = _condition_arrays(group, client, split)
-        if arrays is None:
-            continue
-        result = paired_bootstrap(*arrays, n_resamples=n_resamples, level=level, seed=seed, margin=margin)
-        tables.append(
-            result.table.assign(
-                condition=label,
-                n_pairs=result.n_pairs,
-                n_seeds=result.n_seeds,
-                n_resamples=n_resamples,
-                level=level,
-                margin=margin,
-            )
-        )
-        lines.append(result.line(f"{SPLIT_LABELS[split]}, {label}" if label else SPLIT_LABELS[split]))
-    if not tables:
+        arrays = _condition_arrays(group, source, split)
+        if arrays is not None:
+            results.append((label, paired_bootstrap(*arrays, n_resamples, level, seed, margin)))
+    return _assembled(results, column, split)
+
+
+def seed_comparisons(
+    trials: pd.DataFrame, split: str = "validation", level: float = 0.95, margin: float = DEFAULT_MARGIN
+) -> tuple[pd.DataFrame, list[str]]:
+    """`paired_comparisons` from the trials' per-seed Spearman alone (`sweep.stats.paired_bootstrap.seed_comparison`):
+    for a results folder that ships no per-pair predictions."""
+    groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")
+    results = []
+    for label, group in groups:
+        arrays = _seed_arrays(group, split)
+        if arrays is not None:
+            results.append((label, seed_comparison(*arrays, level=level, margin=margin)))
+    return _assembled(results, column, split)
+
+
+def _assembled(results: list[tuple[str, PairedComparison]], column: str, split: str) -> tuple[pd.DataFrame, list[str]]:
+    """One table of every condition's comparison (``scale`` renamed ``column``), and their lines."""
+    if not results:
         return pd.DataFrame(columns=COLUMNS), []
+    tables = [
+        result.table.assign(
+            condition=label,
+            n_pairs=result.n_pairs,
+            n_seeds=result.n_seeds,
+            n_resamples=result.n_resamples,
+            level=result.level,
+            margin=result.margin,
+        )
+        for label, result in results
+    ]
+    lines = [
+        result.line(f"{SPLIT_LABELS[split]}, {label}" if label else SPLIT_LABELS[split]) for label, result in results
+    ]
     table = pd.concat(tables, ignore_index=True)
     table = table[COLUMNS + [c for c in table if c not in COLUMNS]]
     return table.rename(columns={"scale": column}), lines

@@ -20,6 +20,7 @@ from sweep.report.summaries import ANGLE_WEIGHTS, SEARCH_SPACE
 
 TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
 PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
+PREDICTIONS_CSV = "predictions.csv.gz"  # every trial's per-pair STSB predictions (sweep.report.folder_comparison)
 PAIRED_TEST_CSV = f"{PAIRED_STEM}_test.csv"  # the same comparison on STSB test, confirming the validation choice
 PAIRED_FILES = (f"{PAIRED_STEM}.csv", f"{PAIRED_STEM}.md")  # computed from MLflow's predictions: copied
 TABLE_STEMS = (
@@ -68,11 +69,11 @@ class ResultsFolder:
     untrained: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def copy_sources(self, out_dir: Path) -> list[Path]:
-        """Copy ``trials.csv``, ``config.yaml`` and the paired comparison unchanged into ``out_dir`` (nothing when it
-        is the folder)."""
+        """Copy ``trials.csv``, ``config.yaml``, the paired comparison and the shipped predictions unchanged into
+        ``out_dir`` (nothing when it is the folder)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         copied = []
-        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES, PAIRED_TEST_CSV):
+        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES, PAIRED_TEST_CSV, PREDICTIONS_CSV):
             source, target = self.path / name, out_dir / name
             if source.exists() and source.resolve() != target.resolve():
                 shutil.copyfile(source, target)

@@ -41,6 +41,7 @@ from sweep.stats.scale_verdicts import (
     EQUIVALENT,
     NOT_DISTINGUISHABLE,
     WORSE,
+    Verdicts,
     scale_verdicts,
 )
 
@@ -86,17 +87,26 @@ class PairedComparison:
 
     def confidence_set(self) -> str:
         """``10 (P(best) 0.71), 15 (0.29)``: the scales in the confidence set, most often best first."""
-        rows = self.table[self.table["in_confidence_set"].eq(True)].sort_values("p_best", ascending=False)
+        rows = self.table[self.table["in_confidence_set"].eq(True)]
+        if not self.n_resamples:  # from seeds alone: no P(best)
+            return listed(rows["scale"], self.numeric)
+        rows = rows.sort_values("p_best", ascending=False)
         names = [f"{s:g}" if self.numeric else f"({s})" for s in rows["scale"]]
         shares = [f"P(best) {p:.2f}" if i == 0 else f"{p:.2f}" for i, p in enumerate(rows["p_best"])]
         return ", ".join(f"{name} ({share})" for name, share in zip(names, shares, strict=True))
+
+    def method(self) -> str:
+        """What the numbers rest on, in words."""
+        seeds = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
+        if not self.n_resamples:
+            return f"per-seed Spearman, {seeds}, no per-pair predictions: no bootstrap, no P(best)"
+        return f"paired bootstrap, {self.n_pairs:,} pairs x {seeds}, {self.n_resamples:,} resamples"
 
     def line(self, condition: str = "") -> str:
         """``best scale 10 (0.732); 95% confidence set for the best: 10 (P(best) 0.71), 15 (0.29); equivalent to it
         (within +-0.01): none; not distinguishable: 15; worse: 1, 2, 50 (paired bootstrap, 1,500 pairs x 3 seeds;
         max-t ...)``, then the scales left out (``; not scoreable (collapsed: ...): 1, 2``), prefixed with the
         condition when there is one."""
-        seeds = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
         if self.table["best"].any():
             best = f"scale {self.best['scale']:g}" if self.numeric else f"point ({self.best['scale']})"
             groups = {
@@ -107,8 +117,7 @@ class PairedComparison:
                 f"{self.confidence_set()}; equivalent to it (within +-{self.margin:g}): "
                 f"{listed(groups[EQUIVALENT], self.numeric)}; not distinguishable: "
                 f"{listed(groups[NOT_DISTINGUISHABLE], self.numeric)}; worse: {listed(groups[WORSE], self.numeric)} "
-                f"(paired bootstrap, {self.n_pairs:,} pairs x {seeds}, {self.n_resamples:,} resamples; "
-                f"simultaneous: {self.correction})"
+                f"({self.method()}; simultaneous: {self.correction})"
             )
         else:
             text = f"no best {'scale' if self.numeric else 'point'}: none is scoreable"
@@ -143,20 +152,49 @@ def paired_bootstrap(
         )
     reasons = [_not_scoreable(by_seed) for by_seed in predictions]
     scored = np.flatnonzero([reason == "" for reason in reasons])
-    columns: dict[str, np.ndarray] = {name: np.full(n_scales, np.nan) for name in ["spearman", *NUMBERS]}
-    in_set, verdict = np.zeros(n_scales, dtype=bool), np.full(n_scales, "", dtype=object)
-    best = np.zeros(n_scales, dtype=bool)
-    correction = ""
+    verdicts = None
     if scored.size:
         point, resampled, per_seed = _resample(gold, predictions[scored], n_resamples, seed)
         verdicts = scale_verdicts(point, resampled, per_seed, level, margin)
+    table = _table(scales, scored, point if scored.size else np.empty(0), verdicts, reasons)
+    correction = verdicts.correction if verdicts else ""
+    return PairedComparison(table, n_pairs, n_seeds, n_resamples, level, margin, correction)
+
+
+def seed_comparison(
+    per_seed: np.ndarray, scales: Sequence[float] | Sequence[str], level: float = 0.95, margin: float = DEFAULT_MARGIN
+) -> PairedComparison:
+    """The same verdicts from the per-seed Spearman alone, ``per_seed`` (scales, seeds): for a results folder that
+    ships no per-pair predictions, so nothing can be resampled (no P(best); the seed interval decides)."""
+    per_seed = np.asarray(per_seed, dtype=np.float64)
+    scored = np.flatnonzero(~np.isnan(per_seed).any(axis=1))
+    reasons = ["" if i in scored else "no Spearman (collapsed)" for i in range(len(scales))]
+    point = per_seed[scored].mean(axis=1)
+    verdicts = scale_verdicts(point, None, per_seed[scored], level, margin) if scored.size else None
+    table = _table(scales, scored, point, verdicts, reasons)
+    correction = verdicts.correction if verdicts else ""
+    return PairedComparison(table, 0, per_seed.shape[1], 0, level, margin, correction)
+
+
+def _table(
+    scales: Sequence[float] | Sequence[str],
+    scored: np.ndarray,
+    point: np.ndarray,
+    verdicts: Verdicts | None,
+    reasons: list[str],
+) -> pd.DataFrame:
+    """One row per scale: the point estimate and the verdict columns where ``scored``, empty where not."""
+    n_scales = len(scales)
+    columns: dict[str, np.ndarray] = {name: np.full(n_scales, np.nan) for name in ["spearman", *NUMBERS]}
+    in_set, verdict = np.zeros(n_scales, dtype=bool), np.full(n_scales, "", dtype=object)
+    best = np.zeros(n_scales, dtype=bool)
+    if verdicts is not None:
         columns["spearman"][scored] = point
         for name in NUMBERS:
             columns[name][scored] = verdicts.table[name].to_numpy()
         in_set[scored] = verdicts.table["in_confidence_set"].to_numpy()
         verdict[scored] = verdicts.table["verdict"].to_numpy()
         best[scored[verdicts.best]] = True
-        correction = verdicts.correction
     table = pd.DataFrame(
         {
             "scale": list(scales) if any(isinstance(s, str) for s in scales) else np.asarray(scales, dtype=float),
@@ -168,8 +206,7 @@ def paired_bootstrap(
             "not_scoreable": reasons,
         }
     )
-    table = table.sort_values("scale", ignore_index=True)
-    return PairedComparison(table, n_pairs, n_seeds, n_resamples, level, margin, correction)
+    return table.sort_values("scale", ignore_index=True)
 
 
 def _not_scoreable(by_seed: np.ndarray) -> str:

@@ -21,13 +21,17 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     sweep = open_sweep(cfg)
     sweep.run()
     table = finish(sweep)
-    (line,) = paired_summary(sweep, table)  # the objective is the STSB validation Spearman: one line
-    assert line.startswith("STSB validation Spearman: best scale ") and line.endswith(
-        "(paired bootstrap, 200 pairs x 2 seeds, 95%)"
+    # the objective is the STSB validation Spearman: its verdicts, then whether STSB test confirms the choice
+    line, confirmation = paired_summary(sweep, table)
+    assert line.startswith("STSB validation Spearman: best scale ") and "95% confidence set for the best: " in line
+    assert line.endswith(
+        "(paired bootstrap, 200 pairs x 2 seeds, 1,000 resamples; simultaneous: max-t bootstrap over all 1 pair of "
+        "scales, and paired t over seeds, Bonferroni over the comparisons with the best)"
     )
+    assert confirmation.startswith("STSB test Spearman: test ") and " chosen on validation (" in confirmation
 
     client = MlflowClient(cfg.tracking.uri)
-    assert client.get_run(sweep.parent_run_id).data.tags[TAG_PAIRED_COMPARISON] == line
+    assert client.get_run(sweep.parent_run_id).data.tags[TAG_PAIRED_COMPARISON] == f"{line}; {confirmation}"
     report = {a.path for a in client.list_artifacts(sweep.parent_run_id, "report")}  # the figures, where users land
     assert {"report/spearman_vs_scale.png", "report/spearman_vs_scale.csv", "report/paired_comparison.md"} <= report
     children = [
@@ -52,7 +56,14 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     table = pd.read_csv(out / "paired_comparison.csv")
     assert sorted(table["scale"]) == [1.0, 20.0] and table["best"].sum() == 1
     assert set(table["n_seeds"]) == {2} and set(table["n_pairs"]) == {200}
-    assert line in (out / "paired_comparison.md").read_text()
+    assert (
+        line in (out / "paired_comparison.md").read_text()
+        and confirmation in (out / "paired_comparison.md").read_text()
+    )
+    test_table = pd.read_csv(out / "paired_comparison_test.csv")
+    assert sorted(test_table["scale"]) == [1.0, 20.0] and test_table["verdict"].isin(["best"]).sum() == 1
+    shipped = pd.read_csv(out / "predictions.csv.gz")  # every trial's pairs, both splits: --from-csv needs no MLflow
+    assert len(shipped) == 4 * 2 * 200 and set(shipped["split"]) == {"validation", "test"}
     assert yaml.safe_load((out / "config.yaml").read_text())["name"] == "paired"  # the parent run's copy
     spearman = pd.read_csv(out / "spearman_vs_scale.csv")
     validation = spearman[spearman["split"] == "validation"].set_index("scale")["indistinguishable_from_best"]
@@ -63,4 +74,9 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     redrawn = tmp_path / "redrawn"
     assert report_main(["study", "--from-csv", str(out), "--out", str(redrawn)]) == 0
     assert (redrawn / "paired_comparison.md").read_text() == (out / "paired_comparison.md").read_text()
+    (redrawn / "predictions.csv.gz").unlink()  # a folder published before predictions were shipped
+    seeds_only = tmp_path / "seeds_only"
+    assert report_main(["study", "--from-csv", str(redrawn), "--out", str(seeds_only)]) == 0
+    lines = (seeds_only / "paired_comparison.md").read_text()
+    assert "(per-seed Spearman, 2 seeds, no per-pair predictions: no bootstrap, no P(best); simultaneous: " in lines
     pd.testing.assert_frame_equal(pd.read_csv(redrawn / "spearman_vs_scale.csv"), spearman)

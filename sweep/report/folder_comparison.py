@@ -1,0 +1,76 @@
+"""A results folder's paired comparison without MLflow: its shipped per-pair predictions, or its per-seed Spearman.
+
+``python -m sweep.report study`` from MLflow writes every COMPLETE trial's STSB predictions into the folder as
+``predictions.csv.gz`` (trial number, split, gold, cosine; one row per pair, in the evaluator's order), so
+``--from-csv`` recomputes the whole comparison (bootstrap, P(best), validation and test) from the folder alone. A
+folder published before predictions were shipped has only ``trials.csv``: its comparison is then recomputed from
+the per-seed Spearman alone (`sweep.report.paired_table.seed_comparisons`), and its lines say so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from sweep.evaluation.predictions import load_predictions
+from sweep.report.paired_table import PredictionSource, confirmation_lines, paired_comparisons, seed_comparisons
+from sweep.report.results_folder import PREDICTIONS_CSV, ResultsFolder
+from sweep.report.summaries import complete_trials
+
+SPLITS = ("validation", "test")
+
+
+def export_predictions(trials: pd.DataFrame, client: MlflowClient, out_dir: Path) -> list[Path]:
+    """``predictions.csv.gz`` of every COMPLETE trial run's logged STSB predictions; nothing when none logged any."""
+    parts = []
+    complete = complete_trials(trials)
+    for run_id, number in zip(complete["run_id"], complete["trial_number"], strict=True):
+        for split in SPLITS:
+            table = load_predictions(client, str(run_id), split)
+            if table is not None:
+                parts.append(table.assign(trial_number=int(number), split=split))
+    if not parts:
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / PREDICTIONS_CSV
+    shipped = pd.concat(parts, ignore_index=True)[["trial_number", "split", "gold", "cosine"]]
+    shipped.to_csv(path, index=False, float_format="%.7g")
+    return [path]
+
+
+def shipped_predictions(folder: Path) -> PredictionSource | None:
+    """A `PredictionSource` over the folder's ``predictions.csv.gz`` (the run id being the trial number), or None."""
+    path = folder / PREDICTIONS_CSV
+    if not path.exists():
+        return None
+    tables = {
+        (str(number), split): part[["gold", "cosine"]].reset_index(drop=True)
+        for (number, split), part in pd.read_csv(path).groupby(["trial_number", "split"], sort=False)
+    }
+    return lambda run_id, split: tables.get((run_id, split))
+
+
+def folder_comparison(folder: ResultsFolder, **options: Any) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(validation table, test table, answer lines) of the folder, as `sweep.report.live_study.study_comparison`
+    gives them from MLflow; ``options``: resamples, level, margin, seed of `paired_comparisons`."""
+    if not folder.has_trials:
+        return pd.DataFrame(), pd.DataFrame(), []
+    fetch = shipped_predictions(folder.path)
+    tables: dict[str, pd.DataFrame] = {}
+    lines: list[str] = []
+    for split in SPLITS:
+        if fetch is not None:
+            trials = folder.trials.assign(run_id=folder.trials["trial_number"].astype(int).astype(str))
+            tables[split], split_lines = paired_comparisons(trials, None, split, fetch=fetch, **options)
+        else:
+            seed_options = {k: v for k, v in options.items() if k in ("level", "margin")}
+            tables[split], split_lines = seed_comparisons(folder.trials, split, **seed_options)
+        if split == "validation":
+            lines = split_lines
+    validation, test = tables["validation"], tables["test"]
+    if not validation.empty and not test.empty:
+        lines += confirmation_lines(validation, test)
+    return validation, test, lines
