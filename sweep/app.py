@@ -6,7 +6,7 @@ import logging
 import os
 import subprocess
 import sys
-from typing import cast
+from typing import Any, cast
 
 import datasets
 import hydra
@@ -15,9 +15,12 @@ import pandas as pd
 import transformers
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from sweep.config import multirun
 from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
 from sweep.config.composition import config_error
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
@@ -149,6 +152,27 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
     return lines
 
 
+class DistinctStudies(Callback):
+    """`hydra.callbacks` (conf/config.yaml): a multirun two of whose jobs would share a study stops before any job
+    starts, with one line (`sweep.config.multirun`)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            refusal = multirun.shared_study(multirun.composed_jobs(config))
+        except (HydraException, OmegaConfBaseException):  # a job that does not compose: Hydra's check says which
+            return
+        if refusal is not None:
+            print(f"sweep: invalid config: {refusal}", file=sys.stderr)
+            sys.exit(2)
+
+
+def _worker_arguments() -> list[str]:
+    """The command-line arguments of this run for its extra workers: a multirun job's are its own overrides (the
+    command line would start the whole multirun in each worker)."""
+    hydra_config = HydraConfig.get()
+    return list(hydra_config.overrides.task) if hydra_config.mode == RunMode.MULTIRUN else sys.argv[1:]
+
+
 def _composed() -> None:
     """The config is composed: the user's HYDRA_FULL_ERROR again (errors of the run are reported as before)."""
     if FULL_ERROR in _composing:
@@ -178,7 +202,9 @@ def run(cfg: DictConfig) -> None:
     except KeyboardInterrupt as early:  # before any trial started: nothing to clean up
         print(f"sweep: interrupted by {signal_name(early)} before training started", file=sys.stderr)
         sys.exit(exit_code(early))
-    workers: list[subprocess.Popen] = spawn_workers(cfg.study.n_workers, threads) if threads else []
+    workers: list[subprocess.Popen] = (
+        spawn_workers(cfg.study.n_workers, threads, _worker_arguments()) if threads else []
+    )
     interrupt: KeyboardInterrupt | None = None
     try:
         sweep.run()

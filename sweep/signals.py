@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 from typing import TypeVar
@@ -186,10 +186,11 @@ def worker_threads(n_workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // n_workers)
 
 
-def spawn_workers(n_workers: int, threads: int) -> list[subprocess.Popen]:
-    """n_workers - 1 more processes running this same command on the same study (separate processes: torch and
-    the trainer are not thread-safe). Each follows this process: it gets SIGTERM if this one dies."""
-    overrides = [arg for arg in sys.argv[1:] if arg.split("=")[0].lstrip("+~") not in WORKER_KEYS]
+def spawn_workers(n_workers: int, threads: int, arguments: Sequence[str]) -> list[subprocess.Popen]:
+    """n_workers - 1 more processes running `python -m sweep ARGUMENTS` (this run's) on the same study (separate
+    processes: torch and the trainer are not thread-safe). Each follows this process: it gets SIGTERM if this one
+    dies."""
+    overrides = [arg for arg in arguments if arg.split("=")[0].lstrip("+~") not in WORKER_KEYS]
     command = [
         sys.executable,
         "-m",

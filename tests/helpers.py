@@ -3,6 +3,7 @@ running a study in-process, and reading a study back from Optuna and MLflow."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 
 import optuna
 import pandas as pd
+import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
@@ -21,6 +23,17 @@ from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
 REPO = Path(__file__).resolve().parents[1]
 # Environment variables of the user's shell that would send a test's runs or state somewhere real.
 USER_STATE_VARIABLES = ("MLFLOW_TRACKING_URI", "SWEEP_HOME", "SWEEP_TRACKING_URI", "SWEEP_EXPERIMENT")
+
+
+def require_postgres_driver() -> None:
+    """The PostgreSQL tests need psycopg (the `postgres` extra, pulled by `dev`): CI fails without it, a checkout
+    installed without it skips them."""
+    if importlib.util.find_spec("psycopg") is not None:
+        return
+    missing = "psycopg is not installed: pip install -e '.[dev,postgres]'"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the PostgreSQL tests: {missing}")
+    pytest.skip(missing)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

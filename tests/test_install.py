@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -79,3 +80,17 @@ def test_wheel_ships_the_configs_and_runs_from_any_directory(installed_python: P
     report = _run(installed_python, "-m", "sweep.report", "--help", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "loss-vs-scale" in report.stdout and "study" in report.stdout
+
+
+def test_wheel_states_its_license_and_keeps_the_postgresql_driver_an_extra(installed_python: Path, tmp_path: Path):
+    read = (
+        "import importlib.metadata as m, json; d = m.distribution('sweep'); "
+        "licenses = [f.name for f in d.files if f.name == 'LICENSE']; "
+        "print(json.dumps([d.metadata['License-Expression'], d.requires, licenses]))"
+    )
+    found = _run(installed_python, "-c", read, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    license_expression, requires, license_files = json.loads(found.stdout)
+    assert license_expression == "Apache-2.0" and license_files == ["LICENSE"]
+    psycopg = [line for line in requires if line.startswith("psycopg")]
+    assert psycopg and all('extra == "postgres"' in line for line in psycopg), psycopg

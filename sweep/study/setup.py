@@ -50,6 +50,7 @@ from sweep.config.checks import (
     with_values,
 )
 from sweep.config.composition import check_known_keys
+from sweep.config.database_drivers import require_driver
 from sweep.evaluation.objective import objective_name
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
@@ -212,10 +213,12 @@ def unwritable(error: OSError) -> str:
 
 
 def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
-    """Check the study keys, sampler, pruner, every grid point (or distribution bound) and the data files, before
-    training. Returns the distinct model configs of those points (for the availability check before training)."""
+    """Check the study keys, database drivers, sampler, pruner, every grid point (or distribution bound) and the data
+    files, before training. Returns the distinct model configs of those points (for the availability check)."""
     check_known_keys(cfg)
     validate_study(cfg.study)
+    require_driver("study.storage", cfg.study.storage)
+    require_driver("tracking.uri", cfg.tracking.uri)
     make_sampler(cfg.study.sampler, space)
     make_pruner(cfg.study.pruner, cfg.trial.eval_steps)
     return validate_space(cfg, space)

@@ -16,6 +16,7 @@ import optuna
 import pytest
 
 from tests.faults.harness import Sweep, figures, running_trials, wait_for
+from tests.helpers import require_postgres_driver
 
 POSTGRES_URL = os.environ.get("SWEEP_TEST_POSTGRES_URL")
 GRID = [1, 5, 20, 50]
@@ -38,6 +39,7 @@ def local_cluster(url: str) -> tuple[str, str] | None:
     not POSTGRES_URL, reason="set SWEEP_TEST_POSTGRES_URL (CI starts PostgreSQL; locally: .ci/postgres)"
 )
 def test_postgresql_restarted_mid_study_workers_reconnect_and_nothing_trains_twice(tmp_path):
+    require_postgres_driver()
     cluster = local_cluster(POSTGRES_URL)
     if cluster is None:
         pytest.skip("the PostgreSQL server of SWEEP_TEST_POSTGRES_URL is not a local cluster this user can restart")

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_END_REASON, TAG_PARENT_RUN_ID
 from sweep.study.run_loop import finish, open_sweep
-from tests.helpers import child_runs, completed_points, sweep_process, wait_for_training
+from tests.helpers import child_runs, completed_points, require_postgres_driver, sweep_process, wait_for_training
 
 POSTGRES_URL = os.environ.get("SWEEP_TEST_POSTGRES_URL")
 
@@ -74,6 +74,7 @@ def test_two_processes_on_sqlite_cover_a_grid_exactly_once(tmp_path):
 )
 def test_two_processes_on_postgresql_cover_a_grid_exactly_once(tmp_path):
     assert POSTGRES_URL, "CI must provide SWEEP_TEST_POSTGRES_URL (see .ci/run)"
+    require_postgres_driver()
     database = f"sweep_test_{os.getpid()}_{int(time.time())}"
     admin = POSTGRES_URL.rsplit("/", 1)[0] + "/postgres"
     subprocess.run(["psql", admin, "-c", f"CREATE DATABASE {database}"], check=True, capture_output=True)

@@ -1,0 +1,28 @@
+"""The database drivers that are extras of the package: a storage or tracking URL whose driver is not installed is
+refused before anything opens, with the command that installs it (`require_driver`)."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from sweep.config.checks import ConfigError
+
+# What installs the driver SQLAlchemy picks for a bare `postgresql://` URL (psycopg 3 since SQLAlchemy 2.1).
+POSTGRES_FIX = "pip install 'sweep[postgres]'"
+
+
+def require_driver(key: str, url: str) -> None:
+    """Refuse the database URL `url` of config key `key` when the driver SQLAlchemy would import for it is missing:
+    one line naming the fix (the `postgres` extra for PostgreSQL). Other URLs (an MLflow server, a folder) pass."""
+    try:
+        dialect = make_url(url).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError):  # not a SQLAlchemy database URL
+        return
+    try:
+        dialect.import_dbapi()
+    except ImportError as error:
+        module = error.name or str(error)
+        postgres = dialect.name == "postgresql" and module == "psycopg"
+        fix = POSTGRES_FIX if postgres else f"install the package that provides {module}"
+        raise ConfigError(key, url, f"its database driver ({module}) is not installed: {fix}") from None

@@ -1,0 +1,49 @@
+"""Hydra's multirun (`python -m sweep -m ...`): each job is its own study, with its own Optuna study and MLflow parent
+run; a multirun two of whose jobs would share a study is refused with one line before any job starts."""
+
+from __future__ import annotations
+
+import optuna
+
+from sweep.config.checks import ConfigError
+from sweep.config.multirun import shared_study
+from tests.conftest import TINY, Compose
+from tests.helpers import mlflow_runs, run_sweep
+
+# `++`: Hydra composes the multirun's own config without the swept experiment, where search_space has no loss key.
+ONE_POINT = ["stats.enabled=false", "study.seeds=[0]", "++study.search_space.loss.scale=[20]"]
+
+
+def test_jobs_of_one_experiment_share_its_study_unless_the_name_says_what_differs(compose_cfg: Compose):
+    steps = [["+experiment=mnrl_scale", f"trial.max_steps={n}"] for n in (2, 4)]
+    refusal = shared_study([(job, compose_cfg(*job)) for job in steps])
+    assert isinstance(refusal, ConfigError) and refusal.key == "name" and refusal.value == "mnrl_scale"
+    assert "'name=mnrl_scale_${trial.max_steps}'" in str(refusal), "the fix names the swept key"
+    named = [[*job, "name=mnrl_scale_${trial.max_steps}"] for job in steps]
+    assert shared_study([(job, compose_cfg(*job)) for job in named]) is None
+    elsewhere = [[*job, f"paths.root={tmp}"] for job, tmp in zip(steps, ("a", "b"), strict=True)]
+    assert shared_study([(job, compose_cfg(*job)) for job in elsewhere]) is None, "two storages: two studies"
+
+
+def test_a_multirun_whose_jobs_share_a_study_is_refused_before_any_job(tmp_path):
+    done = run_sweep("-m", "+experiment=mnrl_scale", *TINY, *ONE_POINT, "trial.max_steps=2,4", home=tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sweep: invalid config: name='mnrl_scale': is the study of"), lines
+    assert not list(tmp_path.iterdir()), "nothing opened, trained or written"
+
+
+def test_a_multirun_over_two_experiments_runs_two_studies(tmp_path):
+    names = ["mnrl_scale", "cosent_scale"]
+    done = run_sweep("-m", f"+experiment={','.join(names)}", *TINY, *ONE_POINT, home=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    studies = {s.study_name: s.n_trials for s in optuna.get_all_study_summaries(storage)}
+    assert studies == dict.fromkeys(names, 1), studies
+    for name in names:
+        _, parents, children = mlflow_runs(f"sqlite:///{tmp_path}/mlflow.db", name)
+        assert len(parents) == 1 and len(children) == 1, name
+        assert parents[0].info.status == "FINISHED"
+        assert f"study {name}: 1 complete trials" in done.stdout
+    (sweep_dir,) = (tmp_path / "hydra" / "multirun").iterdir()
+    assert sorted(job.name for job in sweep_dir.iterdir() if job.is_dir()) == sorted(names), "a folder per job"
