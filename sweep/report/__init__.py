@@ -7,6 +7,8 @@
 - ``sweep.report.study_context``: library defaults, LR schedule, #candidates, untrained baseline from the params.
 - ``sweep.report.scale_figures``: Spearman and concentration vs scale (baseline lines, defaults, n, shading).
 - ``sweep.report.history_figures``: training-loss panels and learned-scale trajectories (with the LR schedule).
+- ``sweep.report.mechanism_figures``: the sim_* mechanism statistics vs scale, with their untrained values.
+- ``sweep.report.convergence_figures``: validation Spearman vs training step, one line per scale.
 - ``sweep.report.loss_figures``: the analytic / measured loss vs scale and its gradient.
 - ``sweep.report.grid_figures``: heatmaps over two swept values (AnglE weights/scales, layer x dim grid).
 - ``sweep.report.study_figures``: ``write_study_figures`` and ``write_trials_table``, all of a study's outputs.

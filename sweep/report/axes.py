@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.colors import Normalize, SymLogNorm
 from matplotlib.figure import Figure
@@ -192,13 +193,18 @@ def scale_norm(scales: pd.Series) -> Normalize:
 # ---------------------------------------------------------------- legends and error bars
 
 
-def legend_below(ax: Axes, title: str, columns: int | None = None) -> None:
-    """The axes' legend under the figure, so that it hides no data (needs constrained layout); ``columns``
-    defaults to 1 for long labels, else 2."""
-    handles, labels = ax.get_legend_handles_labels()
+def legend_below(ax: Axes | Sequence[Axes], title: str, columns: int | None = None) -> None:
+    """The legend of the axes (of several: each label once, its first handle) under the figure, so that it hides
+    no data (needs constrained layout); ``columns`` defaults to 1 for long labels, else 2."""
+    panels = [ax] if isinstance(ax, Axes) else list(ax)
+    found: dict[str, Artist] = {}
+    for panel in panels:
+        for handle, label in zip(*panel.get_legend_handles_labels(), strict=True):
+            found.setdefault(label, handle)
+    handles, labels = list(found.values()), list(found)
     if columns is None:
         columns = 1 if max(map(len, labels), default=0) > 30 else min(len(labels), 2)
-    figure = ax.get_figure()
+    figure = panels[0].get_figure()
     assert figure is not None  # the axes of a figure
     figure.legend(handles, labels, title=title, loc="outside lower center", ncols=columns, title_fontsize=6)
 

@@ -16,7 +16,7 @@ import pandas as pd
 import yaml
 
 from sweep.report.study_context import UNTRAINED_SCALE
-from sweep.report.summaries import ANGLE_WEIGHTS, SEARCH_SPACE
+from sweep.report.summaries import ANGLE_WEIGHTS, INIT, LOSS_AT_SCALE, SEARCH_SPACE
 
 TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
 PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
@@ -26,6 +26,7 @@ PAIRED_FILES = (f"{PAIRED_STEM}.csv", f"{PAIRED_STEM}.md")  # computed from MLfl
 TABLE_STEMS = (
     "concentration_vs_scale",
     "train_loss_curves",
+    "spearman_vs_step",
     "learned_scale_trajectory",
     "layer_grid_heatmap",
     PAIRED_STEM,
@@ -87,7 +88,8 @@ def _trials_frame(folder: Path, config: dict[str, object]) -> tuple[pd.DataFrame
     if not path.exists():
         return pd.DataFrame([{f"param.{key}": value for key, value in config.items()} | {"state": None}]), False
     table = read_csv(path)
-    params = [column for column in table.columns if "." in column]
+    # a config key has a dot; so has a metric of the loss at a fractional scale (sim_loss_at_scale_0.5)
+    params = [c for c in table.columns if "." in c and not LOSS_AT_SCALE.match(c.removesuffix(INIT))]
     trials = table.rename(columns={column: f"param.{column}" for column in params})
     for column in params:  # every config column of trials.csv is swept (or the scale or the seed)
         trials[SEARCH_SPACE + column] = "swept"

@@ -9,10 +9,12 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.names import ATTR_VALIDATION_SPEARMAN
+from sweep.report.convergence_figures import spearman_step_summary, write_spearman_vs_step
 from sweep.report.extra_set_figures import write_extra_sets_vs_scale
 from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
+from sweep.report.mechanism_figures import mechanism_summary, write_mechanism_vs_scale
 from sweep.report.results_folder import PAIRED_STEM, ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, untrained_rows
@@ -103,6 +105,10 @@ def write_study_figures(
     for stem, key in (("train_loss_curves", "train_loss"), ("learned_scale_trajectory", "learned_scale")):
         if stem not in tables:
             tables[stem] = metric_history_table(trials, histories.get(key, EMPTY_HISTORY))
+    if "spearman_vs_step" not in tables and swept_scales(trials):
+        validation_history = histories.get(ATTR_VALIDATION_SPEARMAN, EMPTY_HISTORY)
+        tables["spearman_vs_step"] = spearman_step_summary(metric_history_table(trials, validation_history))
+    mechanism = mechanism_summary(trials) if swept_scales(trials) else pd.DataFrame()
     if "layer_grid_heatmap" not in tables:
         tables["layer_grid_heatmap"] = layer_grid_summary(trials)
     return [
@@ -110,7 +116,9 @@ def write_study_figures(
         *(write_trials_table(trials, out_dir) if write_trials else []),
         *write_spearman_vs_scale(spearman, trials, out_dir),
         *write_concentration_vs_scale(tables.get("concentration_vs_scale", pd.DataFrame()), trials, out_dir),
+        *write_mechanism_vs_scale(mechanism, trials, out_dir),
         *write_train_loss_curves(tables["train_loss_curves"], trials, out_dir),
+        *write_spearman_vs_step(tables.get("spearman_vs_step", pd.DataFrame()), trials, out_dir),
         *write_learned_scale_trajectory(tables["learned_scale_trajectory"], trials, out_dir),
         *write_angle_weights_heatmap(trials, out_dir, validation),
         *write_angle_scales_heatmap(trials, out_dir, validation),

@@ -53,6 +53,18 @@ TABLE_METRICS = (
     "max_weight_change",
     "trial_wall_time_s",
 )
+# the mechanism statistics (sweep.stats.concentration) each trial logs after training and, suffixed INIT, before it
+MECHANISM_METRICS = (
+    "sim_alignment",
+    "sim_pos_mean",
+    "sim_uniformity",
+    "sim_tolerance",
+    "sim_effective_negatives",
+    "sim_hardest_negative_weight",
+    "sim_p_rand_above_pos",
+)
+LOSS_AT_SCALE = re.compile(r"^sim_loss_at_scale_([^_]+)$")  # the held-out MNRL loss at a scale (``loss_metric``)
+INIT = "_init"  # the untrained model's value of a metric (step 0)
 
 
 # ---------------------------------------------------------------- conditions
@@ -228,14 +240,22 @@ def layer_grid_panels(summary: pd.DataFrame) -> pd.DataFrame:
     return test
 
 
+def mechanism_metrics(trials: pd.DataFrame) -> list[str]:
+    """The mechanism metrics the trials logged (final values): ``MECHANISM_METRICS``, then the held-out loss at each
+    evaluated scale, by scale."""
+    losses = [(float(match[1]), str(c)) for c in trials.columns if (match := LOSS_AT_SCALE.match(str(c)))]
+    return [m for m in MECHANISM_METRICS if m in trials] + [name for _, name in sorted(losses)]
+
+
 def trials_table(trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per trial (every state): number, state, the swept parameters, the seed and the headline metrics,
-    without the ``param.`` prefix."""
+    """One row per trial (every state): number, state, the swept parameters, the seed, the headline metrics and the
+    mechanism metrics (final and untrained), without the ``param.`` prefix."""
     swept = [f"param.{key}" for key in _swept_keys(trials)]
+    mechanism = [name for metric in mechanism_metrics(trials) for name in (metric, metric + INIT)]
     columns = [
         "trial_number",
         "state",
         *dict.fromkeys(c for c in [*swept, SCALE, "param.trial.seed"] if c in trials),
-        *(m for m in TABLE_METRICS if m in trials),
+        *dict.fromkeys(m for m in [*TABLE_METRICS, *mechanism] if m in trials),
     ]
     return trials[columns].rename(columns=lambda c: c.removeprefix("param."))

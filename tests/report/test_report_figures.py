@@ -23,6 +23,15 @@ STUDY_FOLDERS = sorted(p.parent for p in RESULTS.glob("*/spearman_vs_scale.csv")
     RESULTS / "angle_scales",
 ]
 STATIC_SIBLING = RESULTS / "mnrl_scale"  # scale-0 rows of the same static base model
+# figures added after the folders of results/ were published: a redraw adds them where the trials allow, until the
+# studies are rerun and the folders hold them too
+NOT_YET_PUBLISHED = {"mechanism_vs_scale", "spearman_vs_step"}
+
+
+def published_ones(written: list[Path], drawn: Path, published: Path) -> list[Path]:
+    """The paths written under ``drawn`` that ``published`` should hold too: all but a not-yet-published figure's
+    files where ``published`` lacks them."""
+    return [p for p in written if p.stem not in NOT_YET_PUBLISHED or (published / p.relative_to(drawn)).exists()]
 
 
 def context(loss: str = "mnrl", **params: object) -> pd.DataFrame:
@@ -154,7 +163,7 @@ def test_untrained_from_a_sibling_needs_the_same_model(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("folder", STUDY_FOLDERS, ids=[p.name for p in STUDY_FOLDERS])
 def test_results_folder_redraws_to_the_same_csvs(folder: Path, tmp_path: Path) -> None:
-    written = write_results_folder(load_results_folder(folder), tmp_path)
+    written = published_ones(write_results_folder(load_results_folder(folder), tmp_path), tmp_path, folder)
     csvs = [path for path in written if path.suffix == ".csv"]
     figure_csvs = [p for p in csvs if p.name not in ("trials.csv", "paired_comparison.csv")]  # not drawn: copied
     assert {p.with_suffix(".png").name for p in figure_csvs} <= {p.name for p in written}
