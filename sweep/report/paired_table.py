@@ -19,7 +19,14 @@ from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
 from sweep.report.results_folder import PAIRED_FILES
-from sweep.report.summaries import by_condition, complete_trials, condition_label, condition_names, swept_scales
+from sweep.report.summaries import (
+    by_condition,
+    complete_trials,
+    condition_label,
+    condition_names,
+    markdown_table,
+    swept_scales,
+)
 from sweep.stats.paired_bootstrap import paired_bootstrap
 
 log = logging.getLogger(__name__)
@@ -119,16 +126,6 @@ def paired_comparisons(
     return table.rename(columns={"scale": column}), lines
 
 
-def _markdown(table: pd.DataFrame) -> list[str]:
-    """A GitHub markdown table, floats to 4 decimals."""
-    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row] for row in table.itertuples(index=False)]
-    return [
-        "| " + " | ".join(table.columns) + " |",
-        "|" + "---|" * len(table.columns),
-        *("| " + " | ".join(row) + " |" for row in cells),
-    ]
-
-
 def write_paired_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path) -> list[Path]:
     """``paired_comparison.csv`` and ``paired_comparison.md`` (the table and the summary lines of
     :func:`paired_comparisons`)."""
@@ -137,5 +134,5 @@ def write_paired_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, markdown = (out_dir / name for name in PAIRED_FILES)
     table.to_csv(csv, index=False)
-    markdown.write_text("\n".join([*(f"- {line}" for line in lines), "", *_markdown(table), ""]))
+    markdown.write_text("\n".join([*(f"- {line}" for line in lines), "", *markdown_table(table), ""]))
     return [csv, markdown]
