@@ -13,7 +13,8 @@
 - ``sweep.report.grid_figures``: heatmaps over two swept values (AnglE weights/scales, layer x dim grid).
 - ``sweep.report.study_figures``: ``write_study_figures`` and ``write_trials_table``, all of a study's outputs.
 - ``sweep.report.results_folder``: a published ``results/<study>/`` folder read back (``--from-csv``).
-- CLI: ``python -m sweep.report {loss-vs-scale,study} --help``.
+- ``sweep.report.pooled``: scale a vs b pooled over the distinct conditions of results folders (``pooled``).
+- CLI: ``python -m sweep.report {loss-vs-scale,study,pooled} --help``.
 
 Nothing is re-exported here, so that each subcommand imports only what it needs.
 """

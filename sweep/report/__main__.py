@@ -1,4 +1,5 @@
-"""``python -m sweep.report {loss-vs-scale,study}``: write figures (PNG + SVG) and the CSV behind each."""
+"""``python -m sweep.report {loss-vs-scale,study,pooled}``: write figures (PNG + SVG) and the CSV behind each, or pool
+one comparison of scales over results folders."""
 
 from __future__ import annotations
 
@@ -78,6 +79,13 @@ def study_command(args: argparse.Namespace) -> list[Path]:
     from sweep.report.live_study import write_live_study  # mlflow is slow to import and only needed here
 
     return write_live_study(args.tracking_uri, args.out, args.experiment, args.parent_run_id, **options)
+
+
+def pooled_command(args: argparse.Namespace) -> list[Path]:
+    """Scale a vs b pooled over the distinct conditions of results folders (`sweep.report.pooled`)."""
+    from sweep.report.pooled import pooled_command as run
+
+    return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,6 +179,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin in Spearman (stats.paired.margin)"
     )
     study.set_defaults(run=study_command)
+
+    pooled = commands.add_parser(
+        "pooled",
+        help="scale a vs scale b pooled over the distinct conditions of results folders",
+        description="Per (folder, condition, seed) the paired difference a - b of a metric; one line per condition "
+        "and the pooled mean with its interval (random effects over conditions) and sign consistency. Deterministic "
+        "re-runs (same config and seed, or the same values at every scale) are dropped and named.",
+    )
+    pooled.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="results folders (with trials.csv)")
+    pooled.add_argument("--a", type=float, required=True, help="the scale compared")
+    pooled.add_argument("--b", type=float, required=True, help="the scale it is compared with (e.g. the default 20)")
+    pooled.add_argument("--metric", default="stsb_validation_spearman", help="a trials.csv column (higher is better)")
+    pooled.add_argument("--level", type=float, default=0.95, help="level of the intervals (0.95)")
+    pooled.add_argument(
+        "--tolerance",
+        type=float,
+        help="units of one seed whose values agree within this at every scale are one run (default 1e-4, "
+        "sweep.stats.pooling.SAME_RUN_TOLERANCE; 0: only bit-identical values)",
+    )
+    pooled.add_argument("--out", type=Path, help="also write pooled_<a>_vs_<b>.csv and .md here")
+    pooled.set_defaults(run=pooled_command, from_csv=None)
     return parser
 
 
@@ -184,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:  # bad input, e.g. an unknown experiment: a message, not a traceback
         parser.exit(1, f"{parser.prog}: error: {error}\n")
     if not paths:
-        logging.warning("nothing written: the runs lack the columns the figures need")
+        if args.out is not None:  # pooled without --out only prints
+            logging.warning("nothing written: the runs lack the columns the figures need")
         return 0
     for path in [*paths, write_provenance(args.out, argv, args.from_csv)]:
         print(path)

@@ -14,12 +14,10 @@ import numpy as np
 import pandas as pd
 
 from sweep.evaluation.extra_sets import KINDS, metric_names
-from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
 from sweep.report.axes import DOUBLE_COLUMN_WIDTH, PAPER_RC, format_scale_axis, legend_below, new_figure, save_figure
-from sweep.report.summaries import SCALE, complete_trials, condition_columns, t_interval
+from sweep.report.summaries import METRIC_LABELS, SCALE, complete_trials, condition_columns, t_interval
 
 EXTRA_PARAM = "param.eval.extra"
-STSB_PANELS = {ATTR_VALIDATION_SPEARMAN: "STSB validation Spearman", ATTR_TEST_SPEARMAN: "STSB test Spearman"}
 
 
 def extra_metrics(trials: pd.DataFrame) -> list[str]:
@@ -59,7 +57,7 @@ def write_extra_sets_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]
     extras = extra_metrics(trials)
     if not extras or SCALE not in trials or trials.loc[trials.state == "COMPLETE", SCALE].nunique() < 2:
         return []
-    metrics = [m for m in STSB_PANELS if m in trials] + extras
+    metrics = [m for m in METRIC_LABELS if m in trials] + extras
     summary = extra_summary(trials, metrics)
     conditions = list(condition_columns(trials).values())
     columns = min(len(metrics), 3)
@@ -83,7 +81,7 @@ def write_extra_sets_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]
                 color=f"C{colour}",
                 label=label or None,
             )
-        ax.set_title(STSB_PANELS.get(metric, metric))
+        ax.set_title(METRIC_LABELS.get(metric, metric))
         format_scale_axis(ax)
     if conditions:
         legend_below(axes[0], ", ".join(conditions))

@@ -27,6 +27,7 @@ from sweep.report.summaries import (
     complete_trials,
     condition_label,
     condition_names,
+    markdown_table,
     swept_scales,
 )
 from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap, seed_comparison
@@ -203,16 +204,6 @@ def _name(value: object) -> str:
     return f"scale {value:g}" if isinstance(value, float) else f"point ({value})"
 
 
-def _markdown(table: pd.DataFrame) -> list[str]:
-    """A GitHub markdown table, floats to 4 decimals."""
-    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row] for row in table.itertuples(index=False)]
-    return [
-        "| " + " | ".join(table.columns) + " |",
-        "|" + "---|" * len(table.columns),
-        *("| " + " | ".join(row) + " |" for row in cells),
-    ]
-
-
 def write_paired_comparison(
     table: pd.DataFrame, lines: list[str], out_dir: Path, test: pd.DataFrame | None = None
 ) -> list[Path]:
@@ -224,10 +215,10 @@ def write_paired_comparison(
     csv, markdown = (out_dir / name for name in PAIRED_FILES)
     table.to_csv(csv, index=False)
     written = [csv, markdown]
-    body = ["", *_markdown(table), ""]
+    body = ["", *markdown_table(table), ""]
     if test is not None and not test.empty:
         written.append(out_dir / PAIRED_TEST_CSV)
         test.to_csv(written[-1], index=False)
-        body += ["STSB test (confirmation; never used to choose):", "", *_markdown(test), ""]
+        body += ["STSB test (confirmation; never used to choose):", "", *markdown_table(test), ""]
     markdown.write_text("\n".join([*(f"- {line}" for line in lines), *body]))
     return written

@@ -28,6 +28,7 @@ LAYER_GRID = re.compile(
     r"^stsb_(validation|test)_spearman_L(\d+)_D(\d+)$"
 )  # sweep.evaluation.layer_grid's metric names
 SPEARMAN_OF_SPLIT = {"validation": ATTR_VALIDATION_SPEARMAN, "test": ATTR_TEST_SPEARMAN}  # the STSB split -> its metric
+METRIC_LABELS = {ATTR_VALIDATION_SPEARMAN: "STSB validation Spearman", ATTR_TEST_SPEARMAN: "STSB test Spearman"}
 # cosine distributions logged as sim_{kind}_{mean,q05,q95}[_init] (see sweep.stats.concentration), legend labels
 SIM_KINDS = {
     "pos": "positive pairs",
@@ -77,7 +78,7 @@ def t_interval(values: pd.Series, level: float = 0.95) -> dict[str, float]:
     return {"n": len(values), "mean": mean, "ci_low": low, "ci_high": high}
 
 
-def _swept_keys(trials: pd.DataFrame) -> list[str]:
+def swept_keys(trials: pd.DataFrame) -> list[str]:
     """The swept config keys, read from the logged ``study.search_space.<key>`` params."""
     return [column.removeprefix(SEARCH_SPACE) for column in trials.columns if column.startswith(SEARCH_SPACE)]
 
@@ -88,7 +89,7 @@ def condition_columns(trials: pd.DataFrame) -> dict[str, str]:
     Each combination of their values is its own series in the figures: trials that differ in them are never
     pooled as if they were seeds. The swept keys are read from the logged ``study.search_space.*`` params.
     """
-    columns = [f"param.{key}" for key in _swept_keys(trials) if key not in NOT_CONDITIONS and f"param.{key}" in trials]
+    columns = [f"param.{key}" for key in swept_keys(trials) if key not in NOT_CONDITIONS and f"param.{key}" in trials]
     complete = trials[trials["state"] == "COMPLETE"]
     return {column: column.split(".", 2)[-1] for column in columns if complete[column].nunique(dropna=False) > 1}
 
@@ -109,10 +110,10 @@ def complete_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 def condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
     """``name=value, ...`` for a combination of conditions ('' when there are none)."""
-    return ", ".join(f"{name}={_plain(value)}" for name, value in zip(conditions, values, strict=True))
+    return ", ".join(f"{name}={plain_value(value)}" for name, value in zip(conditions, values, strict=True))
 
 
-def _plain(value: object) -> object:
+def plain_value(value: object) -> object:
     """A whole float as an integer (``1000``, not ``1000.0``: MLflow hands numeric params back as floats)."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
@@ -250,7 +251,7 @@ def mechanism_metrics(trials: pd.DataFrame) -> list[str]:
 def trials_table(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per trial (every state): number, state, the swept parameters, the seed, the headline metrics and the
     mechanism metrics (final and untrained), without the ``param.`` prefix."""
-    swept = [f"param.{key}" for key in _swept_keys(trials)]
+    swept = [f"param.{key}" for key in swept_keys(trials)]
     mechanism = [name for metric in mechanism_metrics(trials) for name in (metric, metric + INIT)]
     columns = [
         "trial_number",
@@ -259,3 +260,13 @@ def trials_table(trials: pd.DataFrame) -> pd.DataFrame:
         *dict.fromkeys(m for m in [*TABLE_METRICS, *mechanism] if m in trials),
     ]
     return trials[columns].rename(columns=lambda c: c.removeprefix("param."))
+
+
+def markdown_table(table: pd.DataFrame) -> list[str]:
+    """A GitHub markdown table, floats to 4 decimals."""
+    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row] for row in table.itertuples(index=False)]
+    return [
+        "| " + " | ".join(table.columns) + " |",
+        "|" + "---|" * len(table.columns),
+        *("| " + " | ".join(row) + " |" for row in cells),
+    ]
