@@ -14,6 +14,7 @@ TAG_TRIAL_NUMBER = "sweep.trial_number"
 TAG_OPTUNA_STATE = "sweep.optuna_state"  # COMPLETE / PRUNED / FAIL
 TAG_END_REASON = "sweep.end_reason"  # why a trial failed or was pruned
 TAG_SCALE_ZERO = "sweep.scale_zero"
+TAG_ONE_PASS_STEPS = "sweep.one_pass_steps"  # trial.max_steps=null: the steps of one pass over the training rows
 TAG_BEST_PARAMS = "sweep.best_params"
 TAG_WORKER = "sweep.worker"  # hostname:pid of the process that trained the trial
 TAG_PARENT_RUN_ID = "mlflow.parentRunId"
@@ -59,7 +60,7 @@ ATTR_COLLAPSED = "sweep.collapsed"  # a COMPLETE trial whose model collapsed: wh
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
 ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.evaluation.extra_sets)
-TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale ...; not distinguishable ..." line(s)
+TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale ...; confidence set ..." line(s)
 TAG_OBJECTIVE_COMPARISON = "sweep.objective_comparison"  # parent run: the same for eval.objective, paired by seed
 
 # MLflow artifacts.

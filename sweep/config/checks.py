@@ -137,7 +137,8 @@ def validate_model(model: DictConfig) -> None:
 
 
 def validate_trial(trial: DictConfig) -> None:
-    require_int("trial.max_steps", trial.max_steps)
+    if trial.max_steps is not None:  # null: one pass over the training rows (sweep.training.trial.train)
+        require_int("trial.max_steps", trial.max_steps, note="or null for one pass over the training rows")
     require_int("trial.batch_size", trial.batch_size, minimum=2)
     require_int("trial.eval_steps", trial.eval_steps)
     require_int("trial.logging_steps", trial.logging_steps)

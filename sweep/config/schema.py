@@ -104,7 +104,7 @@ class WrapperConfig:
 
 @dataclass
 class TrialConfig:
-    max_steps: int = MISSING
+    max_steps: int | None = MISSING
     batch_size: int = MISSING
     learning_rate: float = MISSING
     weight_decay: float = MISSING

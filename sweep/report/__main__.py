@@ -17,7 +17,6 @@ import pandas as pd
 
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
-from sweep.report.results_folder import PAIRED_STEM
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 from sweep.tracking.versions import library_versions
 
@@ -65,17 +64,9 @@ def study_command(args: argparse.Namespace) -> list[Path]:
     """The figures of one study's trials, read from MLflow or redrawn from a results folder's CSVs."""
     options = {"n_resamples": args.resamples, "level": args.level, "margin": args.margin}
     if args.from_csv:
-        from sweep.report.folder_comparison import folder_comparison
-        from sweep.report.paired_table import write_paired_comparison
-        from sweep.report.results_folder import load_results_folder
-        from sweep.report.study_figures import write_results_folder
+        from sweep.report.folder_comparison import redraw_results_folder
 
-        folder = load_results_folder(args.from_csv, args.untrained_from)
-        validation, test, lines = folder_comparison(folder, **options)
-        if not validation.empty:  # recomputed: it replaces the copy read from the folder
-            folder.tables[PAIRED_STEM] = validation
-        written = write_results_folder(folder, args.out)
-        return written + write_paired_comparison(validation, lines, args.out, test)
+        return redraw_results_folder(args.from_csv, args.out, args.untrained_from, **options)
     from sweep.report.live_study import write_live_study  # mlflow is slow to import and only needed here
 
     return write_live_study(args.tracking_uri, args.out, args.experiment, args.parent_run_id, **options)

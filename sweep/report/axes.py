@@ -170,20 +170,6 @@ def baseline_lines(ax: Axes, values: Mapping[str, float], label: str = "untraine
         ax.axhline(value, color="0.55", linestyle=style, linewidth=0.8, label=f"{label}, {split}", zorder=0)
 
 
-def shade_members(ax: Axes, scales: Sequence[float], members: Sequence[bool], label: str, colour: str) -> None:
-    """Shade the x range of each member scale (to the geometric midpoints of its neighbours) on a log axis."""
-    order = np.argsort(scales)
-    xs, flags = np.asarray(scales, dtype=float)[order], np.asarray(members, dtype=bool)[order]
-    edges = np.sqrt(xs[1:] * xs[:-1]) if len(xs) > 1 else np.array([])
-    low_edges = np.concatenate([[xs[0] / 1.15], edges]) if len(xs) else xs
-    high_edges = np.concatenate([edges, [xs[-1] * 1.15]]) if len(xs) else xs
-    for index in np.flatnonzero(flags):
-        first = index == np.flatnonzero(flags)[0]
-        ax.axvspan(
-            low_edges[index], high_edges[index], color=colour, alpha=0.12, linewidth=0, label=label if first else None
-        )
-
-
 def scale_norm(scales: pd.Series) -> Normalize:
     """Colour norm for scales: symlog (linthresh 1) so that 0 and large scales both get colours."""
     low, high = float(scales.min()), float(scales.max())

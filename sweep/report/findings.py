@@ -5,9 +5,11 @@ one block between ``<!-- findings: generated -->`` and ``<!-- findings: end -->`
 study`` rewrites from the tables it has just written (``spearman_vs_scale``, ``paired_comparison``,
 ``concentration_vs_scale``), so a rerun cannot leave a stale number behind, and ``tests/report/test_results.py``
 rewrites it from the committed CSVs and compares. Per condition (the swept parameters other than scale and seed) it
-gives a table of validation and test Spearman by scale with the paired verdict, the best scale and the set not
-distinguishable from it, the library default against the best, the untrained model, and where random-pair cosines
-are lowest; across conditions, one line of best scales (does the optimum move with the condition?).
+gives a table of validation and test Spearman by scale with the paired verdict (`sweep.stats.scale_verdicts`: best,
+equivalent, not distinguishable, worse) and P(best), the answer line with the confidence set for the best, the
+library default against the best, the untrained model, and the random-pair cosines (mean and band width) a
+concentration claim rests on; across conditions, one line of best scales and their confidence sets (whether the
+optimum *moves* is an interaction: `sweep.stats.interactions`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pandas as pd
 
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import SPEARMAN_COLUMNS, by_condition
+from sweep.stats.paired_bootstrap import PairedComparison
 
 START, END = "<!-- findings: generated -->", "<!-- findings: end -->"
 BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
@@ -35,31 +38,28 @@ def _interval(row: pd.Series) -> str:
     return _number(row["mean"])
 
 
-def _scoreable(paired: pd.DataFrame) -> pd.Series:
-    """Which rows of a paired table were compared: a scale that collapsed has no Spearman (`paired_bootstrap`)."""
-    return paired["spearman"].notna()
-
-
 def _paired_cell(paired: pd.DataFrame, scale: float) -> str:
-    """Best minus this scale with its paired interval, and the verdict."""
+    """Best minus this scale with its simultaneous interval, the verdict in words and P(best)."""
     rows = paired[paired["scale"] == scale] if not paired.empty else paired
     if rows.empty:
-        return " | "
+        return " | | "
     row = rows.iloc[0]
     if pd.isna(row["spearman"]):
-        return "not scoreable (collapsed) | no"
+        return "| not scoreable (collapsed) |"
+    share = _number(row["p_best"]) if pd.notna(row["p_best"]) else "n/a"
     if row["best"]:
-        return "(best) | yes"
-    verdict = "yes" if row["indistinguishable"] else "no"
-    return f"{_number(row['diff_to_best'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}] | {verdict}"
+        return f"| best | {share}"
+    interval = f"{_number(row['diff_to_best'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
+    held = ", in the confidence set" if row["in_confidence_set"] else ""
+    return f"{interval} | {row['verdict']}{held} | {share}"
 
 
 def _scale_table(rows: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
-    """Markdown rows: scale, validation and test Spearman, paired difference to the best and verdict."""
+    """Markdown rows: scale, validation and test Spearman, paired difference to the best, verdict and P(best)."""
     lines = [
-        "| scale (1/temperature) | validation Spearman [95% t-CI] | test Spearman | best - this [paired 95% CI] "
-        "| tied with best |",
-        "|---|---|---|---|---|",
+        "| scale (1/temperature) | validation Spearman [95% t-CI] | test Spearman | best - this [simultaneous 95% CI] "
+        "| verdict | P(best) |",
+        "|---|---|---|---|---|---|",
     ]
     trained = rows[rows["scale"] != UNTRAINED_SCALE]
     for scale in sorted(trained["scale"].unique()):
@@ -75,55 +75,69 @@ def _untrained(rows: pd.DataFrame) -> float | None:
     return float(untrained["mean"].mean()) if not untrained.empty else None
 
 
+def comparison_of(paired: pd.DataFrame) -> PairedComparison:
+    """One condition's rows of ``paired_comparison.csv`` as the comparison they were written from."""
+    first = paired.iloc[0]
+    return PairedComparison(
+        paired.drop(columns=["condition"]).reset_index(drop=True),
+        int(first["n_pairs"]),
+        int(first["n_seeds"]),
+        int(first["n_resamples"]),
+        float(first["level"]),
+        float(first["margin"]),
+        str(first["correction"]) if pd.notna(first["correction"]) else "",
+    )
+
+
 def _verdict_lines(paired: pd.DataFrame, default: float | None) -> list[str]:
-    """The best scale, the scales the paired test cannot tell from it, and the library default's gap."""
+    """The answer line of the paired comparison (`PairedComparison.line`) and the library default's verdict."""
     if paired.empty:
-        return ["- no paired comparison (the trials logged no per-pair predictions, or one scale only)"]
-    collapsed = [f"{s:g}" for s in paired.loc[~_scoreable(paired), "scale"]]
-    left_out = [f"- not scoreable, left out of the comparison (collapsed): {', '.join(collapsed)}"] if collapsed else []
-    if not paired["best"].any():
-        return ["- no best scale: none is scoreable", *left_out]
-    best = paired[paired["best"]].iloc[0]
-    ties = [f"{s:g}" for s in paired.loc[paired["indistinguishable"] & ~paired["best"], "scale"]]
-    n = f"{int(best['n_pairs']):,} pairs x {int(best['n_seeds'])} seeds, {float(best['level']):.0%}"
-    lines = [
-        f"- best scale {best['scale']:g} (validation {_number(best['spearman'])}); not distinguishable from it: "
-        f"{', '.join(ties) or 'none'} (paired bootstrap, {n})"
-    ]
-    lines += left_out
-    at_default = paired[(paired["scale"] == default) & _scoreable(paired)]
+        return ["- no paired comparison (one seed, or one scale only)"]
+    lines = [f"- {comparison_of(paired).line()}"]
+    at_default = paired[(paired["scale"] == default) & paired["spearman"].notna()]
     if default is not None and not at_default.empty and not at_default.iloc[0]["best"]:
         row = at_default.iloc[0]
-        verdict = "not distinguishable from the best" if row["indistinguishable"] else "worse than the best"
         lines.append(
             f"- library default scale {default:g} (temperature {1 / default:g}): {_number(row['spearman'])}, "
-            f"{_number(row['diff_to_best'])} below the "
-            f"best [{_number(row['ci_low'])}, {_number(row['ci_high'])}]: {verdict}"
+            f"{_number(row['diff_to_best'])} below the best [{_number(row['ci_low'])}, {_number(row['ci_high'])}]: "
+            f"{row['verdict']}"
         )
     return lines
 
 
 def _concentration_line(rows: pd.DataFrame) -> list[str]:
-    """Random-pair cosine: untrained, its minimum over the trained scales and the largest scale's."""
+    """Random-pair cosines, the statistic a concentration claim rests on: their mean and the width of their q05-q95
+    band, untrained and at the trained scales where they are lowest / narrowest and widest."""
     rand = rows[(rows["kind"] == "rand") & (rows["scale"] != UNTRAINED_SCALE)] if not rows.empty else rows
     final, init = rand[rand["stage"] == "final"], rand[rand["stage"] == "init"]
     if final.empty:
         return []
-    lowest, largest = final.loc[final["mean"].idxmin()], final.loc[final["scale"].idxmax()]
+    lowest = final.loc[final["mean"].idxmin()]
     before = f"{_number(init['mean'].mean())} untrained, " if not init.empty else ""
-    lowest_text = f"lowest {_number(lowest['mean'])} at scale {lowest['scale']:g}"
-    if lowest["scale"] == largest["scale"]:
-        return [f"- mean cosine of random STSB pairs: {before}{lowest_text}, the largest scale"]
-    return [
-        f"- mean cosine of random STSB pairs: {before}{lowest_text}, {_number(largest['mean'])} at scale "
-        f"{largest['scale']:g}"
+    lines = [
+        f"- mean cosine of random STSB pairs: {before}lowest {_number(lowest['mean'])} at scale {lowest['scale']:g}"
     ]
+    width = (final["q95"] - final["q05"]).dropna() if {"q05", "q95"} <= set(final.columns) else pd.Series()
+    if not width.empty:
+        narrow, wide = final.loc[width.idxmin()], final.loc[width.idxmax()]
+        untrained = f"{_number((init['q95'] - init['q05']).mean())} untrained, " if not init.empty else ""
+        lines.append(
+            f"- width of the random-pair cosine band (q95 - q05): {untrained}narrowest "
+            f"{_number(narrow['q95'] - narrow['q05'])} at scale {narrow['scale']:g}, widest "
+            f"{_number(wide['q95'] - wide['q05'])} at scale {wide['scale']:g}"
+        )
+    return lines
 
 
 def findings_block(
-    spearman: pd.DataFrame, paired: pd.DataFrame, concentration: pd.DataFrame, default: float | None
+    spearman: pd.DataFrame,
+    paired: pd.DataFrame,
+    concentration: pd.DataFrame,
+    default: float | None,
+    wall_times: pd.Series | None = None,
 ) -> str:
-    """The generated block (markers included) from a study's tables; ``default``: the loss's library default."""
+    """The generated block (markers included) from a study's tables; ``default``: the loss's library default;
+    ``wall_times``: the trials' ``trial_wall_time_s`` (their sum is the study's training wall time)."""
     conditions = [c for c in spearman.columns if c not in SPEARMAN_COLUMNS]
     concentration_conditions = [c for c in conditions if c in concentration.columns]
     lines, best_by_condition = [START, ""], []
@@ -142,9 +156,17 @@ def findings_block(
             lines += _concentration_line(mine)
         lines.append("")
         if label and not own.empty and own["best"].any():
-            best_by_condition.append(f"{label}: {own[own['best']].iloc[0]['scale']:g}")
+            members = ", ".join(f"{s:g}" for s in own.loc[own["in_confidence_set"].eq(True), "scale"])
+            best_by_condition.append(f"{label}: {own[own['best']].iloc[0]['scale']:g} (set {{{members}}})")
     if best_by_condition:
-        lines += [f"Best scale per condition: {'; '.join(best_by_condition)}.", ""]
+        lines += [f"Best scale per condition (95% confidence set): {'; '.join(best_by_condition)}.", ""]
+    if wall_times is not None and wall_times.notna().any():
+        total = float(wall_times.sum())
+        lines += [
+            f"Wall time: {int(wall_times.notna().sum())} trials, {total / 60:.1f} minutes of training and evaluation "
+            "in all (the sum of `trial_wall_time_s`, on a shared machine).",
+            "",
+        ]
     return "\n".join([*lines, END])
 
 

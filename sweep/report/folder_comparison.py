@@ -1,4 +1,4 @@
-"""A results folder's paired comparison without MLflow: its shipped per-pair predictions, or its per-seed Spearman.
+"""A results folder redrawn without MLflow, its paired comparison recomputed from shipped predictions or seeds.
 
 ``python -m sweep.report study`` from MLflow writes every COMPLETE trial's STSB predictions into the folder as
 ``predictions.csv.gz`` (trial number, split, gold, cosine; one row per pair, in the evaluator's order), so
@@ -16,8 +16,15 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
-from sweep.report.paired_table import PredictionSource, confirmation_lines, paired_comparisons, seed_comparisons
-from sweep.report.results_folder import PREDICTIONS_CSV, ResultsFolder
+from sweep.report.paired_table import (
+    PredictionSource,
+    confirmation_lines,
+    paired_comparisons,
+    seed_comparisons,
+    write_paired_comparison,
+)
+from sweep.report.results_folder import PAIRED_STEM, PREDICTIONS_CSV, ResultsFolder, load_results_folder
+from sweep.report.study_figures import write_results_folder
 from sweep.report.summaries import complete_trials
 
 SPLITS = ("validation", "test")
@@ -74,3 +81,13 @@ def folder_comparison(folder: ResultsFolder, **options: Any) -> tuple[pd.DataFra
     if not validation.empty and not test.empty:
         lines += confirmation_lines(validation, test)
     return validation, test, lines
+
+
+def redraw_results_folder(path: Path, out_dir: Path, untrained_from: Path | None = None, **options: Any) -> list[Path]:
+    """``python -m sweep.report study --from-csv``: the folder's figures and findings redrawn from its CSVs, with its
+    paired comparison recomputed (`folder_comparison`) rather than copied."""
+    folder = load_results_folder(path, untrained_from)
+    validation, test, lines = folder_comparison(folder, **options)
+    if not validation.empty:  # recomputed: it replaces the copy read from the folder
+        folder.tables[PAIRED_STEM] = validation
+    return write_results_folder(folder, out_dir) + write_paired_comparison(validation, lines, out_dir, test)

@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sweep.report.results_folder import load_results_folder
-from sweep.report.study_figures import write_results_folder
+from sweep.report.folder_comparison import redraw_results_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -41,7 +40,7 @@ def regenerate(name: str, untrained_from: str | None = None) -> list[Path]:
     uri = _live()
     if not uri:
         sibling = RESULTS / untrained_from if untrained_from else None
-        return write_results_folder(load_results_folder(RESULTS / name, sibling), output_dir(name))
+        return redraw_results_folder(RESULTS / name, output_dir(name), sibling)
     from sweep.report.live_study import write_live_study  # mlflow: only for a live database
 
     experiment = os.environ.get("SWEEP_EXPERIMENT", name)

@@ -89,12 +89,13 @@ def _condition_arrays(
 
 
 def _seed_arrays(group: pd.DataFrame, split: str) -> tuple[np.ndarray, list[float] | list[str]] | None:
-    """(per-seed Spearman (scales, seeds), scales) of the split's metric column, over the common seeds."""
+    """(per-seed Spearman (scales, seeds), scales) of the split's metric column, over the common seeds; None with
+    fewer than two seeds (one seed and no per-pair predictions: nothing to compare with)."""
     metric = SPEARMAN_OF_SPLIT[split]
     if metric not in group:
         return None
     group, seeds, scales = _common_seeds(group)
-    if len(scales) < 2 or not seeds:
+    if len(scales) < 2 or len(seeds) < 2:
         return None
     wide = group[group["seed"].isin(seeds)].pivot_table(index="scale", columns="seed", values=metric, dropna=False)
     return wide.loc[scales].to_numpy(dtype=float), _labels(scales)
@@ -168,6 +169,7 @@ def _assembled(results: list[tuple[str, PairedComparison]], column: str, split: 
             n_resamples=result.n_resamples,
             level=result.level,
             margin=result.margin,
+            correction=result.correction,
         )
         for label, result in results
     ]

@@ -26,10 +26,9 @@ from sweep.report.axes import (
     n_label,
     new_figure,
     save_figure,
-    shade_members,
 )
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, scale_axis_label, untrained_values
-from sweep.report.summaries import INDISTINGUISHABLE, SIM_KINDS, SPEARMAN_COLUMNS, by_condition
+from sweep.report.summaries import IN_CONFIDENCE_SET, SIM_KINDS, SPEARMAN_COLUMNS, by_condition
 
 CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
 SPLIT_STYLES = {"validation": "-", "test": "--"}
@@ -59,10 +58,19 @@ def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
         )
     format_swept_axis(ax, trained["scale"], scale_axis_label(trials))
     baseline_lines(ax, untrained_values(rows))
-    if INDISTINGUISHABLE in trained:
+    if IN_CONFIDENCE_SET in trained:  # ringed run points, never a span over scales that were not run
         validation = trained[trained["split"] == "validation"]
-        members = validation[INDISTINGUISHABLE].fillna(False).astype(bool)
-        shade_members(ax, validation["scale"], members, "not distinguishable from the best (paired)", "C0")
+        members = validation[validation[IN_CONFIDENCE_SET].fillna(False).astype(bool)]
+        ax.scatter(
+            members["scale"],
+            members["mean"],
+            s=110,
+            facecolors="none",
+            edgecolors="C3",
+            linewidths=1.2,
+            zorder=5,
+            label="validation: in the 95% confidence set for the best scale (paired)",
+        )
     mark_default(ax, *library_default(trials))
 
 

@@ -73,7 +73,7 @@ def lr_schedule(trials: pd.DataFrame) -> pd.DataFrame:
     ceil(warmup_ratio x max_steps)); empty when the params do not say."""
     keys = ("trial.learning_rate", "trial.max_steps", "trial.warmup_ratio", "trial.lr_scheduler")
     lr, steps, ratio, kind = (config_value(trials, key) for key in keys)
-    if lr is None or steps is None or kind not in ("linear", "cosine", "constant", "constant_with_warmup"):
+    if lr is None or steps in (None, "None") or kind not in ("linear", "cosine", "constant", "constant_with_warmup"):
         return pd.DataFrame(columns=["step", "learning_rate"])
     total = int(float(steps))
     warmup = math.ceil(float(ratio or 0.0) * total) if kind != "constant" else 0

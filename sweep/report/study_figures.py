@@ -32,6 +32,7 @@ from sweep.report.summaries import (
 )
 
 EMPTY_HISTORY = pd.DataFrame(columns=["run_id", "step", "value"])
+WALL_TIME = "trial_wall_time_s"  # each trial's wall time (sweep.study.run_loop)
 
 
 def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -66,7 +67,8 @@ def write_study_findings(
         return []
     paired = tables.get(PAIRED_STEM, pd.DataFrame())
     concentration = tables.get("concentration_vs_scale", pd.DataFrame())
-    block = findings_block(spearman, paired, concentration, library_default(trials)[0])
+    wall_times = trials.get(WALL_TIME, pd.Series(dtype=float))
+    block = findings_block(spearman, paired, concentration, library_default(trials)[0], wall_times)
     return [write_findings(out_dir / "README.md", block, out_dir.name)]
 
 

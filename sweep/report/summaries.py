@@ -39,8 +39,8 @@ SIM_KINDS = {
 }
 SIM_STAGES = {"final": "", "init": "_init"}  # metric suffix per stage
 INTERVAL_COLUMNS = ["n", "mean", "ci_low", "ci_high"]  # the columns of a t_interval
-INDISTINGUISHABLE = "indistinguishable_from_best"  # optional boolean column of a Spearman summary (paired test)
-SPEARMAN_COLUMNS = {"scale", "split", *INTERVAL_COLUMNS, INDISTINGUISHABLE}  # a Spearman summary's own columns
+IN_CONFIDENCE_SET = "in_confidence_set_for_best"  # optional boolean column of a Spearman summary (paired test)
+SPEARMAN_COLUMNS = {"scale", "split", *INTERVAL_COLUMNS, IN_CONFIDENCE_SET}  # a Spearman summary's own columns
 TABLE_METRICS = (
     ATTR_VALIDATION_SPEARMAN,
     ATTR_TEST_SPEARMAN,
@@ -150,19 +150,20 @@ def spearman_summary(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_paired_verdict(summary: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
-    """The Spearman summary with ``indistinguishable_from_best`` on its validation rows: the paired test's verdict
-    (``paired_comparison.csv``: one row per condition label and scale); unchanged when there is no paired table."""
+    """The Spearman summary with ``in_confidence_set_for_best`` on its validation rows: whether the paired test's
+    confidence set for the best holds the scale (``paired_comparison.csv``: one row per condition label and scale);
+    unchanged when there is no paired table."""
     if summary.empty or paired.empty:
         return summary
     conditions = [c for c in summary.columns if c not in SPEARMAN_COLUMNS]
     verdicts = {
         (str(label) if pd.notna(label) else "", float(scale)): bool(verdict)
-        for label, scale, verdict in paired[["condition", "scale", "indistinguishable"]].itertuples(index=False)
+        for label, scale, verdict in paired[["condition", "scale", "in_confidence_set"]].itertuples(index=False)
     }
     labels = [condition_label(conditions, row) for row in summary[conditions].itertuples(index=False)]
     keys = zip(labels, summary["scale"].astype(float), summary["split"], strict=True)
     column = [verdicts.get((label, scale)) if split == "validation" else None for label, scale, split in keys]
-    return summary.assign(**{INDISTINGUISHABLE: pd.array(column, dtype="boolean")})
+    return summary.assign(**{IN_CONFIDENCE_SET: pd.array(column, dtype="boolean")})
 
 
 def concentration_summary(trials: pd.DataFrame) -> pd.DataFrame:

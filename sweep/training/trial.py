@@ -21,6 +21,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import set_seed
 from transformers.trainer_callback import PrinterCallback
 
+from sweep.config.checks import with_values
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import log_layer_grid, stsb_layer_grid
 from sweep.evaluation.objective import objective_value
@@ -34,6 +35,7 @@ from sweep.names import (
     SCALE_ZERO_MODE,
     TAG_COLLAPSE_REASON,
     TAG_COLLAPSED,
+    TAG_ONE_PASS_STEPS,
     TAG_SCALE_ZERO,
 )
 from sweep.stats.collapse import collapse_reason
@@ -129,6 +131,9 @@ def train(
     trial: optuna.Trial, cfg: DictConfig, resources: StudyResources, run: TrialRun, p: Prepared, quiet: bool
 ) -> Trained:
     """Fine-tune the model with the trial's loss (scale 0 tagged and its weights kept to show they do not move)."""
+    if cfg.trial.max_steps is None:  # one pass over the training rows: the number of full batches
+        cfg = with_values(cfg, {"trial.max_steps": len(p.splits["train"]) // cfg.trial.batch_size})
+        run.set_tags({TAG_ONE_PASS_STEPS: str(cfg.trial.max_steps)})
     set_seed(cfg.trial.seed)
     loss = build_loss(p.model, cfg)
     initial_weights = None

@@ -12,9 +12,10 @@ from matplotlib.figure import Figure
 
 from sweep.report import history_figures, scale_figures
 from sweep.report.findings import generated_block
+from sweep.report.folder_comparison import redraw_results_folder
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
-from sweep.report.study_figures import with_untrained, write_results_folder
+from sweep.report.study_figures import with_untrained
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -25,13 +26,8 @@ STUDY_FOLDERS = sorted(p.parent for p in RESULTS.glob("*/spearman_vs_scale.csv")
 STATIC_SIBLING = RESULTS / "mnrl_scale"  # scale-0 rows of the same static base model
 # figures added after the folders of results/ were published: a redraw adds them where the trials allow, until the
 # studies are rerun and the folders hold them too
-NOT_YET_PUBLISHED = {"mechanism_vs_scale", "spearman_vs_step"}
-
-
-def published_ones(written: list[Path], drawn: Path, published: Path) -> list[Path]:
-    """The paths written under ``drawn`` that ``published`` should hold too: all but a not-yet-published figure's
-    files where ``published`` lacks them."""
-    return [p for p in written if p.stem not in NOT_YET_PUBLISHED or (published / p.relative_to(drawn)).exists()]
+# the folders whose notebook section redraws them with the untrained line of a sibling (notebooks/*.ipynb)
+UNTRAINED_FROM = {"angle_scales": "mnrl_scale", "angle_weights": "mnrl_scale", "learnable_scale": "mnrl_scale"}
 
 
 def context(loss: str = "mnrl", **params: object) -> pd.DataFrame:
@@ -87,14 +83,19 @@ def test_spearman_single_seed_says_n1_and_draws_no_interval(captured: dict[str, 
     assert "library default, temperature 0.01" not in labels  # GIST's default is scale 100, off this axis
 
 
-def test_spearman_shades_the_indistinguishable_set_only_when_given(captured: dict[str, Figure], tmp_path: Path) -> None:
+def test_spearman_rings_the_confidence_set_at_its_run_points_only_when_given(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    label = "validation: in the 95% confidence set for the best scale (paired)"
     scale_figures.write_spearman_vs_scale(summary(3), context(), tmp_path)
-    assert not captured["spearman_vs_scale"].axes[0].patches
-    table = summary(3).assign(indistinguishable_from_best=lambda t: t["scale"].isin([10.0, 50.0]))
+    assert label not in captured["spearman_vs_scale"].axes[0].get_legend_handles_labels()[1]
+    table = summary(3).assign(in_confidence_set_for_best=lambda t: t["scale"].isin([10.0, 50.0]))
     scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
     ax = captured["spearman_vs_scale"].axes[0]
-    assert len(ax.patches) == 2
-    assert "not distinguishable from the best (paired)" in ax.get_legend_handles_labels()[1]
+    assert not ax.patches  # no span over scales that were never run
+    (rings,) = [c for c in ax.collections if c.get_label() == label]
+    validation = table[(table["split"] == "validation") & table["scale"].isin([10.0, 50.0])]
+    assert sorted(map(tuple, rings.get_offsets())) == sorted(zip(validation["scale"], validation["mean"], strict=True))
 
 
 def test_learned_scale_on_log_axis_with_lr_schedule(captured: dict[str, Figure], tmp_path: Path) -> None:
@@ -163,9 +164,11 @@ def test_untrained_from_a_sibling_needs_the_same_model(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("folder", STUDY_FOLDERS, ids=[p.name for p in STUDY_FOLDERS])
 def test_results_folder_redraws_to_the_same_csvs(folder: Path, tmp_path: Path) -> None:
-    written = published_ones(write_results_folder(load_results_folder(folder), tmp_path), tmp_path, folder)
+    sibling = RESULTS / UNTRAINED_FROM[folder.name] if folder.name in UNTRAINED_FROM else None
+    written = redraw_results_folder(folder, tmp_path, sibling)
     csvs = [path for path in written if path.suffix == ".csv"]
-    figure_csvs = [p for p in csvs if p.name not in ("trials.csv", "paired_comparison.csv")]  # not drawn: copied
+    not_drawn = ("trials.csv", "paired_comparison.csv", "paired_comparison_test.csv")  # copied or recomputed tables
+    figure_csvs = [p for p in csvs if p.name not in not_drawn]
     assert {p.with_suffix(".png").name for p in figure_csvs} <= {p.name for p in written}
     for path in csvs:
         pd.testing.assert_frame_equal(read_csv(path), read_csv(folder / path.name), check_dtype=False)

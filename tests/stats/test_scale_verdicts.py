@@ -8,12 +8,22 @@ true Spearman is set by the noise added to the gold scores, with a seed effect s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from sweep.stats.paired_bootstrap import paired_bootstrap
-from sweep.stats.scale_verdicts import BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE, scale_verdicts
+from sweep.stats.scale_verdicts import (
+    BEST,
+    DEFAULT_MARGIN,
+    EQUIVALENT,
+    NOT_DISTINGUISHABLE,
+    WORSE,
+    scale_verdicts,
+)
 
 LEVEL = 0.95
 N_STUDIES = 400
@@ -150,3 +160,10 @@ def test_paired_bootstrap_end_to_end_covers_the_tied_best_and_drops_a_worse_scal
         dropped += (not worst["in_confidence_set"]) and worst["verdict"] == WORSE
     assert held / n_studies >= 0.9
     assert dropped == n_studies
+
+
+def test_the_default_margin_exceeds_the_seed_spread_of_every_scale_of_the_default_study() -> None:
+    """docs/getting-started.md justifies the 0.01 margin by it: a margin inside training noise would be meaningless."""
+    trials = pd.read_csv(Path(__file__).resolve().parents[2] / "results" / "mnrl_scale" / "trials.csv")
+    spread = trials.groupby("loss.scale")["stsb_validation_spearman"].std(ddof=1)
+    assert (spread < DEFAULT_MARGIN).all() and spread.max() > DEFAULT_MARGIN / 4

@@ -66,10 +66,10 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     assert len(shipped) == 4 * 2 * 200 and set(shipped["split"]) == {"validation", "test"}
     assert yaml.safe_load((out / "config.yaml").read_text())["name"] == "paired"  # the parent run's copy
     spearman = pd.read_csv(out / "spearman_vs_scale.csv")
-    validation = spearman[spearman["split"] == "validation"].set_index("scale")["indistinguishable_from_best"]
-    assert validation.dropna().to_dict() == table.set_index("scale")["indistinguishable"].to_dict()
+    validation = spearman[spearman["split"] == "validation"].set_index("scale")["in_confidence_set_for_best"]
+    assert validation.dropna().to_dict() == table.set_index("scale")["in_confidence_set"].to_dict()
     assert validation.isna().sum() == 1 and pd.isna(validation.get(0.0))  # the untrained line: not a compared trial
-    assert spearman.loc[spearman["split"] == "test", "indistinguishable_from_best"].isna().all()  # validation's test
+    assert spearman.loc[spearman["split"] == "test", "in_confidence_set_for_best"].isna().all()  # validation's test
 
     redrawn = tmp_path / "redrawn"
     assert report_main(["study", "--from-csv", str(out), "--out", str(redrawn)]) == 0

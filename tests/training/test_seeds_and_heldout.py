@@ -31,3 +31,12 @@ def test_two_seeds_train_on_different_batches(compose_cfg):
     first = train_losses(compose_cfg("trial.seed=0", "stats.enabled=false", "name=seed0"))
     second = train_losses(compose_cfg("trial.seed=1", "stats.enabled=false", "name=seed1"))
     assert first != second
+
+
+def test_null_max_steps_trains_exactly_one_pass_over_the_rows(compose_cfg):
+    """trial.max_steps=null: rows // batch_size steps, so a data-size axis repeats no row (issue 23's one pass).
+    64 training rows at batch 8 are 8 full batches (the held-out pairs come from the file's other rows)."""
+    losses = train_losses(
+        compose_cfg("trial.max_steps=null", "trial.logging_steps=1", "stats.enabled=false", "name=one_pass")
+    )
+    assert len(losses) == 64 // 8
