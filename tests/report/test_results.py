@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from sweep.report.results_folder import flat_config, read_csv
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -178,7 +179,7 @@ def learned(initial: float, agg: str, metric: str = "learned_scale") -> float:
 
 
 Claims = list[tuple[str, Callable[[], float]]]
-MNRL: Claims = [("0.1", lambda: 1 / best("mnrl_scale"))]  # the best scale's temperature
+MNRL: Claims = [("0.1", lambda: 1 / best("mnrl_scale")), ("0.01", lambda: DEFAULT_MARGIN)]  # best's temperature
 COSENT: Claims = [
     ("0.739", lambda: sp("cosent_scale", 1)), ("0.730", lambda: sp("cosent_scale", 1, "ci_low")),
     ("0.749", lambda: sp("cosent_scale", 1, "ci_high")), ("0.738", lambda: sp("cosent_scale", 2)),
@@ -305,9 +306,13 @@ COSENT_LR: Claims = [
 MNRL_LR: Claims = [
     ("0.01", lambda: lr_of("mnrl_scale_lr", "min")), ("0.1", lambda: lr_of("mnrl_scale_lr", "max")),
     ("0.03", lambda: sorted(set(table("mnrl_scale_lr/trials.csv")["trial.learning_rate"]))[1]),
-    ("0.05", lambda: setting("mnrl_scale", "trial.learning_rate")), ("7.8", lambda: TRAIN_ROWS / 1000),
+    ("7.8", lambda: TRAIN_ROWS / 1000),
 ]  # fmt: skip
-MNRL_DATA: Claims = [("7.8", lambda: TRAIN_ROWS / 1000)]
+MNRL_DATA: Claims = [
+    ("7.8", lambda: TRAIN_ROWS / 1000),
+    *[(q, lambda n=n: pair("mnrl_scale_data", 20, "diff_to_best", SIZE.format(n)))
+      for q, n in (("0.027", 1000), ("0.014", 3000))],
+]  # fmt: skip
 GIST_GUIDE: Claims = [
     *[(f"{t:g}", lambda t=t: t) for t in (0.05, 0.02, 0.01)],  # temperatures of the grid, checked below
 ]
@@ -414,16 +419,27 @@ def test_every_results_folder_has_the_same_files() -> None:
 
 
 def test_mnrl_scale_finding_reads_back_from_its_tables() -> None:
-    """The words of results/mnrl_scale's finding: top at 10-15 with 15 tied, the default 20 told apart, scales 1
-    and 50 below the untrained model, random-pair cosine lowest at the best scale, spread widest at scale 1."""
-    assert best("mnrl_scale") == 10 and tied("mnrl_scale") == {10.0, 15.0}
-    assert not paired("mnrl_scale").loc[20.0, "indistinguishable"]
+    """The words of results/mnrl_scale's finding: best 10, test confirms; the confidence set holds 15 and 20, not
+    distinguishable and none equivalent; 1 and 50 below the untrained model; random-pair cosine lowest at the best
+    scale and back up at 50; its band narrowest near the best scales, wider at 50, widest at 1; uniformity best
+    near 10 and worst at 50; validation Spearman of 10-20 still rising at the last evaluation."""
+    verdicts = paired("mnrl_scale")
+    assert best("mnrl_scale") == 10 and set(verdicts.index[verdicts["in_confidence_set"]]) == {10.0, 15.0, 20.0}
+    assert verdicts.loc[[15.0, 20.0], "verdict"].eq("not distinguishable").all()
+    assert not verdicts["verdict"].eq("equivalent").any()
+    test = table("mnrl_scale/paired_comparison_test.csv").set_index("scale")
+    assert test.loc[10.0, "in_confidence_set"]
     assert sp("mnrl_scale", 1) < sp(*UNTRAINED) and sp("mnrl_scale", 50) < sp(*UNTRAINED)
     final = table("mnrl_scale/concentration_vs_scale.csv").query("kind == 'rand' and stage == 'final' and scale > 0")
-    assert final.loc[final["mean"].idxmin(), "scale"] == best("mnrl_scale")
-    assert final.loc[(final["q95"] - final["q05"]).idxmax(), "scale"] == 1
-    negatives = table("mnrl_scale/concentration_vs_scale.csv").query("kind == 'neg' and stage == 'final'")
-    assert negatives.set_index("scale")["mean"].loc[[20.0, 30.0, 50.0]].is_monotonic_increasing
+    final = final.set_index("scale")
+    assert final["mean"].idxmin() == best("mnrl_scale") and final["mean"].loc[50.0] > final["mean"].loc[20.0]
+    width = final["q95"] - final["q05"]
+    assert width.idxmin() in (10.0, 15.0) and width.loc[50.0] > width.min() and width.idxmax() == 1.0
+    mechanism = table("mnrl_scale/mechanism_vs_scale.csv").query("statistic == 'sim_uniformity' and scale > 0")
+    uniformity = mechanism.set_index("scale")["mean"]
+    assert uniformity.idxmin() in (10.0, 15.0) and uniformity.idxmax() == 50.0
+    steps = table("mnrl_scale/spearman_vs_step.csv").pivot_table("mean", "step", "scale")
+    assert (steps.iloc[-1][[10.0, 15.0, 20.0]] > steps.iloc[-2][[10.0, 15.0, 20.0]]).all()
 
 
 def test_cosent_scale_lr_finding_reads_back_from_its_tables() -> None:
@@ -473,10 +489,14 @@ def test_mnrl_scale_lr_finding_reads_back_from_its_tables() -> None:
     per_lr = by_condition_paired("mnrl_scale_lr", "learning_rate")
     assert sorted(per_lr) == [0.01, 0.03, 0.1]
     assert all(verdicts.index[verdicts["best"]].tolist() == [10.0] for verdicts in per_lr.values())
-    assert per_lr[0.01].loc[20.0, "indistinguishable"]
-    assert not per_lr[0.03].loc[20.0, "indistinguishable"] and not per_lr[0.1].loc[20.0, "indistinguishable"]
+    for verdicts in per_lr.values():
+        assert set(verdicts.index[verdicts["in_confidence_set"]]) == {10.0, 20.0}
+        assert verdicts.loc[20.0, "verdict"] == "not distinguishable"
+    test = table("mnrl_scale_lr/paired_comparison_test.csv")
+    chosen = test[(test["scale"] == 10.0)]
+    assert len(chosen) == 3 and chosen["in_confidence_set"].all()  # test confirms at every lr
     best = {lr: verdicts.loc[10.0, "spearman"] for lr, verdicts in per_lr.items()}
-    assert best[0.01] > best[0.03] > sp("mnrl_scale", 10) > best[0.1]
+    assert best[0.01] > best[0.03] > best[0.1] and min(per_lr) == 0.01  # the lowest lr is the best: not bracketed
     untrained = sp("mnrl_scale", 0)
     assert all(verdicts.loc[1.0, "spearman"] < untrained for verdicts in per_lr.values())
     assert [per_lr[lr].loc[50.0, "spearman"] < untrained for lr in (0.01, 0.03, 0.1)] == [False, True, True]
@@ -491,12 +511,17 @@ def test_mnrl_scale_data_finding_reads_back_from_its_tables() -> None:
     per_size = by_condition_paired("mnrl_scale_data", "train.max_samples")
     assert sorted(per_size) == [1000, 3000, 100000]
     worst = [max(v.loc[1.0, "diff_to_best"], v.loc[50.0, "diff_to_best"]) for _, v in sorted(per_size.items())]
-    assert worst[0] < worst[1] < worst[2]
+    assert worst[0] < worst[1] < worst[2]  # the worst scale's cost grows
     default = [round(v.loc[20.0, "diff_to_best"], 3) for _, v in sorted(per_size.items())]
-    assert default[0] > default[1] == default[2]
-    assert per_size[1000].index[per_size[1000]["indistinguishable"]].tolist() == [5.0, 10.0]
-    assert per_size[1000].loc[5.0, "best"]
-    assert all(v.index[v["indistinguishable"]].tolist() == [10.0] for k, v in per_size.items() if k > 1000)
+    assert default[0] > default[1] == default[2]  # the near-optimum gap does not
+    assert [v.loc[20.0, "verdict"] for _, v in sorted(per_size.items())] == ["worse", "worse", "not distinguishable"]
+    assert per_size[1000].loc[5.0, "best"] and per_size[1000].loc[10.0, "in_confidence_set"]
+    assert set(per_size[3000].index[per_size[3000]["in_confidence_set"]]) == {10.0}
+    assert set(per_size[100000].index[per_size[100000]["in_confidence_set"]]) == {10.0, 20.0}
+    test = table("mnrl_scale_data/paired_comparison_test.csv")
+    chosen = [test[(test["condition"] == SIZE.format(n)) & (test["scale"] == s)] for n, s in
+              ((1000, 5.0), (3000, 10.0), (100000, 10.0))]  # fmt: skip
+    assert all(rows["in_confidence_set"].all() and len(rows) == 1 for rows in chosen)
     steps = setting("mnrl_scale_data", "trial.max_steps") * setting("mnrl_scale_data", "trial.batch_size")
     assert (round(steps / 1000), round(steps / 3000), round(steps / TRAIN_ROWS)) == (8, 3, 1)
     everything = table("mnrl_scale_data/spearman_vs_scale.csv").query("`train.max_samples` == 100000")
