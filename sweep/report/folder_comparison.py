@@ -16,6 +16,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
+from sweep.report.objective_table import objective_comparison, write_objective_comparison
 from sweep.report.paired_table import (
     PredictionSource,
     confirmation_lines,
@@ -26,6 +27,7 @@ from sweep.report.paired_table import (
 from sweep.report.results_folder import PAIRED_STEM, PREDICTIONS_CSV, ResultsFolder, load_results_folder
 from sweep.report.study_figures import write_results_folder
 from sweep.report.summaries import complete_trials
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 SPLITS = ("validation", "test")
 
@@ -90,4 +92,9 @@ def redraw_results_folder(path: Path, out_dir: Path, untrained_from: Path | None
     validation, test, lines = folder_comparison(folder, **options)
     if not validation.empty:  # recomputed: it replaces the copy read from the folder
         folder.tables[PAIRED_STEM] = validation
-    return write_results_folder(folder, out_dir) + write_paired_comparison(validation, lines, out_dir, test)
+    level = options.get("level", 0.95)
+    objective = write_objective_comparison(
+        *objective_comparison(folder.trials, level, options.get("margin", DEFAULT_MARGIN)), out_dir
+    )
+    written = write_results_folder(folder, out_dir) + write_paired_comparison(validation, lines, out_dir, test)
+    return written + objective

@@ -14,10 +14,12 @@ from mlflow.tracking import MlflowClient
 
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON
 from sweep.report.folder_comparison import export_predictions
+from sweep.report.objective_table import objective_comparison, write_objective_comparison
 from sweep.report.paired_table import confirmation_lines, paired_comparisons, write_paired_comparison
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
 from sweep.report.study_figures import write_study_figures
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,10 @@ def write_live_study(
     figures = write_study_figures(trials, histories, out_dir, tables={PAIRED_STEM: paired})
     config = download_study_config(client, out_dir, experiment, parent_run_id)
     shipped = export_predictions(trials, client, out_dir)  # so --from-csv recomputes every statistic
-    return figures + write_paired_comparison(paired, lines, out_dir, test) + shipped + config
+    objective = write_objective_comparison(
+        *objective_comparison(trials, options.get("level", 0.95), options.get("margin", DEFAULT_MARGIN)), out_dir
+    )
+    return figures + write_paired_comparison(paired, lines, out_dir, test) + objective + shipped + config
 
 
 def log_study_report(client: MlflowClient, parent_run_id: str, paired: dict[str, Any] | None) -> list[str]:

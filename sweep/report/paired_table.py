@@ -88,10 +88,9 @@ def _condition_arrays(
     return gold, np.asarray(predictions), _labels(scales)
 
 
-def _seed_arrays(group: pd.DataFrame, split: str) -> tuple[np.ndarray, list[float] | list[str]] | None:
-    """(per-seed Spearman (scales, seeds), scales) of the split's metric column, over the common seeds; None with
-    fewer than two seeds (one seed and no per-pair predictions: nothing to compare with)."""
-    metric = SPEARMAN_OF_SPLIT[split]
+def _seed_arrays(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, list[float] | list[str]] | None:
+    """(per-seed values of the ``metric`` column (scales, seeds), scales), over the common seeds; None with fewer
+    than two seeds (one seed and no per-pair predictions: nothing to compare with)."""
     if metric not in group:
         return None
     group, seeds, scales = _common_seeds(group)
@@ -140,24 +139,29 @@ def paired_comparisons(
         arrays = _condition_arrays(group, source, split)
         if arrays is not None:
             results.append((label, paired_bootstrap(*arrays, n_resamples, level, seed, margin)))
-    return _assembled(results, column, split)
+    return _assembled(results, column, SPLIT_LABELS[split])
 
 
 def seed_comparisons(
-    trials: pd.DataFrame, split: str = "validation", level: float = 0.95, margin: float = DEFAULT_MARGIN
+    trials: pd.DataFrame,
+    split: str = "validation",
+    level: float = 0.95,
+    margin: float = DEFAULT_MARGIN,
+    metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """`paired_comparisons` from the trials' per-seed Spearman alone (`sweep.stats.paired_bootstrap.seed_comparison`):
-    for a results folder that ships no per-pair predictions."""
+    """`paired_comparisons` from one number per trial alone (`sweep.stats.paired_bootstrap.seed_comparison`): the
+    split's STSB Spearman for a results folder that ships no per-pair predictions, or any other ``metric`` column
+    (an ``eval.objective``), its lines then named after it."""
     groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")
     results = []
     for label, group in groups:
-        arrays = _seed_arrays(group, split)
+        arrays = _seed_arrays(group, metric or SPEARMAN_OF_SPLIT[split])
         if arrays is not None:
             results.append((label, seed_comparison(*arrays, level=level, margin=margin)))
-    return _assembled(results, column, split)
+    return _assembled(results, column, metric or SPLIT_LABELS[split])
 
 
-def _assembled(results: list[tuple[str, PairedComparison]], column: str, split: str) -> tuple[pd.DataFrame, list[str]]:
+def _assembled(results: list[tuple[str, PairedComparison]], column: str, metric: str) -> tuple[pd.DataFrame, list[str]]:
     """One table of every condition's comparison (``scale`` renamed ``column``), and their lines."""
     if not results:
         return pd.DataFrame(columns=COLUMNS), []
@@ -173,17 +177,16 @@ def _assembled(results: list[tuple[str, PairedComparison]], column: str, split: 
         )
         for label, result in results
     ]
-    lines = [
-        result.line(f"{SPLIT_LABELS[split]}, {label}" if label else SPLIT_LABELS[split]) for label, result in results
-    ]
+    lines = [result.line(f"{metric}, {label}" if label else metric) for label, result in results]
     table = pd.concat(tables, ignore_index=True)
     table = table[COLUMNS + [c for c in table if c not in COLUMNS]]
     return table.rename(columns={"scale": column}), lines
 
 
-def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame) -> list[str]:
-    """Per condition, whether STSB test confirms the scale chosen on validation: it does when that scale is in the
-    test's confidence set for the best (test was never used to choose)."""
+def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame, metric: str = SPLIT_LABELS["test"]) -> list[str]:
+    """Per condition, whether test (``metric``: STSB test's Spearman, or an objective's test counterpart) confirms
+    the scale chosen on validation: it does when that scale is in the test's confidence set for the best (test was
+    never used to choose)."""
     column = POINT if POINT in validation else "scale"
     lines = []
     for condition, chosen in validation[validation["best"]].groupby("condition", sort=False):
@@ -194,7 +197,7 @@ def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame) -> list[str
         held = test[(test["condition"] == condition) & test["in_confidence_set"].eq(True)]
         members = ", ".join(_name(v) for v in held.sort_values("p_best", ascending=False)[column])
         verdict = "confirms" if row["in_confidence_set"] else "does not confirm"
-        head = f"{SPLIT_LABELS['test']}, {condition}" if condition else SPLIT_LABELS["test"]
+        head = f"{metric}, {condition}" if condition else metric
         lines.append(
             f"{head}: test {verdict} {name} chosen on validation ({row['verdict']} on test, "
             f"{row['level']:.0%} confidence set for the best on test: {members})"

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from sweep.evaluation.extra_sets import KINDS
 from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
 from sweep.stats.seed_paired import mean_interval
 
@@ -250,15 +251,17 @@ def mechanism_metrics(trials: pd.DataFrame) -> list[str]:
 
 
 def trials_table(trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per trial (every state): number, state, the swept parameters, the seed, the headline metrics and the
-    mechanism metrics (final and untrained), without the ``param.`` prefix."""
+    """One row per trial (every state): number, state, the swept parameters, the seed, the headline metrics, the
+    extra sets' metrics (``eval.extra``) and the mechanism metrics (final and untrained), without ``param.``."""
     swept = [f"param.{key}" for key in swept_keys(trials)]
     mechanism = [name for metric in mechanism_metrics(trials) for name in (metric, metric + INIT)]
+    suffixes = tuple(f"_{metric}" for _, names in KINDS.values() for metric in names)
+    extra = [str(c) for c in trials.columns if str(c).endswith(suffixes) and not str(c).startswith("param.")]
     columns = [
         "trial_number",
         "state",
         *dict.fromkeys(c for c in [*swept, SCALE, "param.trial.seed"] if c in trials),
-        *dict.fromkeys(m for m in [*TABLE_METRICS, *mechanism] if m in trials),
+        *dict.fromkeys(m for m in [*TABLE_METRICS, *extra, *mechanism] if m in trials),
     ]
     return trials[columns].rename(columns=lambda c: c.removeprefix("param."))
 

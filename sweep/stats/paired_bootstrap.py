@@ -99,7 +99,7 @@ class PairedComparison:
         """What the numbers rest on, in words."""
         seeds = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
         if not self.n_resamples:
-            return f"per-seed Spearman, {seeds}, no per-pair predictions: no bootstrap, no P(best)"
+            return f"one score per trial, {seeds}, no per-pair predictions: no bootstrap, no P(best)"
         return f"paired bootstrap, {self.n_pairs:,} pairs x {seeds}, {self.n_resamples:,} resamples"
 
     def line(self, condition: str = "") -> str:

@@ -78,5 +78,5 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     seeds_only = tmp_path / "seeds_only"
     assert report_main(["study", "--from-csv", str(redrawn), "--out", str(seeds_only)]) == 0
     lines = (seeds_only / "paired_comparison.md").read_text()
-    assert "(per-seed Spearman, 2 seeds, no per-pair predictions: no bootstrap, no P(best); simultaneous: " in lines
+    assert "(one score per trial, 2 seeds, no per-pair predictions: no bootstrap, no P(best); simultaneous: " in lines
     pd.testing.assert_frame_equal(pd.read_csv(redrawn / "spearman_vs_scale.csv"), spearman)
