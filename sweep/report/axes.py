@@ -45,6 +45,36 @@ _NICE_TEMPERATURES = (1.0, 0.1, 0.01, 0.001, 0.5, 0.05, 0.005, 0.2, 0.02, 0.002)
 # ---------------------------------------------------------------- figures
 
 
+# a condition's ``key=value`` in words on figures (the CSVs keep the keys): the last part of the key -> its words
+_CONDITION_WORDS = {
+    "learning_rate": "learning rate {}",
+    "batch_size": "batch {}",
+    "similarity": "{} similarity",
+    "static_init": "{} start",
+}
+ALL_ROWS = (
+    100_000  # a data.train.max_samples grid value at or above it stands for every row (a grid value is never null)
+)
+
+
+def _condition_words(key: str, value: str) -> str:
+    name = key.rsplit(".", 1)[-1]
+    if name == "max_samples":
+        return "all training rows" if float(value) >= ALL_ROWS else f"{int(float(value)):,} training rows"
+    if key.endswith("wrapper.name"):
+        return "no wrapper" if value == "None" else f"{value} wrapper"
+    if name == "normalize":
+        return "Normalize layer" if value == "True" else "no Normalize layer"
+    return _CONDITION_WORDS.get(name, name.replace("_", " ") + " {}").format(value)
+
+
+def condition_title(condition: str, separator: str = "\n") -> str:
+    """``train.max_samples=1000, learning_rate=0.01`` -> ``1,000 training rows`` / ``learning rate 0.01``, one part
+    per line: a panel's title or row label in words, not config keys."""
+    parts = [part.split("=", 1) for part in condition.split(", ") if part]
+    return separator.join(_condition_words(*part) if len(part) == 2 else part[0] for part in parts)
+
+
 def new_figure(width: float = COLUMN_SIZE[0], height: float = COLUMN_SIZE[1]) -> Figure:
     """A constrained-layout Figure, not attached to pyplot."""
     return Figure(figsize=(width, height), layout="constrained")

@@ -12,7 +12,7 @@ import matplotlib as mpl
 import pandas as pd
 from matplotlib import colormaps
 
-from sweep.report.axes import PAPER_RC, facets, legend_below, n_label, save_figure, scale_norm
+from sweep.report.axes import PAPER_RC, condition_title, facets, legend_below, n_label, save_figure, scale_norm
 from sweep.report.history_figures import HISTORY_COLUMNS
 from sweep.report.study_context import scale_axis_label
 from sweep.report.summaries import by_condition, t_interval
@@ -53,7 +53,7 @@ def write_spearman_vs_step(summary: pd.DataFrame, trials: pd.DataFrame, out_dir:
             if (line["n"] > 1).any():
                 ax.fill_between(line["step"], line["ci_low"], line["ci_high"], color=colour, alpha=0.15, linewidth=0)
         if condition:
-            ax.set_title(condition)
+            ax.set_title(condition_title(condition, ", "))
         ax.set_xlabel("training step")
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
         ax.label_outer()

@@ -18,6 +18,7 @@ from sweep.report.axes import (
     COLUMN_SIZE,
     DOUBLE_COLUMN_WIDTH,
     PAPER_RC,
+    condition_title,
     facets,
     legend_below,
     n_label,
@@ -53,7 +54,7 @@ def _loss_panels(data: pd.DataFrame, label: str, sharey: bool) -> tuple[Figure, 
     grid = fig.subplots(len(groups), len(scales), sharex=True, sharey=sharey, squeeze=False)
     panels = []
     for row, (condition, group) in enumerate(groups):
-        grid[row][0].set_ylabel(condition.replace(", ", "\n"), fontsize=6)
+        grid[row][0].set_ylabel(condition_title(condition), fontsize=6)
         for column, scale in enumerate(scales):
             title = f"{label} {scale:g}" if row == 0 else ""
             panels.append((grid[row][column], title, group[group["scale"] == scale]))

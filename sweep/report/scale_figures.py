@@ -18,6 +18,7 @@ from sweep.report.axes import (
     DOUBLE_COLUMN_WIDTH,
     PAPER_RC,
     baseline_lines,
+    condition_title,
     facets,
     format_swept_axis,
     interval_errors,
@@ -85,7 +86,7 @@ def write_spearman_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_dir
     for ax, (condition, rows) in zip(axes, panels, strict=True):
         _spearman_panel(ax, rows, trials)
         if condition:
-            ax.set_title(condition)
+            ax.set_title(condition_title(condition, ", "))
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
         ax.label_outer()
     axes[0].set_ylabel("STSB Spearman (cosine)")
@@ -128,8 +129,7 @@ def write_concentration_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, ou
             if row == 0:
                 ax.set_title(KIND_TITLES[kind].replace(", ", ",\n") if len(kinds) > 4 else KIND_TITLES[kind])
             if column == 0:
-                lines = condition.replace(", ", "\n")
-                ax.set_ylabel(f"{lines}\ncosine" if condition else "cosine similarity")
+                ax.set_ylabel(f"{condition_title(condition)}\ncosine" if condition else "cosine similarity")
             ax.label_outer()
         label = scale_axis_label(trials)
         for ax in grid[-1]:

@@ -11,6 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from sweep.report import history_figures, scale_figures
+from sweep.report.axes import condition_title
 from sweep.report.findings import generated_block
 from sweep.report.folder_comparison import redraw_results_folder
 from sweep.report.results_folder import load_results_folder, read_csv
@@ -177,3 +178,11 @@ def test_results_folder_redraws_to_the_same_csvs(folder: Path, tmp_path: Path) -
         assert generated_block((folder / "README.md").read_text()) == generated_block(
             (tmp_path / "README.md").read_text()
         )
+
+
+def test_condition_titles_are_words_not_config_keys() -> None:
+    """Issue 22: `train.max_samples=100000` (a grid value above the rows: all of them) read as a raw key."""
+    assert condition_title("train.max_samples=100000") == "all training rows"
+    assert condition_title("train.max_samples=1000, learning_rate=0.01") == "1,000 training rows\nlearning rate 0.01"
+    assert condition_title("similarity=dot, normalize=False", ", ") == "dot similarity, no Normalize layer"
+    assert condition_title("wrapper.name=None") == "no wrapper" and condition_title("") == ""
