@@ -151,12 +151,12 @@ def by_number(labels: Sequence[str]) -> list[str]:
 
 
 def best_row(paired: pd.DataFrame, condition: str = "") -> pd.Series:
-    rows = paired[(paired["condition"].fillna("") == condition) & paired["best"].astype(bool)]
+    rows = paired[(paired["condition"].astype("string").fillna("") == condition) & paired["best"].astype(bool)]
     return rows.iloc[0]
 
 
 def row_at(paired: pd.DataFrame, scale: float, condition: str = "") -> pd.Series | None:
-    rows = paired[(paired["condition"].fillna("") == condition) & (paired["scale"] == scale)]
+    rows = paired[(paired["condition"].astype("string").fillna("") == condition) & (paired["scale"] == scale)]
     return rows.iloc[0] if not rows.empty else None
 
 
@@ -172,8 +172,8 @@ def _confirmed_by_table(validation: pd.DataFrame, test: pd.DataFrame) -> bool:
     chosen = validation[validation["best"].astype(bool)]
     if chosen.empty:
         return False
-    for condition, row in zip(chosen["condition"].fillna(""), chosen[column], strict=True):
-        on_test = test[(test["condition"].fillna("") == condition) & (test[column] == row)]
+    for condition, row in zip(chosen["condition"].astype("string").fillna(""), chosen[column], strict=True):
+        on_test = test[(test["condition"].astype("string").fillna("") == condition) & (test[column] == row)]
         if on_test.empty or not bool(on_test["in_confidence_set"].iloc[0]):
             return False
     return True

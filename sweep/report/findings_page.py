@@ -55,7 +55,7 @@ def _advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:
     paired = table(folder, "paired_comparison")
     best = best_row(paired, condition)
     low, high = 1 / BGE_ADVICE[1], 1 / BGE_ADVICE[0]
-    rows = paired[(paired["condition"].fillna("") == condition) & paired["scale"].between(low, high)]
+    rows = paired[(paired["condition"].astype("string").fillna("") == condition) & paired["scale"].between(low, high)]
     parts = [f"{temperature(r['scale'])} (scale {r['scale']:g}): {against_best(r)}" for _, r in rows.iterrows()]
     coldest = rows.loc[rows["scale"].idxmax()] if not rows.empty else None
     holds = bool(low <= best["scale"] <= high and coldest is not None and coldest["verdict"] == "worse")
