@@ -164,7 +164,8 @@ def question_e(results: Path) -> Section:
         f"Drop the cosine term and lower the scales on this set-up: w1 = 0 scores {num(without.min())}-"
         f"{num(without.max())} against {num(with_cos.min())}-{num(with_cos.max())} with it, the paper's 1, 1, 1 is "
         f"{num(paper_w['diff_to_best'])} below the best {best_w['point'].removeprefix('weights=')}, and the lowest "
-        f"scales ({best_s['point']}) beat the paper's 20 / 20 / 1 by {num(paper_s['diff_to_best'])}; the cosine "
+        f"scales ({best_s['point']}) beat the paper's {' / '.join(f'{s:g}' for s in ANGLE_PAPER[1])} by "
+        f"{num(paper_s['diff_to_best'])}; the cosine "
         "term's learning rate is the confound."
     )
     facts = [folder_facts(weights), folder_facts(scales)]
