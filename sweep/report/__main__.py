@@ -1,5 +1,5 @@
-"""``python -m sweep.report {loss-vs-scale,study,pooled}``: write figures (PNG + SVG) and the CSV behind each, or pool
-one comparison of scales over results folders."""
+"""``python -m sweep.report {loss-vs-scale,study,pooled,findings}``: write figures (PNG + SVG) and the CSV behind
+each, pool one comparison of scales over results folders, or write the findings page (``results/FINDINGS.md``)."""
 
 from __future__ import annotations
 
@@ -77,6 +77,14 @@ def pooled_command(args: argparse.Namespace) -> list[Path]:
     from sweep.report.pooled import pooled_command as run
 
     return run(args)
+
+
+def findings_command(args: argparse.Namespace) -> list[Path]:
+    """``FINDINGS.md``: one section per question, numbers from the results folders (`sweep.report.findings_page`)."""
+    from sweep.report.findings_page import write_findings_page
+
+    print(write_findings_page(args.results, args.page or args.results / "FINDINGS.md"))
+    return []  # one page, no figures: no provenance.json beside it (the page names its generator)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,6 +199,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pooled.add_argument("--out", type=Path, help="also write pooled_<a>_vs_<b>.csv and .md here")
     pooled.set_defaults(run=pooled_command, from_csv=None)
+
+    findings = commands.add_parser(
+        "findings",
+        help="the findings page: one section per question, every number from the results folders",
+        description="Answer, evidence, strength (by the rule stated at its top), scope, literature and what would "
+        "change it, for each question the tool exists to answer; read from the results folders' CSVs.",
+    )
+    findings.add_argument("--results", type=Path, default=Path("results"), help="the results directory (results)")
+    findings.add_argument("--out", dest="page", type=Path, help="the page (default: RESULTS/FINDINGS.md)")
+    findings.set_defaults(run=findings_command, from_csv=None, out=None)
     return parser
 
 

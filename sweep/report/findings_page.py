@@ -1,0 +1,281 @@
+"""``python -m sweep.report findings``: ``results/FINDINGS.md``, one page with one section per question the tool
+exists to answer, each with its answer, evidence (numbers read from the results folders' CSVs, never typed), strength
+by the rule stated at the top (`sweep.report.findings_evidence.STRENGTH_RULE`), scope, literature and what would
+change it. Questions (a)-(b) are in `sweep.report.findings_mnrl`, (c) in `sweep.report.findings_concentration`; (d)-(f)
+and the page are here.
+``tests/report/test_findings_page.py`` regenerates the page from the committed CSVs and compares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweep.report.findings_concentration import question_c
+from sweep.report.findings_evidence import (
+    ANGLE_PAPER,
+    ANGLE_RELEASED,
+    ANGLE_SOURCE,
+    BGE_ADVICE,
+    BGE_TRAINED,
+    DEFAULT,
+    MINILM_SCALE,
+    ST_ADAPTIVE,
+    STRENGTH_RULE,
+    TWO_DMSE_ONE_LAYER,
+    Section,
+    against_best,
+    best_row,
+    folder_facts,
+    interval,
+    num,
+    plural,
+    present,
+    render,
+    row_at,
+    scope,
+    signed,
+    status,
+    strength,
+    table,
+    temperature,
+    untested,
+)
+from sweep.report.findings_mnrl import question_a, question_b
+from sweep.report.results_folder import flat_config
+
+START_MODEL = (
+    f"the start model all-MiniLM-L6-v2 was trained with MNRL at scale {MINILM_SCALE:g} "
+    f"(temperature {1 / MINILM_SCALE:g})"
+)
+FINETUNE_FOLDERS = (("mnrl_finetune_minilm", ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))
+
+
+def _advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:
+    """Best scale, and each scale inside BGE's temperature range against it: the line, the best scale, and whether
+    the warm end wins and the coldest scale tried in the range is worse."""
+    paired = table(folder, "paired_comparison")
+    best = best_row(paired, condition)
+    low, high = 1 / BGE_ADVICE[1], 1 / BGE_ADVICE[0]
+    rows = paired[(paired["condition"].astype("string").fillna("") == condition) & paired["scale"].between(low, high)]
+    parts = [f"{temperature(r['scale'])} (scale {r['scale']:g}): {against_best(r)}" for _, r in rows.iterrows()]
+    coldest = rows.loc[rows["scale"].idxmax()] if not rows.empty else None
+    holds = bool(low <= best["scale"] <= high and coldest is not None and coldest["verdict"] == "worse")
+    label = f"`{folder.name}`" + (f" ({condition})" if condition else "")
+    line = (
+        f"{label}: best temperature {temperature(best['scale'])} (scale {best['scale']:g}, {num(best['spearman'])}); "
+        f"in BGE's range: {'; '.join(parts) or 'no scale tried'}"
+    )
+    return line, float(best["scale"]), holds
+
+
+def question_d(results: Path) -> Section:
+    question = f"(d) BGE's advice: fine-tune a normalized model at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g}"
+    used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
+    if not used:
+        return untested(question, [results / name for name, _ in FINETUNE_FOLDERS], "run mnrl_finetune_minilm")
+    lines, bests, holds = zip(*(_advice_line(folder, condition) for folder, condition in used), strict=True)
+    evidence = [*lines]
+    if not present(results / "mnrl_finetune_minilm"):
+        evidence.append(f"{status(results / 'mnrl_finetune_minilm')}: MNRL fine-tuning of the full model untested")
+    static = results / "mnrl_scale"
+    if present(static):
+        line, _, _ = _advice_line(static, "")
+        evidence.append(f"for contrast, static embeddings trained from their start (not a fine-tune): {line}")
+    inside = all(1 / BGE_ADVICE[1] <= b <= 1 / BGE_ADVICE[0] for b in bests)
+    temps = " and ".join(f"{temperature(b)} in {f.name}" for b, (f, _) in zip(bests, used, strict=True))
+    answer = (
+        f"{'Only its warm end' if inside else 'Not here'}: fine-tuning all-MiniLM-L6-v2 the best temperature is "
+        f"{temps}"
+        + (", and the colder end of the range is worse" if all(holds) else "")
+        + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'."
+    )
+    facts = [folder_facts(folder) for folder, _ in used]
+    return Section(
+        question,
+        answer,
+        strength(facts, all(holds), sum(holds), [START_MODEL]),
+        evidence,
+        [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)],
+        [
+            f"BGE fine-tunes at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g} (its models were trained at "
+            f"{BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "
+            f"{'agrees at the warm end only' if inside else 'disagrees'} for a model trained at "
+            f"{1 / MINILM_SCALE:g}",
+        ],
+        [
+            f"fine-tuning a model trained at another temperature (e.g. a BGE model at 0.01-0.02), the full model "
+            f"with MNRL ({status(results / 'mnrl_finetune_minilm')}), more steps",
+        ],
+    )
+
+
+def _weights(point: str) -> tuple[float, ...]:
+    return tuple(float(w) for w in point.removeprefix("weights=").split(","))
+
+
+def _scales_point(scales: tuple[float, ...]) -> str:
+    return ", ".join(f"{name}_scale={s:g}" for name, s in zip(("cos", "ibn", "angle"), scales, strict=True))
+
+
+def question_e(results: Path) -> Section:
+    question = "(e) AnglE's w1-w3 and its three temperatures"
+    weights, scales = results / "angle_weights", results / "angle_scales"
+    if not (present(weights) and present(scales)):
+        return untested(question, [weights, scales], "run angle_weights and angle_scales")
+    pw, ps = table(weights, "paired_comparison"), table(scales, "paired_comparison")
+    by_w = pw.assign(w=pw["point"].map(_weights)).set_index("w")
+    best_w, best_s = best_row(pw), best_row(ps)
+    paper_w, released = by_w.loc[[ANGLE_PAPER[0]]].iloc[0], ANGLE_RELEASED[0]
+
+    def direction(w: tuple[float, ...]) -> float:  # cosine between weight vectors: the nearest grid point in ratio
+        dot = sum(a * b for a, b in zip(w, released, strict=True))
+        return dot / (sum(a * a for a in w) * sum(b * b for b in released)) ** 0.5 if any(w) else 0.0
+
+    near = max(by_w.index, key=direction)
+    without = by_w[[w[0] == 0 for w in by_w.index]]["spearman"]
+    with_cos = by_w[[w[0] > 0 for w in by_w.index]]["spearman"]
+    on_s = ps.set_index("point")
+    paper_s, released_s = (on_s.loc[_scales_point(p)] for p in (ANGLE_PAPER[1], ANGLE_RELEASED[1]))
+    untrained = float(table(weights, "angle_weights_heatmap")["untrained"].iloc[0])
+    evidence = [
+        f"`angle_weights`: best w = {best_w['point'].removeprefix('weights=')} ({num(best_w['spearman'])}); "
+        f"without the cosine term (w1 = 0) {num(without.min())}-{num(without.max())}, with it "
+        f"{num(with_cos.min())}-{num(with_cos.max())}; untrained model {num(untrained)}",
+        f"the paper's w = 1, 1, 1: {num(paper_w['spearman'])}, {against_best(paper_w)}; the released "
+        f"{', '.join(f'{w:g}' for w in released)} is nearest in ratio to the grid's "
+        f"{', '.join(f'{w:g}' for w in near)}: {num(by_w.loc[[near]].iloc[0]['spearman'])}, "
+        f"{against_best(by_w.loc[[near]].iloc[0])}",
+        f"`angle_scales`: best ({best_s['point']}) {num(best_s['spearman'])}; the paper's scales "
+        f"({_scales_point(ANGLE_PAPER[1])}): {num(paper_s['spearman'])}, {against_best(paper_s)}; the released "
+        f"({_scales_point(ANGLE_RELEASED[1])}): {num(released_s['spearman'])}, {against_best(released_s)}",
+    ]
+    lr, rate = results / "cosent_scale_lr", float(str(flat_config(weights).get("trial.learning_rate")))
+    if present(lr):
+        slow = table(lr, "paired_comparison")
+        condition = str(min(slow["condition"].unique(), key=lambda c: float(str(c).split("=")[-1])))
+        at20 = row_at(slow, DEFAULT, condition)
+        if at20 is not None:
+            evidence.append(
+                f"the confound: CoSENT alone at scale 20 and {condition} (`cosent_scale_lr`) reaches "
+                f"{num(at20['spearman'])} (untrained {num(untrained)}; {against_best(at20)}), where these grids train "
+                f"at lr {rate:g}"
+            )
+    separates = paper_w["verdict"] == "worse" and paper_s["verdict"] == "worse"
+    answer = (
+        f"Drop the cosine term and lower the scales on this set-up: w1 = 0 scores {num(without.min())}-"
+        f"{num(without.max())} against {num(with_cos.min())}-{num(with_cos.max())} with it, the paper's 1, 1, 1 is "
+        f"{num(paper_w['diff_to_best'])} below the best {best_w['point'].removeprefix('weights=')}, and the lowest "
+        f"scales ({best_s['point']}) beat the paper's {' / '.join(f'{s:g}' for s in ANGLE_PAPER[1])} by "
+        f"{num(paper_s['diff_to_best'])}; the cosine "
+        "term's learning rate is the confound."
+    )
+    facts = [folder_facts(weights), folder_facts(scales)]
+    return Section(
+        question,
+        answer,
+        strength(facts, bool(separates), 2 if separates else 1, [f"the learning rate (CoSENT term at lr {rate:g})"]),
+        evidence,
+        [scope(weights, facts[0].n_seeds), scope(scales, facts[1].n_seeds)],
+        [
+            f"AnglE paper: w 1, 1, 1 and temperatures 0.05 / 0.05 / 1.0 (scales {_scales_point(ANGLE_PAPER[1])}): "
+            f"{'disagrees' if separates else 'agrees'} here",
+            f"released defaults cosine_w {released[0]:g}, ibn_w {released[1]:g}, angle_w {released[2]:g}, all scales "
+            f"20; {ANGLE_SOURCE}: their dropped cosine term agrees",
+        ],
+        ["the same grids at a learning rate where CoSENT at scale 20 trains (`cosent_scale_lr`), a transformer model"],
+    )
+
+
+def question_f(results: Path) -> Section:
+    question = "(f) The layers x dimensions trade-off of Matryoshka2d"
+    folder = results / "matryoshka2d"
+    if not present(folder):
+        return untested(question, [folder], "run `+experiment=matryoshka2d`")
+    grid = table(folder, "layer_grid_heatmap").query("split == 'validation'")
+    wide = grid.pivot_table(
+        index=["scale", "layer", "dim"], columns="wrapper.name", values=["mean", "ci_low", "ci_high"]
+    )
+    paired = table(folder, "paired_comparison")
+    scale = float(best_row(paired, "wrapper.name=matryoshka2d")["scale"])
+    at = wide.loc[scale]
+    full = at.index.max()
+    one = (at.index.get_level_values("layer").min(), full[1])
+    gain = at["mean"]["matryoshka2d"] - at["mean"]["None"]
+    cell = gain.idxmax()
+    share = {w: at.loc[one, ("mean", w)] / at.loc[full, ("mean", w)] for w in ("matryoshka2d", "None")}
+
+    def separates_at(s: float) -> bool:
+        row = wide.loc[(s, cell[0], cell[1])]
+        return bool(row[("ci_low", "matryoshka2d")] > row[("ci_high", "None")])
+
+    scales = sorted(wide.index.get_level_values("scale").unique())
+    gains = "; ".join(
+        f"{s:g}: {signed(wide.loc[(s, *cell), ('mean', 'matryoshka2d')] - wide.loc[(s, *cell), ('mean', 'None')])}"
+        for s in scales
+    )
+    dims = sorted(at.index.get_level_values("dim").unique())
+    rows = ["| layers \\ dims | " + " | ".join(f"{d:g}" for d in dims) + " |", "|---" * (len(dims) + 1) + "|"]
+    for layer in sorted(at.index.get_level_values("layer").unique()):
+        cells = [f"{num(at.loc[(layer, d), ('mean', 'matryoshka2d')])} ({signed(gain[(layer, d)])})" for d in dims]
+        rows.append(f"| {layer:g} | " + " | ".join(cells) + " |")
+    evidence = [
+        f"`matryoshka2d` layer_grid_heatmap.csv, validation at the wrapper's best scale {scale:g}: Matryoshka2d "
+        "(its gain over plain MNRL):\n\n  " + "\n  ".join(rows) + "\n",
+        f"{plural(one[0], 'layer')} x {one[1]:g} dims keeps {share['matryoshka2d']:.1%} of the full "
+        f"{full[0]:g} x {full[1]:g} with the wrapper, {share['None']:.1%} without",
+        f"gain at {plural(cell[0], 'layer')} x {cell[1]:g} dims by scale {gains}; seed intervals "
+        f"{interval(at.loc[cell, ('ci_low', 'matryoshka2d')], at.loc[cell, ('ci_high', 'matryoshka2d')])} vs "
+        f"{interval(at.loc[cell, ('ci_low', 'None')], at.loc[cell, ('ci_high', 'None')])} (unpaired t over seeds)",
+        f"full model: scale {scale:g} is best with the wrapper; {signed(gain[full])} against plain MNRL, seed "
+        f"intervals {interval(at.loc[full, ('ci_low', 'matryoshka2d')], at.loc[full, ('ci_high', 'matryoshka2d')])} "
+        f"vs {interval(at.loc[full, ('ci_low', 'None')], at.loc[full, ('ci_high', 'None')])}",
+    ]
+    pays = bool(at.loc[full, ("ci_high", "matryoshka2d")] < at.loc[full, ("ci_low", "None")])
+    answer = (
+        f"Small cells gain, the full one {'pays' if pays else 'barely moves'}: at scale {scale:g} the wrapper lifts "
+        f"{plural(cell[0], 'layer')} x {cell[1]:g} dims by {signed(gain[cell])} and changes {full[0]:g} x "
+        f"{full[1]:g} by {signed(gain[full])}, while {plural(one[0], 'layer')} keeps {share['matryoshka2d']:.1%} of "
+        f"the full score ({share['None']:.1%} without the wrapper)."
+    )
+    facts = [folder_facts(folder)]
+    held = [s for s in scales if separates_at(s)]
+    return Section(
+        question,
+        answer,
+        strength(facts, separates_at(scale), len(held), [START_MODEL]),
+        evidence,
+        [scope(folder, facts[0].n_seeds) + " (the grid: each cell's Spearman with t-intervals over seeds)"],
+        [
+            f"2DMSE: about {TWO_DMSE_ONE_LAYER:.0%} of the full performance from one layer: here "
+            f"{share['matryoshka2d']:.1%} of a {full[0]:g}-layer model",
+            f"sentence-transformers docs: mpnet-base on AllNLI {ST_ADAPTIVE[0]:g} full, about {ST_ADAPTIVE[1]:g} with "
+            f"half the layers ({ST_ADAPTIVE[1] / ST_ADAPTIVE[0]:.1%})",
+        ],
+        ["the uncut model, more steps, a start model not trained at scale 20, paired per-cell comparisons"],
+    )
+
+
+QUESTIONS = (question_a, question_b, question_c, question_d, question_e, question_f)
+
+
+def findings_page(results: Path) -> str:
+    """The markdown of ``FINDINGS.md`` from the results folders under ``results``."""
+    lines = [
+        "# Findings: which temperature, and why?",
+        "",
+        "Generated by `python -m sweep.report findings` from the CSVs of the results folders (no number typed by hand;"
+        " the literature values are constants of `sweep/report/findings_evidence.py` with their source). Scale = "
+        "1/temperature. All studies ran on a 2-core CPU with small models: they say what this set-up shows, not what "
+        "full-size training would find.",
+        "",
+        STRENGTH_RULE,
+        "",
+    ]
+    for question in QUESTIONS:
+        lines += render(question(results))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_findings_page(results: Path, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(findings_page(results))
+    return out
