@@ -216,13 +216,15 @@ def scope(folder: Path, seeds: int) -> str:
     model += f" cut to {layers} layer{'s' if layers != 1 else ''}" if layers else ""
     steps = config.get("trial.max_steps")
     run = f"{steps} steps" if steps else "one pass"
-    rows = config.get("data.train.max_samples") or "all"
+    rows = "swept" if "data.train.max_samples" in trials.columns else config.get("data.train.max_samples") or "all"
     swept = [c for c in trials.columns if "." in c and c not in ("loss.scale", "trial.seed")]
     sweep = f"; swept: {', '.join(swept)}" if swept else ""
     metric = objective(folder)
+    batch = "" if "trial.batch_size" in swept else f" x batch {config.get('trial.batch_size')}"
+    rate = "" if "trial.learning_rate" in swept else f", lr {config.get('trial.learning_rate')}"  # swept: not it
     return (
-        f"`{folder.name}`: {model}, loss {config.get('loss.name')}, {run} x batch {config.get('trial.batch_size')}, "
-        f"lr {config.get('trial.learning_rate')}, trained on {config.get('data.train.local_file')} ({rows} rows)"
+        f"`{folder.name}`: {model}, loss {config.get('loss.name')}, {run}{batch}{rate}, "
+        f"trained on {config.get('data.train.local_file')} ({rows} rows)"
         f"{sweep}; chosen on {metric}, confirmed on {test_metric(metric)}; {seeds} seed{'s' if seeds != 1 else ''}"
     )
 
