@@ -219,7 +219,7 @@ def test_spearman_by_step_gets_one_panel_per_condition(captured: dict[str, Figur
     summary = spearman_step_summary(metric_history_table(trials, history(trials)))
     write_spearman_vs_step(summary, trials, tmp_path)
     visible = [ax for ax in captured["spearman_vs_step"].axes if ax.get_visible()]
-    assert [ax.get_title() for ax in visible] == ["learning_rate=0.01", "learning_rate=0.1"]
+    assert [ax.get_title() for ax in visible] == ["learning rate 0.01", "learning rate 0.1"]  # in words, not keys
     assert [line.get_label() for line in visible[1].get_lines()] == ["10"]
 
 
