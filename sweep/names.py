@@ -60,6 +60,7 @@ ATTR_COLLAPSED = "sweep.collapsed"  # a COMPLETE trial whose model collapsed: wh
 ATTR_VALIDATION_SPEARMAN = "stsb_validation_spearman"  # the full model's, whatever eval.objective is
 ATTR_TEST_SPEARMAN = "stsb_test_spearman"
 ATTR_EXTRA_PREFIX = "extra."  # extra.<set>_<metric>: the eval.extra scores (sweep.evaluation.extra_sets)
+TAG_RUN_DESCRIPTION = "mlflow.note.content"  # what the MLflow UI shows as a run's Description (markdown)
 TAG_PAIRED_COMPARISON = "sweep.paired_comparison"  # parent run: the "best scale ...; confidence set ..." line(s)
 TAG_OBJECTIVE_COMPARISON = "sweep.objective_comparison"  # parent run: the same for eval.objective, paired by seed
 

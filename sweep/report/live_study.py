@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON
+from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON, TAG_RUN_DESCRIPTION
 from sweep.report.folder_comparison import export_predictions
 from sweep.report.objective_table import objective_comparison, write_objective_comparison
 from sweep.report.paired_table import confirmation_lines, paired_comparisons, write_paired_comparison
@@ -68,6 +68,8 @@ def log_study_report(client: MlflowClient, parent_run_id: str, paired: dict[str,
     table, test, lines = study_comparison(trials, client, **paired) if paired is not None else (None, None, [])
     if lines and table is not None:
         client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
+        # the run page's Description shows the whole answer, where the tag is cut to one line
+        client.set_tag(parent_run_id, TAG_RUN_DESCRIPTION, "\n".join(f"- {line}" for line in lines))
         client.log_text(parent_run_id, table.to_csv(index=False), ARTIFACT_PAIRED_COMPARISON)
     try:
         histories = {key: load_metric_history(client, trials["run_id"], key) for key in HISTORY_KEYS}

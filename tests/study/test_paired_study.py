@@ -31,7 +31,9 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     assert confirmation.startswith("STSB test Spearman: test ") and " chosen on validation (" in confirmation
 
     client = MlflowClient(cfg.tracking.uri)
-    assert client.get_run(sweep.parent_run_id).data.tags[TAG_PAIRED_COMPARISON] == f"{line}; {confirmation}"
+    tags = client.get_run(sweep.parent_run_id).data.tags
+    assert tags[TAG_PAIRED_COMPARISON] == f"{line}; {confirmation}"
+    assert tags["mlflow.note.content"] == f"- {line}\n- {confirmation}"  # the run page's Description, uncut
     report = {a.path for a in client.list_artifacts(sweep.parent_run_id, "report")}  # the figures, where users land
     assert {"report/spearman_vs_scale.png", "report/spearman_vs_scale.csv", "report/paired_comparison.md"} <= report
     children = [
