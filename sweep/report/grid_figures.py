@@ -21,6 +21,7 @@ from sweep.report.axes import (
     PAPER_RC,
     facets,
     interval_errors,
+    label_outer,
     legend_below,
     n_label,
     new_figure,
@@ -95,7 +96,7 @@ def _panel_heatmaps(
         ax.set_title(labels[panel] + _label(value).replace(", ", "\n"))
         ax.set_xlabel(labels[x])
         ax.set_ylabel(labels[y])
-        ax.label_outer()
+        label_outer(ax)
     label = f"{colorbar_label} ({n_label(table['n'])} per cell)"
     if untrained is not None:
         label += f"\nblack line: untrained, {untrained:.3f}"
@@ -165,7 +166,7 @@ def write_layer_grid_figures(summary: pd.DataFrame, out_dir: Path) -> list[Path]
             ax.set_title(str(panel).replace(", ", "\n"))  # the `panel` column holds labels
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("encoder layers kept (encoding cost)")
-        ax.label_outer()
+        label_outer(ax)
     axes[0].set_ylabel("STSB test Spearman")
     legend_below(axes[0], "embedding dims kept (index size); bars: 95% t-interval where n > 1")
     return paths + save_figure(fig, test, out_dir, "layer_grid_tradeoff")

@@ -20,6 +20,7 @@ from sweep.report.axes import (
     PAPER_RC,
     condition_title,
     facets,
+    label_outer,
     legend_below,
     n_label,
     new_figure,
@@ -91,7 +92,7 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
         if spec.is_last_row():
             ax.set_xlabel("training step")
         if candidates:  # a shared y axis: only the outer panels keep their labels
-            ax.label_outer()
+            label_outer(ax)
     runs = data.groupby(["scale", *_conditions(data)], dropna=False)["run_id"].nunique()
     axes[0].plot([], [], color="C0", label=f"one line per seed ({n_label(runs)} per panel)")
     if candidates:

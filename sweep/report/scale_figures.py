@@ -22,6 +22,7 @@ from sweep.report.axes import (
     facets,
     format_swept_axis,
     interval_errors,
+    label_outer,
     legend_below,
     mark_default,
     n_label,
@@ -88,8 +89,8 @@ def write_spearman_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_dir
         if condition:
             ax.set_title(condition_title(condition, ", "))
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
-        ax.label_outer()
-    axes[0].set_ylabel("STSB Spearman (cosine)")
+        ax.set_ylabel("STSB Spearman (cosine)")  # kept on the first column only
+        label_outer(ax)
     legend_below(axes[0], "STSB split (n = seeds per point)", columns=2)
     return save_figure(fig, summary, out_dir, "spearman_vs_scale")
 
@@ -130,7 +131,7 @@ def write_concentration_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, ou
                 ax.set_title(KIND_TITLES[kind].replace(", ", ",\n") if len(kinds) > 4 else KIND_TITLES[kind])
             if column == 0:
                 ax.set_ylabel(f"{condition_title(condition)}\ncosine" if condition else "cosine similarity")
-            ax.label_outer()
+            label_outer(ax)
         label = scale_axis_label(trials)
         for ax in grid[-1]:
             ax.set_xlabel(label)

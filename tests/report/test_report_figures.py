@@ -186,3 +186,24 @@ def test_condition_titles_are_words_not_config_keys() -> None:
     assert condition_title("train.max_samples=1000, learning_rate=0.01") == "1,000 training rows\nlearning rate 0.01"
     assert condition_title("similarity=dot, normalize=False", ", ") == "dot similarity, no Normalize layer"
     assert condition_title("wrapper.name=None") == "no wrapper" and condition_title("") == ""
+
+
+def test_panels_above_an_empty_slot_keep_their_x_tick_labels(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: three conditions in a 2 x 2 grid; the top-right panel has nothing below it."""
+    table = pd.concat([summary(3).assign(learning_rate=rate) for rate in (0.01, 0.03, 0.1)], ignore_index=True)
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert len(axes) == 3
+    for ax in axes:
+        spec = ax.get_subplotspec()
+        bottom_of_column = not any(
+            other is not ax
+            and other.get_subplotspec().colspan == spec.colspan
+            and other.get_subplotspec().rowspan.start > spec.rowspan.start
+            for other in axes
+        )
+        labels_shown = ax.xaxis.get_tick_params()["labelbottom"]
+        assert labels_shown == bottom_of_column, ax.get_title()
+        assert (ax.get_xlabel() == "scale") == bottom_of_column
+    top_right = next(ax for ax in axes if ax.get_subplotspec().colspan.start == 1)
+    assert top_right.xaxis.get_tick_params()["labelbottom"] and top_right.get_xlabel() == "scale"
