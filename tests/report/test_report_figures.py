@@ -10,13 +10,14 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from sweep.report import history_figures, scale_figures
+from sweep.report import grid_figures, history_figures, scale_figures
 from sweep.report.axes import condition_title
 from sweep.report.findings import generated_block
 from sweep.report.folder_comparison import redraw_results_folder
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained
+from sweep.report.summaries import SPEARMAN_OF_SPLIT
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -57,7 +58,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
         figures[stem] = fig
         return [out_dir / f"{stem}.png"]
 
-    for module in (scale_figures, history_figures):
+    for module in (scale_figures, history_figures, grid_figures):
         monkeypatch.setattr(module, "save_figure", save)
     return figures
 
@@ -207,3 +208,25 @@ def test_panels_above_an_empty_slot_keep_their_x_tick_labels(captured: dict[str,
         assert (ax.get_xlabel() == "scale") == bottom_of_column
     top_right = next(ax for ax in axes if ax.get_subplotspec().colspan.start == 1)
     assert top_right.xaxis.get_tick_params()["labelbottom"] and top_right.get_xlabel() == "scale"
+
+
+def test_heatmap_cells_not_run_are_hatched_grey_not_a_colour_of_the_scale(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """Issue 22: on a diverging map centred on the untrained value, white meant both "not run" and "untrained"."""
+    run = [(0.0, 1.0, 1.0), (1.0, 0.0, 1.0), (1.0, 1.0, 1.0)]  # (w1, w2, w3); (0, 0, 1) not run
+    trials = pd.DataFrame(
+        [
+            {"state": "COMPLETE", "param.loss.w1": w1, "param.loss.w2": w2, "param.loss.w3": w3}
+            | {SPEARMAN_OF_SPLIT["validation"]: 0.6 + 0.05 * (w1 - w2) + 0.01 * seed}
+            for w1, w2, w3 in run
+            for seed in range(3)
+        ]
+    )
+    grid_figures.write_angle_weights_heatmap(trials, tmp_path, untrained=0.6)
+    fig = captured["angle_weights_heatmap"]
+    (ax,) = [ax for ax in fig.axes if ax.get_title().startswith("w3")]
+    not_run = [patch for patch in ax.patches if patch.get_label() == grid_figures.NOT_RUN]
+    assert len(not_run) == 1 and not_run[0].get_hatch() and not_run[0].get_xy() == (-0.5, -0.5)  # w1 = w2 = 0
+    assert not_run[0].get_facecolor()[:3] != (1.0, 1.0, 1.0)
+    assert grid_figures.NOT_RUN in [text.get_text() for legend in fig.legends for text in legend.get_texts()]
