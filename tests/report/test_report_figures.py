@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from sweep.report import grid_figures, history_figures, scale_figures
+from sweep.report import grid_figures, history_figures, loss_figures, scale_figures
 from sweep.report.axes import condition_title
 from sweep.report.findings import generated_block
 from sweep.report.folder_comparison import redraw_results_folder
+from sweep.report.loss_curves import loss_table
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained
@@ -58,7 +59,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
         figures[stem] = fig
         return [out_dir / f"{stem}.png"]
 
-    for module in (scale_figures, history_figures, grid_figures):
+    for module in (scale_figures, history_figures, grid_figures, loss_figures):
         monkeypatch.setattr(module, "save_figure", save)
     return figures
 
@@ -230,3 +231,31 @@ def test_heatmap_cells_not_run_are_hatched_grey_not_a_colour_of_the_scale(
     assert len(not_run) == 1 and not_run[0].get_hatch() and not_run[0].get_xy() == (-0.5, -0.5)  # w1 = w2 = 0
     assert not_run[0].get_facecolor()[:3] != (1.0, 1.0, 1.0)
     assert grid_figures.NOT_RUN in [text.get_text() for legend in fig.legends for text in legend.get_texts()]
+
+
+def test_loss_vs_scale_on_a_log_axis_without_symlog(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: the symlog axis (linear below 0.01) put a kink in the confident profile's curve."""
+    table = loss_table({"confident": (0.78, 0.08, 0.06, 0.06), "bad": (0.1, 0.7, 0.65, 0.6)}, range(51))
+    loss_figures.write_loss_vs_scale(table, tmp_path)
+    ax = captured["loss_vs_scale"].axes[0]
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel() and "symlog" not in ax.get_ylabel()
+    assert ax.get_ylim()[0] == pytest.approx(loss_figures.LOSS_FLOOR)  # the ~1e-15 tail is named, not squeezed in
+    assert any("below 0.001 from scale" in text.get_text() for text in ax.texts)
+
+
+def test_loss_vs_scale_divides_by_ln_candidates_when_they_differ(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: a 128-candidate measured curve (ln 128 at scale 0) next to the 4-candidate analytic ones."""
+    four = loss_table({"four": (0.55, 0.5, 0.48, 0.45)}, [0.0, 1.0, 20.0])
+    many = loss_table({"measured": (0.6, *[0.3] * 127)}, [0.0, 1.0, 20.0])[["profile", "scale", "loss"]]
+    table = pd.concat([four[["profile", "scale", "loss"]], many], ignore_index=True)
+    written = loss_figures.with_normalised_loss(table)
+    zero = written[written["scale"] == 0].set_index("profile")["loss"]
+    np.testing.assert_allclose(written["loss_over_ln_c"], written["loss"] / written["profile"].map(zero))
+    np.testing.assert_allclose(zero, [np.log(4), np.log(128)])
+    assert "loss_over_ln_c" not in loss_figures.with_normalised_loss(four)  # one C: raw nats
+    loss_figures.write_loss_vs_scale(table, tmp_path)
+    ax = captured["loss_vs_scale"].axes[0]
+    assert "ln C" in ax.get_ylabel()
+    curves = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_ydata()[0] for line in curves] == pytest.approx([1.0, 1.0])
+    assert any("(C=128)" in label for label in ax.get_legend_handles_labels()[1])
