@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
@@ -44,7 +45,7 @@ def _label(value: object) -> str:
 
 
 NOT_RUN = "not run"  # the legend label (and patch label) of a grid cell with no trial
-NOT_RUN_STYLE = {"facecolor": "0.88", "edgecolor": "0.55", "hatch": "////", "linewidth": 0.5}
+NOT_RUN_STYLE: dict[str, Any] = {"facecolor": "0.88", "edgecolor": "0.55", "hatch": "////", "linewidth": 0.5}
 UNTRAINED = "untrained"  # optional column of a heatmap table: the untrained model's value (one constant)
 # AnglE paper's settings, boxed in the heatmaps: w1 = w2 = w3 = 1 (weights) and scales 20 / 20 / 1
 PAPER_CELLS = {"w3": (1.0, 1.0, 1.0), "angle_scale": (20.0, 20.0, 1.0)}

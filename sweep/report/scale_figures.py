@@ -29,6 +29,7 @@ from sweep.report.axes import (
     new_figure,
     save_figure,
 )
+from sweep.report.results_folder import FixedScaleReference
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, scale_axis_label, untrained_values
 from sweep.report.summaries import IN_CONFIDENCE_SET, SIM_KINDS, SPEARMAN_COLUMNS, by_condition
 
@@ -43,9 +44,22 @@ def _conditions(table: pd.DataFrame, own: set[str]) -> list[str]:
     return [column for column in table.columns if column not in own]
 
 
-def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
-    """Validation and test Spearman vs scale of one condition, the untrained lines, the default, the shading."""
+def _spearman_panel(
+    ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame, reference: FixedScaleReference | None = None
+) -> None:
+    """Validation and test Spearman vs scale of one condition, the untrained lines, the default, the shading, and
+    a sibling's fixed-scale validation curve in grey when given."""
     trained = rows[rows["scale"] != UNTRAINED_SCALE]
+    if reference is not None:
+        ax.plot(
+            reference.rows["scale"],
+            reference.rows["mean"],
+            marker="s",
+            markersize=2.5,
+            color="0.6",
+            zorder=1,
+            label=f"fixed scale ({reference.name}, {n_label(reference.rows['n'])})",
+        )
     for split, group in trained.groupby("split", sort=False):
         with_interval = bool((group["n"] > 1).all())
         ax.errorbar(
@@ -58,7 +72,8 @@ def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
             linestyle=SPLIT_STYLES.get(str(split), "-"),
             label=f"{split} ({n_label(group['n'])}{', mean, 95% t-CI' if with_interval else ''})",
         )
-    format_swept_axis(ax, trained["scale"], scale_axis_label(trials))
+    label = scale_axis_label(trials) + ("; grey: the fixed scale" if reference is not None else "")
+    format_swept_axis(ax, trained["scale"], label)
     baseline_lines(ax, untrained_values(rows))
     if IN_CONFIDENCE_SET in trained:  # ringed run points, never a span over scales that were not run
         validation = trained[trained["split"] == "validation"]
@@ -77,15 +92,18 @@ def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
 
 
 @mpl.rc_context(PAPER_RC)
-def write_spearman_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+def write_spearman_vs_scale(
+    summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path, reference: FixedScaleReference | None = None
+) -> list[Path]:
     """STSB Spearman (validation solid, test dashed) vs scale from a ``spearman_summary``: one panel per
-    condition; ``trials`` gives the loss (its default) and the axis label."""
+    condition; ``trials`` gives the loss (its default) and the axis label; ``reference``: the fixed-scale curve a
+    learnable-scale study is compared to (grey, in every panel; not in the CSV)."""
     if summary.empty or summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
     panels = by_condition(summary, _conditions(summary, SPEARMAN_COLUMNS))
     fig, axes = facets(len(panels), height=2.0, max_columns=2)
     for ax, (condition, rows) in zip(axes, panels, strict=True):
-        _spearman_panel(ax, rows, trials)
+        _spearman_panel(ax, rows, trials, reference)
         if condition:
             ax.set_title(condition_title(condition, ", "))
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)

@@ -259,3 +259,22 @@ def test_loss_vs_scale_divides_by_ln_candidates_when_they_differ(captured: dict[
     curves = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
     assert [line.get_ydata()[0] for line in curves] == pytest.approx([1.0, 1.0])
     assert any("(C=128)" in label for label in ax.get_legend_handles_labels()[1])
+
+
+def test_learnable_scale_spearman_draws_the_fixed_scale_curve_of_its_sibling(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """Issue 22: the learnable-scale figure lacked the fixed-scale curve it is compared to (mnrl_scale)."""
+    folder = load_results_folder(RESULTS / "learnable_scale", untrained_from=STATIC_SIBLING)
+    assert folder.reference is not None and folder.reference.name == "mnrl_scale"
+    sibling = read_csv(STATIC_SIBLING / "spearman_vs_scale.csv")
+    validation = sibling[(sibling["split"] == "validation") & (sibling["scale"] > 0)]
+    summary_table = read_csv(RESULTS / "learnable_scale" / "spearman_vs_scale.csv")
+    scale_figures.write_spearman_vs_scale(summary_table, folder.trials, tmp_path, folder.reference)
+    ax = captured["spearman_vs_scale"].axes[0]
+    (line,) = [line for line in ax.get_lines() if line.get_label() == "fixed scale (mnrl_scale, n=3)"]
+    np.testing.assert_allclose(line.get_xdata(), validation["scale"])
+    np.testing.assert_allclose(line.get_ydata(), validation["mean"])
+    # without a sibling (a live study) or for a fixed-scale study: no reference
+    assert load_results_folder(RESULTS / "learnable_scale").reference is None
+    assert load_results_folder(RESULTS / "angle_weights", untrained_from=STATIC_SIBLING).reference is None
