@@ -31,7 +31,14 @@ from sweep.report.axes import (
 )
 from sweep.report.results_folder import FixedScaleReference
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, scale_axis_label, untrained_values
-from sweep.report.summaries import IN_CONFIDENCE_SET, SIM_KINDS, SPEARMAN_COLUMNS, by_condition
+from sweep.report.summaries import (
+    IN_CONFIDENCE_SET,
+    SIM_KINDS,
+    SPEARMAN_COLUMNS,
+    by_condition,
+    identical_title,
+    merge_identical,
+)
 
 CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
 SPLIT_STYLES = {"validation": "-", "test": "--"}
@@ -100,12 +107,13 @@ def write_spearman_vs_scale(
     learnable-scale study is compared to (grey, in every panel; not in the CSV)."""
     if summary.empty or summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    panels = by_condition(summary, _conditions(summary, SPEARMAN_COLUMNS))
-    fig, axes = facets(len(panels), height=2.0, max_columns=2)
-    for ax, (condition, rows) in zip(axes, panels, strict=True):
+    groups = by_condition(summary, _conditions(summary, SPEARMAN_COLUMNS))
+    panels = merge_identical(groups, ["scale", "split", "n", IN_CONFIDENCE_SET])  # arms of one loss: drawn once
+    fig, axes = facets(len(panels), height=2.0 + 0.25 * max(len(labels) - 1 for labels, _ in panels), max_columns=2)
+    for ax, (conditions, rows) in zip(axes, panels, strict=True):
         _spearman_panel(ax, rows, trials, reference)
-        if condition:
-            ax.set_title(condition_title(condition, ", "))
+        if conditions != [""]:
+            ax.set_title(identical_title(conditions, lambda condition: condition_title(condition, ", "), "\n"))
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
         ax.set_ylabel("STSB Spearman (cosine)")  # kept on the first column only
         label_outer(ax)
@@ -137,18 +145,23 @@ def write_concentration_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, ou
     summary = summary[summary["n"] > 0]
     if summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    panels = by_condition(summary, _conditions(summary, CONCENTRATION_COLUMNS))
+    groups = by_condition(summary, _conditions(summary, CONCENTRATION_COLUMNS))
+    panels = merge_identical(groups, ["scale", "kind", "stage", "n"])  # arms of one loss: one row
     kinds = [kind for kind in SIM_KINDS if kind in set(summary["kind"])]
     fig = new_figure(DOUBLE_COLUMN_WIDTH, 0.9 + 1.45 * len(panels))
     grid = fig.subplots(len(panels), len(kinds), sharex=True, sharey=True, squeeze=False)
-    for row, (condition, rows) in enumerate(panels):
+    for row, (conditions, rows) in enumerate(panels):
+        separator = ", " if len(conditions) > 1 else "\n"  # merged arms: one line per condition
+        condition = identical_title([condition_title(c, separator) for c in conditions], str, "\n")
         for column, kind in enumerate(kinds):
             ax = grid[row][column]
             _concentration_panel(ax, rows[rows["kind"] == kind], top_row=row == 0)
             if row == 0:
                 ax.set_title(KIND_TITLES[kind].replace(", ", ",\n") if len(kinds) > 4 else KIND_TITLES[kind])
             if column == 0:
-                ax.set_ylabel(f"{condition_title(condition)}\ncosine" if condition else "cosine similarity")
+                ax.set_ylabel(f"{condition}\ncosine" if condition else "cosine similarity")
+                if len(conditions) > 1:  # arms drawn once: every name, smaller, to fit the row
+                    ax.yaxis.label.set_fontsize(5)
             label_outer(ax)
         label = scale_axis_label(trials)
         for ax in grid[-1]:

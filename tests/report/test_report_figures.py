@@ -278,3 +278,25 @@ def test_learnable_scale_spearman_draws_the_fixed_scale_curve_of_its_sibling(
     # without a sibling (a live study) or for a fixed-scale study: no reference
     assert load_results_folder(RESULTS / "learnable_scale").reference is None
     assert load_results_folder(RESULTS / "angle_weights", untrained_from=STATIC_SIBLING).reference is None
+
+
+def test_identical_arms_are_one_panel_titled_with_every_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: three arms of results/normalize compute one loss; their panels were three identical ones."""
+    same = summary(3)
+    other = summary(3).assign(mean=lambda t: t["mean"] - 0.05)
+    table = pd.concat(
+        [
+            same.assign(similarity="cosine", normalize=False),
+            same.assign(similarity="cosine", normalize=True, mean=same["mean"] + 5e-5),  # within 1e-4
+            other.assign(similarity="dot", normalize=False),
+        ],
+        ignore_index=True,
+    )
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert len(axes) == 2
+    assert axes[0].get_title().splitlines()[:2] == [
+        "cosine similarity, no Normalize layer",
+        "cosine similarity, Normalize layer",
+    ]
+    assert "drawn once" in axes[0].get_title() and axes[1].get_title() == "dot similarity, no Normalize layer"
