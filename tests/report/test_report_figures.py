@@ -50,6 +50,11 @@ def summary(n: int, scales: tuple[float, ...] = (0.0, 1.0, 10.0, 50.0)) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def shifted(table: pd.DataFrame, by: float) -> pd.DataFrame:
+    """The summary with its means and intervals moved by ``by``."""
+    return table.assign(**{column: table[column] + by for column in ("mean", "ci_low", "ci_high")})
+
+
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
     """The figures the writers would save, by stem (nothing is written)."""
@@ -192,7 +197,10 @@ def test_condition_titles_are_words_not_config_keys() -> None:
 
 def test_panels_above_an_empty_slot_keep_their_x_tick_labels(captured: dict[str, Figure], tmp_path: Path) -> None:
     """Issue 22: three conditions in a 2 x 2 grid; the top-right panel has nothing below it."""
-    table = pd.concat([summary(3).assign(learning_rate=rate) for rate in (0.01, 0.03, 0.1)], ignore_index=True)
+    table = pd.concat(
+        [shifted(summary(3), -rate).assign(learning_rate=rate) for rate in (0.01, 0.03, 0.1)],
+        ignore_index=True,
+    )
     scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
     axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
     assert len(axes) == 3
@@ -283,11 +291,11 @@ def test_learnable_scale_spearman_draws_the_fixed_scale_curve_of_its_sibling(
 def test_identical_arms_are_one_panel_titled_with_every_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
     """Issue 22: three arms of results/normalize compute one loss; their panels were three identical ones."""
     same = summary(3)
-    other = summary(3).assign(mean=lambda t: t["mean"] - 0.05)
+    other = shifted(summary(3), -0.05)
     table = pd.concat(
         [
             same.assign(similarity="cosine", normalize=False),
-            same.assign(similarity="cosine", normalize=True, mean=same["mean"] + 5e-5),  # within 1e-4
+            shifted(same, 5e-5).assign(similarity="cosine", normalize=True),  # within 1e-4
             other.assign(similarity="dot", normalize=False),
         ],
         ignore_index=True,
