@@ -248,12 +248,12 @@ def panel_axes(
     for ax in axes[n:]:
         ax.set_visible(False)
     for ax in axes[:n]:  # a shared x hides the tick labels of every row but the last, even above an empty slot
-        if not _panel_below(ax):
+        if not panel_below(ax):
             ax.xaxis.set_tick_params(which="both", labelbottom=True)
     return axes, axes[:n]
 
 
-def _panel_below(ax: Axes) -> bool:
+def panel_below(ax: Axes) -> bool:
     """Whether a visible panel of the same grid lies below ``ax`` in one of its columns."""
     spec, figure = ax.get_subplotspec(), ax.get_figure()
     if spec is None or figure is None:
@@ -275,7 +275,7 @@ def label_outer(ax: Axes) -> None:
     panel with no visible panel below it (the bottom panel of each column), y ones on the first column only."""
     xlabel = ax.get_xlabel()
     ax.label_outer()
-    if not _panel_below(ax):
+    if not panel_below(ax):
         ax.set_xlabel(xlabel)
         ax.xaxis.set_tick_params(which="both", labelbottom=True)
 

@@ -24,6 +24,7 @@ from sweep.report.axes import (
     legend_below,
     n_label,
     new_figure,
+    panel_below,
     plain_number,
     save_figure,
 )
@@ -89,7 +90,7 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
         assert spec is not None  # a panel of the figure's grid
         columns = spec.get_gridspec().ncols
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=2 if columns > 5 else 4))
-        if spec.is_last_row():
+        if not panel_below(ax):  # the bottom panel of its column, also above an empty slot
             ax.set_xlabel("training step")
         if candidates:  # a shared y axis: only the outer panels keep their labels
             label_outer(ax)
