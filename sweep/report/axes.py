@@ -247,7 +247,37 @@ def panel_axes(
     axes = list(fig.subplots(rows, columns, sharex=sharex, sharey=sharey, squeeze=False).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
+    for ax in axes[:n]:  # a shared x hides the tick labels of every row but the last, even above an empty slot
+        if not panel_below(ax):
+            ax.xaxis.set_tick_params(which="both", labelbottom=True)
     return axes, axes[:n]
+
+
+def panel_below(ax: Axes) -> bool:
+    """Whether a visible panel of the same grid lies below ``ax`` in one of its columns."""
+    spec, figure = ax.get_subplotspec(), ax.get_figure()
+    if spec is None or figure is None:
+        return False
+    for other in figure.axes:
+        below = other.get_subplotspec() if other is not ax and other.get_visible() else None
+        if (
+            below is not None
+            and below.get_gridspec() is spec.get_gridspec()
+            and below.rowspan.start >= spec.rowspan.stop
+            and set(below.colspan) & set(spec.colspan)
+        ):
+            return True
+    return False
+
+
+def label_outer(ax: Axes) -> None:
+    """``ax.label_outer()`` for a panel of a grid with empty slots: x tick labels and the x label stay on every
+    panel with no visible panel below it (the bottom panel of each column), y ones on the first column only."""
+    xlabel = ax.get_xlabel()
+    ax.label_outer()
+    if not panel_below(ax):
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_tick_params(which="both", labelbottom=True)
 
 
 def facets(

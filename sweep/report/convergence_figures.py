@@ -12,7 +12,16 @@ import matplotlib as mpl
 import pandas as pd
 from matplotlib import colormaps
 
-from sweep.report.axes import PAPER_RC, condition_title, facets, legend_below, n_label, save_figure, scale_norm
+from sweep.report.axes import (
+    PAPER_RC,
+    condition_title,
+    facets,
+    label_outer,
+    legend_below,
+    n_label,
+    save_figure,
+    scale_norm,
+)
 from sweep.report.history_figures import HISTORY_COLUMNS
 from sweep.report.study_context import scale_axis_label
 from sweep.report.summaries import by_condition, t_interval
@@ -56,7 +65,7 @@ def write_spearman_vs_step(summary: pd.DataFrame, trials: pd.DataFrame, out_dir:
             ax.set_title(condition_title(condition, ", "))
         ax.set_xlabel("training step")
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
-        ax.label_outer()
+        label_outer(ax)
     axes[0].set_ylabel("STSB validation Spearman")
     bands = "; band: 95% t-interval" if (summary["n"] > 1).any() else ""
     title = f"{scale_axis_label(trials)} (mean over seeds, {n_label(summary['n'])}{bands}; step 0: untrained)"

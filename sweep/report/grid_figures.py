@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from sweep.report.axes import (
@@ -21,6 +22,7 @@ from sweep.report.axes import (
     PAPER_RC,
     facets,
     interval_errors,
+    label_outer,
     legend_below,
     n_label,
     new_figure,
@@ -42,6 +44,8 @@ def _label(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+NOT_RUN = "not run"  # the legend label (and patch label) of a grid cell with no trial
+NOT_RUN_STYLE: dict[str, Any] = {"facecolor": "0.88", "edgecolor": "0.55", "hatch": "////", "linewidth": 0.5}
 UNTRAINED = "untrained"  # optional column of a heatmap table: the untrained model's value (one constant)
 # AnglE paper's settings, boxed in the heatmaps: w1 = w2 = w3 = 1 (weights) and scales 20 / 20 / 1
 PAPER_CELLS = {"w3": (1.0, 1.0, 1.0), "angle_scale": (20.0, 20.0, 1.0)}
@@ -83,7 +87,9 @@ def _panel_heatmaps(
         grid = table[table[panel] == value].pivot(index=y, columns=x, values="mean").reindex(index=ys, columns=xs)
         image = ax.imshow(grid.to_numpy(dtype=float), origin="lower", cmap=cmap, norm=norm, aspect="auto")
         for (row, col), cell in np.ndenumerate(grid.to_numpy(dtype=float)):
-            if np.isfinite(cell):
+            if not np.isfinite(cell):  # hatched grey, never a colour of the scale (white is its diverging centre)
+                ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, label=NOT_RUN, **NOT_RUN_STYLE))
+            else:
                 dark = abs(norm(cell) - 0.5) > 0.35 if cmap == "RdBu" else norm(cell) < 0.5
                 colour = "w" if dark else "k"
                 ax.text(col, row, f"{cell:.3f}", ha="center", va="center", fontsize=5, color=colour)
@@ -95,15 +101,22 @@ def _panel_heatmaps(
         ax.set_title(labels[panel] + _label(value).replace(", ", "\n"))
         ax.set_xlabel(labels[x])
         ax.set_ylabel(labels[y])
-        ax.label_outer()
+        label_outer(ax)
     label = f"{colorbar_label} ({n_label(table['n'])} per cell)"
     if untrained is not None:
         label += f"\nblack line: untrained, {untrained:.3f}"
     colorbar = fig.colorbar(image, ax=grid_axes, label=label)
     if untrained is not None:
         colorbar.ax.axhline(untrained, color="k", linewidth=1.2)
+    handles = (
+        [Patch(label=NOT_RUN, **NOT_RUN_STYLE)]
+        if any(p.get_label() == NOT_RUN for a in axes for p in a.patches)
+        else []
+    )
     if paper_cell is not None:
-        fig.suptitle("outlined: the AnglE paper's setting", fontsize=6)
+        handles.append(Patch(facecolor="none", edgecolor="k", linewidth=1.2, label="the AnglE paper's setting"))
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
     return fig
 
 
@@ -165,7 +178,7 @@ def write_layer_grid_figures(summary: pd.DataFrame, out_dir: Path) -> list[Path]
             ax.set_title(str(panel).replace(", ", "\n"))  # the `panel` column holds labels
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("encoder layers kept (encoding cost)")
-        ax.label_outer()
+        label_outer(ax)
     axes[0].set_ylabel("STSB test Spearman")
     legend_below(axes[0], "embedding dims kept (index size); bars: 95% t-interval where n > 1")
     return paths + save_figure(fig, test, out_dir, "layer_grid_tradeoff")

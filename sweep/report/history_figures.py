@@ -20,9 +20,11 @@ from sweep.report.axes import (
     PAPER_RC,
     condition_title,
     facets,
+    label_outer,
     legend_below,
     n_label,
     new_figure,
+    panel_below,
     plain_number,
     save_figure,
 )
@@ -88,10 +90,10 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
         assert spec is not None  # a panel of the figure's grid
         columns = spec.get_gridspec().ncols
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=2 if columns > 5 else 4))
-        if spec.is_last_row():
+        if not panel_below(ax):  # the bottom panel of its column, also above an empty slot
             ax.set_xlabel("training step")
         if candidates:  # a shared y axis: only the outer panels keep their labels
-            ax.label_outer()
+            label_outer(ax)
     runs = data.groupby(["scale", *_conditions(data)], dropna=False)["run_id"].nunique()
     axes[0].plot([], [], color="C0", label=f"one line per seed ({n_label(runs)} per panel)")
     if candidates:

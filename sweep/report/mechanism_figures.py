@@ -38,7 +38,9 @@ from sweep.report.summaries import (
     by_condition,
     complete_trials,
     condition_names,
+    identical_title,
     mechanism_metrics,
+    merge_identical,
     t_interval,
 )
 
@@ -130,7 +132,9 @@ def write_mechanism_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_di
     conditions = [column for column in summary.columns if column not in MECHANISM_COLUMNS]
     fig, axes = facets(len(statistics), height=1.75, sharey=False)
     columns = panel_shape(len(statistics))[1]
-    for index, (condition, rows) in enumerate(by_condition(summary, conditions)):
+    merged = merge_identical(by_condition(summary, conditions), ["scale", "statistic", "n"])  # arms of one loss
+    for index, (labels, rows) in enumerate(merged):
+        condition = identical_title(labels, str)
         colour = f"C{index % 10}"
         n = rows.loc[rows["scale"] != UNTRAINED_SCALE, "n"]
         label = f"{condition or 'after training'} ({n_label(n)}{', mean, 95% t-CI' if (n > 1).any() else ''})"

@@ -58,6 +58,15 @@ def flat_config(folder: Path) -> dict[str, object]:
     return walk(yaml.safe_load(path.read_text()) or {}, "")
 
 
+@dataclass(frozen=True)
+class FixedScaleReference:
+    """A sibling study's fixed-scale validation curve (``scale, n, mean`` rows, scale > 0), drawn in grey on a
+    learnable-scale study's Spearman figure; ``name`` is the sibling folder's."""
+
+    name: str
+    rows: pd.DataFrame
+
+
 @dataclass
 class ResultsFolder:
     """A results folder read back: the trials frame (config params even without trials), the tables read as
@@ -68,6 +77,7 @@ class ResultsFolder:
     has_trials: bool
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     untrained: pd.DataFrame = field(default_factory=pd.DataFrame)
+    reference: FixedScaleReference | None = None
 
     def copy_sources(self, out_dir: Path) -> list[Path]:
         """Copy ``trials.csv``, ``config.yaml``, the paired comparison and the shipped predictions unchanged into
@@ -119,14 +129,35 @@ def _own_untrained(folder: Path) -> pd.DataFrame:
     return pd.DataFrame()
 
 
-def sibling_untrained(folder: Path, sibling: Path) -> pd.DataFrame:
-    """The untrained rows of ``sibling`` (its scale-0 Spearman rows), after checking that both folders' configs
-    name the same base model and evaluation data; ValueError otherwise."""
+def _check_same_model(folder: Path, sibling: Path) -> None:
+    """ValueError unless both folders' configs name the same base model and evaluation data."""
     mine, theirs = flat_config(folder), flat_config(sibling)
     keys = [k for k in {*mine, *theirs} if k.startswith(SAME_MODEL_KEYS + SAME_EVAL_KEYS)]
     different = sorted(k for k in keys if mine.get(k) != theirs.get(k))
     if different:
         raise ValueError(f"--untrained-from {sibling}: its model or evaluation data differ ({', '.join(different)})")
+
+
+def sibling_reference(folder: Path, sibling: Path) -> FixedScaleReference | None:
+    """For a learnable-scale study: ``sibling``'s fixed-scale validation Spearman curve (its trained rows of
+    ``spearman_vs_scale.csv``), the curve the learnable scale is compared to; None for other losses or when the
+    sibling has no such rows."""
+    if flat_config(folder).get("loss.name") != "learnable_scale" or not (sibling / f"{SPEARMAN_STEM}.csv").exists():
+        return None
+    _check_same_model(folder, sibling)
+    table = read_csv(sibling / f"{SPEARMAN_STEM}.csv")
+    rows = table[(table["split"] == "validation") & (table["scale"] != UNTRAINED_SCALE)]
+    conditions = [c for c in rows.columns if c not in {"scale", "split", "n", "mean", "ci_low", "ci_high"}]
+    conditions = [c for c in conditions if not c.startswith("in_confidence")]
+    if rows.empty or any(rows[c].nunique() > 1 for c in conditions):  # one curve only
+        return None
+    return FixedScaleReference(sibling.name, rows[["scale", "n", "mean"]].sort_values("scale", ignore_index=True))
+
+
+def sibling_untrained(folder: Path, sibling: Path) -> pd.DataFrame:
+    """The untrained rows of ``sibling`` (its scale-0 Spearman rows), after checking that both folders' configs
+    name the same base model and evaluation data; ValueError otherwise."""
+    _check_same_model(folder, sibling)
     rows = _own_untrained(sibling)
     if rows.empty:
         raise ValueError(f"--untrained-from {sibling}: it has no scale-0 (untrained) rows in {SPEARMAN_STEM}.csv")
@@ -135,7 +166,8 @@ def sibling_untrained(folder: Path, sibling: Path) -> pd.DataFrame:
 
 def load_results_folder(folder: Path, untrained_from: Path | None = None) -> ResultsFolder:
     """Read ``folder``; ``untrained_from``: a sibling results folder with the same base model and scale-0 rows,
-    used when ``folder`` has no untrained value of its own."""
+    used when ``folder`` has no untrained value of its own, and for a learnable-scale study the fixed-scale curve it
+    is compared to (``sibling_reference``)."""
     config = flat_config(folder)
     trials, has_trials = _trials_frame(folder, config)
     stems = [*TABLE_STEMS, *([] if has_trials else [SPEARMAN_STEM])]
@@ -143,4 +175,5 @@ def load_results_folder(folder: Path, untrained_from: Path | None = None) -> Res
     untrained = _own_untrained(folder)
     if untrained.empty and untrained_from is not None:
         untrained = sibling_untrained(folder, untrained_from)
-    return ResultsFolder(folder, trials, has_trials, tables, untrained)
+    reference = sibling_reference(folder, untrained_from) if untrained_from is not None else None
+    return ResultsFolder(folder, trials, has_trials, tables, untrained, reference)

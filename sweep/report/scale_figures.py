@@ -22,14 +22,23 @@ from sweep.report.axes import (
     facets,
     format_swept_axis,
     interval_errors,
+    label_outer,
     legend_below,
     mark_default,
     n_label,
     new_figure,
     save_figure,
 )
+from sweep.report.results_folder import FixedScaleReference
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, scale_axis_label, untrained_values
-from sweep.report.summaries import IN_CONFIDENCE_SET, SIM_KINDS, SPEARMAN_COLUMNS, by_condition
+from sweep.report.summaries import (
+    IN_CONFIDENCE_SET,
+    SIM_KINDS,
+    SPEARMAN_COLUMNS,
+    by_condition,
+    identical_title,
+    merge_identical,
+)
 
 CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
 SPLIT_STYLES = {"validation": "-", "test": "--"}
@@ -42,9 +51,22 @@ def _conditions(table: pd.DataFrame, own: set[str]) -> list[str]:
     return [column for column in table.columns if column not in own]
 
 
-def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
-    """Validation and test Spearman vs scale of one condition, the untrained lines, the default, the shading."""
+def _spearman_panel(
+    ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame, reference: FixedScaleReference | None = None
+) -> None:
+    """Validation and test Spearman vs scale of one condition, the untrained lines, the default, the shading, and
+    a sibling's fixed-scale validation curve in grey when given."""
     trained = rows[rows["scale"] != UNTRAINED_SCALE]
+    if reference is not None:
+        ax.plot(
+            reference.rows["scale"],
+            reference.rows["mean"],
+            marker="s",
+            markersize=2.5,
+            color="0.6",
+            zorder=1,
+            label=f"fixed scale ({reference.name}, {n_label(reference.rows['n'])})",
+        )
     for split, group in trained.groupby("split", sort=False):
         with_interval = bool((group["n"] > 1).all())
         ax.errorbar(
@@ -57,7 +79,8 @@ def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
             linestyle=SPLIT_STYLES.get(str(split), "-"),
             label=f"{split} ({n_label(group['n'])}{', mean, 95% t-CI' if with_interval else ''})",
         )
-    format_swept_axis(ax, trained["scale"], scale_axis_label(trials))
+    label = scale_axis_label(trials) + ("; grey: the fixed scale" if reference is not None else "")
+    format_swept_axis(ax, trained["scale"], label)
     baseline_lines(ax, untrained_values(rows))
     if IN_CONFIDENCE_SET in trained:  # ringed run points, never a span over scales that were not run
         validation = trained[trained["split"] == "validation"]
@@ -76,20 +99,24 @@ def _spearman_panel(ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame) -> None:
 
 
 @mpl.rc_context(PAPER_RC)
-def write_spearman_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path) -> list[Path]:
+def write_spearman_vs_scale(
+    summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path, reference: FixedScaleReference | None = None
+) -> list[Path]:
     """STSB Spearman (validation solid, test dashed) vs scale from a ``spearman_summary``: one panel per
-    condition; ``trials`` gives the loss (its default) and the axis label."""
+    condition; ``trials`` gives the loss (its default) and the axis label; ``reference``: the fixed-scale curve a
+    learnable-scale study is compared to (grey, in every panel; not in the CSV)."""
     if summary.empty or summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    panels = by_condition(summary, _conditions(summary, SPEARMAN_COLUMNS))
-    fig, axes = facets(len(panels), height=2.0, max_columns=2)
-    for ax, (condition, rows) in zip(axes, panels, strict=True):
-        _spearman_panel(ax, rows, trials)
-        if condition:
-            ax.set_title(condition_title(condition, ", "))
+    groups = by_condition(summary, _conditions(summary, SPEARMAN_COLUMNS))
+    panels = merge_identical(groups, ["scale", "split", "n", IN_CONFIDENCE_SET])  # arms of one loss: drawn once
+    fig, axes = facets(len(panels), height=2.0 + 0.25 * max(len(labels) - 1 for labels, _ in panels), max_columns=2)
+    for ax, (conditions, rows) in zip(axes, panels, strict=True):
+        _spearman_panel(ax, rows, trials, reference)
+        if conditions != [""]:
+            ax.set_title(identical_title(conditions, lambda condition: condition_title(condition, ", "), "\n"))
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
-        ax.label_outer()
-    axes[0].set_ylabel("STSB Spearman (cosine)")
+        ax.set_ylabel("STSB Spearman (cosine)")  # kept on the first column only
+        label_outer(ax)
     legend_below(axes[0], "STSB split (n = seeds per point)", columns=2)
     return save_figure(fig, summary, out_dir, "spearman_vs_scale")
 
@@ -118,19 +145,24 @@ def write_concentration_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, ou
     summary = summary[summary["n"] > 0]
     if summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    panels = by_condition(summary, _conditions(summary, CONCENTRATION_COLUMNS))
+    groups = by_condition(summary, _conditions(summary, CONCENTRATION_COLUMNS))
+    panels = merge_identical(groups, ["scale", "kind", "stage", "n"])  # arms of one loss: one row
     kinds = [kind for kind in SIM_KINDS if kind in set(summary["kind"])]
     fig = new_figure(DOUBLE_COLUMN_WIDTH, 0.9 + 1.45 * len(panels))
     grid = fig.subplots(len(panels), len(kinds), sharex=True, sharey=True, squeeze=False)
-    for row, (condition, rows) in enumerate(panels):
+    for row, (conditions, rows) in enumerate(panels):
+        separator = ", " if len(conditions) > 1 else "\n"  # merged arms: one line per condition
+        condition = identical_title([condition_title(c, separator) for c in conditions], str, "\n")
         for column, kind in enumerate(kinds):
             ax = grid[row][column]
             _concentration_panel(ax, rows[rows["kind"] == kind], top_row=row == 0)
             if row == 0:
                 ax.set_title(KIND_TITLES[kind].replace(", ", ",\n") if len(kinds) > 4 else KIND_TITLES[kind])
             if column == 0:
-                ax.set_ylabel(f"{condition_title(condition)}\ncosine" if condition else "cosine similarity")
-            ax.label_outer()
+                ax.set_ylabel(f"{condition}\ncosine" if condition else "cosine similarity")
+                if len(conditions) > 1:  # arms drawn once: every name, smaller, to fit the row
+                    ax.yaxis.label.set_fontsize(5)
+            label_outer(ax)
         label = scale_axis_label(trials)
         for ax in grid[-1]:
             ax.set_xlabel(label)

@@ -15,7 +15,7 @@ from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
 from sweep.report.mechanism_figures import mechanism_summary, write_mechanism_vs_scale
-from sweep.report.results_folder import PAIRED_STEM, ResultsFolder
+from sweep.report.results_folder import PAIRED_STEM, FixedScaleReference, ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, untrained_rows
 from sweep.report.summaries import (
@@ -79,13 +79,15 @@ def write_study_figures(
     tables: Mapping[str, pd.DataFrame] | None = None,
     untrained: pd.DataFrame | None = None,
     write_trials: bool = True,
+    reference: FixedScaleReference | None = None,
 ) -> list[Path]:
     """Every study figure whose columns exist, and the trials table.
 
     ``histories`` maps metric key to ``load_metric_history`` (``stsb_validation_spearman`` at step 0 gives the
     untrained baseline); ``tables`` gives figure tables by stem that replace the ones computed from ``trials``
     (a results folder's CSVs); ``untrained``: scale-0 Spearman rows to draw when no trial ran at scale 0;
-    ``write_trials=False`` leaves ``trials.csv`` alone.
+    ``write_trials=False`` leaves ``trials.csv`` alone; ``reference``: a sibling's fixed-scale validation curve,
+    drawn in grey on the Spearman figure of a learnable-scale study.
     """
     tables = dict(tables or {})
     if (
@@ -116,7 +118,7 @@ def write_study_figures(
     return [
         *write_study_findings(spearman, tables, trials, out_dir),
         *(write_trials_table(trials, out_dir) if write_trials else []),
-        *write_spearman_vs_scale(spearman, trials, out_dir),
+        *write_spearman_vs_scale(spearman, trials, out_dir, reference),
         *write_concentration_vs_scale(tables.get("concentration_vs_scale", pd.DataFrame()), trials, out_dir),
         *write_mechanism_vs_scale(mechanism, trials, out_dir),
         *write_train_loss_curves(tables["train_loss_curves"], trials, out_dir),
@@ -132,5 +134,7 @@ def write_study_figures(
 def write_results_folder(folder: ResultsFolder, out_dir: Path) -> list[Path]:
     """Redraw a published results folder's figures from its CSVs into ``out_dir`` (``trials.csv`` and
     ``config.yaml`` copied unchanged)."""
-    figures = write_study_figures(folder.trials, {}, out_dir, folder.tables, folder.untrained, write_trials=False)
+    figures = write_study_figures(
+        folder.trials, {}, out_dir, folder.tables, folder.untrained, write_trials=False, reference=folder.reference
+    )
     return [*folder.copy_sources(out_dir), *figures]

@@ -7,7 +7,7 @@ returns a DataFrame; the figure modules draw these tables and save them next to 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -126,6 +126,43 @@ def by_condition(table: pd.DataFrame, conditions: list[str]) -> list[tuple[str, 
     return [
         (condition_label(conditions, keys), group) for keys, group in table.groupby(conditions, sort=True, dropna=False)
     ]
+
+
+IDENTICAL_WITHIN = 1e-4  # arms whose drawn means agree this closely are drawn once (e.g. three arms, one loss)
+
+
+def merge_identical(
+    groups: list[tuple[str, pd.DataFrame]], keys: list[str], value: str = "mean"
+) -> list[tuple[list[str], pd.DataFrame]]:
+    """``by_condition`` groups whose rows have the same ``keys`` (in order) and ``value`` within
+    ``IDENTICAL_WITHIN`` merged: (every label, the first group's rows), in first-seen order."""
+    merged: list[tuple[list[str], pd.DataFrame]] = []
+    for label, rows in groups:
+        columns = [key for key in keys if key in rows]
+        for labels, first in merged:
+            if (
+                len(first) == len(rows)
+                and [tuple(map(str, row)) for row in first[columns].itertuples(index=False)]
+                == [tuple(map(str, row)) for row in rows[columns].itertuples(index=False)]
+                and np.allclose(first[value], rows[value], rtol=0, atol=IDENTICAL_WITHIN, equal_nan=True)
+            ):
+                labels.append(label)
+                break
+        else:
+            merged.append(([label], rows))
+    return merged
+
+
+def identical_title(labels: list[str], words: Callable[[str], str], separator: str = " = ") -> str:
+    """A merged panel's title or legend label: every condition in ``words``, and that they are drawn once."""
+    if len(labels) == 1:
+        return words(labels[0])
+    note = f"(identical within {IDENTICAL_WITHIN:g}: drawn once)"
+    return separator.join(
+        [*(words(label) for label in labels), note]
+        if separator == "\n"
+        else [separator.join(words(label) for label in labels) + " " + note]
+    )
 
 
 def swept_scales(trials: pd.DataFrame) -> bool:

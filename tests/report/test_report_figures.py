@@ -10,13 +10,15 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from sweep.report import history_figures, scale_figures
+from sweep.report import grid_figures, history_figures, loss_figures, scale_figures
 from sweep.report.axes import condition_title
 from sweep.report.findings import generated_block
 from sweep.report.folder_comparison import redraw_results_folder
+from sweep.report.loss_curves import loss_table
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained
+from sweep.report.summaries import SPEARMAN_OF_SPLIT
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -48,6 +50,11 @@ def summary(n: int, scales: tuple[float, ...] = (0.0, 1.0, 10.0, 50.0)) -> pd.Da
     return pd.DataFrame(rows)
 
 
+def shifted(table: pd.DataFrame, by: float) -> pd.DataFrame:
+    """The summary with its means and intervals moved by ``by``."""
+    return table.assign(**{column: table[column] + by for column in ("mean", "ci_low", "ci_high")})
+
+
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
     """The figures the writers would save, by stem (nothing is written)."""
@@ -57,7 +64,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
         figures[stem] = fig
         return [out_dir / f"{stem}.png"]
 
-    for module in (scale_figures, history_figures):
+    for module in (scale_figures, history_figures, grid_figures, loss_figures):
         monkeypatch.setattr(module, "save_figure", save)
     return figures
 
@@ -186,3 +193,118 @@ def test_condition_titles_are_words_not_config_keys() -> None:
     assert condition_title("train.max_samples=1000, learning_rate=0.01") == "1,000 training rows\nlearning rate 0.01"
     assert condition_title("similarity=dot, normalize=False", ", ") == "dot similarity, no Normalize layer"
     assert condition_title("wrapper.name=None") == "no wrapper" and condition_title("") == ""
+
+
+def test_panels_above_an_empty_slot_keep_their_x_tick_labels(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: three conditions in a 2 x 2 grid; the top-right panel has nothing below it."""
+    table = pd.concat(
+        [shifted(summary(3), -rate).assign(learning_rate=rate) for rate in (0.01, 0.03, 0.1)],
+        ignore_index=True,
+    )
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert len(axes) == 3
+    for ax in axes:
+        spec = ax.get_subplotspec()
+        bottom_of_column = not any(
+            other is not ax
+            and other.get_subplotspec().colspan == spec.colspan
+            and other.get_subplotspec().rowspan.start > spec.rowspan.start
+            for other in axes
+        )
+        labels_shown = ax.xaxis.get_tick_params()["labelbottom"]
+        assert labels_shown == bottom_of_column, ax.get_title()
+        assert (ax.get_xlabel() == "scale") == bottom_of_column
+    top_right = next(ax for ax in axes if ax.get_subplotspec().colspan.start == 1)
+    assert top_right.xaxis.get_tick_params()["labelbottom"] and top_right.get_xlabel() == "scale"
+
+
+def test_heatmap_cells_not_run_are_hatched_grey_not_a_colour_of_the_scale(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """Issue 22: on a diverging map centred on the untrained value, white meant both "not run" and "untrained"."""
+    run = [(0.0, 1.0, 1.0), (1.0, 0.0, 1.0), (1.0, 1.0, 1.0)]  # (w1, w2, w3); (0, 0, 1) not run
+    trials = pd.DataFrame(
+        [
+            {"state": "COMPLETE", "param.loss.w1": w1, "param.loss.w2": w2, "param.loss.w3": w3}
+            | {SPEARMAN_OF_SPLIT["validation"]: 0.6 + 0.05 * (w1 - w2) + 0.01 * seed}
+            for w1, w2, w3 in run
+            for seed in range(3)
+        ]
+    )
+    grid_figures.write_angle_weights_heatmap(trials, tmp_path, untrained=0.6)
+    fig = captured["angle_weights_heatmap"]
+    (ax,) = [ax for ax in fig.axes if ax.get_title().startswith("w3")]
+    not_run = [patch for patch in ax.patches if patch.get_label() == grid_figures.NOT_RUN]
+    assert len(not_run) == 1 and not_run[0].get_hatch() and not_run[0].get_xy() == (-0.5, -0.5)  # w1 = w2 = 0
+    assert not_run[0].get_facecolor()[:3] != (1.0, 1.0, 1.0)
+    assert grid_figures.NOT_RUN in [text.get_text() for legend in fig.legends for text in legend.get_texts()]
+
+
+def test_loss_vs_scale_on_a_log_axis_without_symlog(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: the symlog axis (linear below 0.01) put a kink in the confident profile's curve."""
+    table = loss_table({"confident": (0.78, 0.08, 0.06, 0.06), "bad": (0.1, 0.7, 0.65, 0.6)}, range(51))
+    loss_figures.write_loss_vs_scale(table, tmp_path)
+    ax = captured["loss_vs_scale"].axes[0]
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel() and "symlog" not in ax.get_ylabel()
+    assert ax.get_ylim()[0] == pytest.approx(loss_figures.LOSS_FLOOR)  # the ~1e-15 tail is named, not squeezed in
+    assert any("below 0.001 from scale" in text.get_text() for text in ax.texts)
+
+
+def test_loss_vs_scale_divides_by_ln_candidates_when_they_differ(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: a 128-candidate measured curve (ln 128 at scale 0) next to the 4-candidate analytic ones."""
+    four = loss_table({"four": (0.55, 0.5, 0.48, 0.45)}, [0.0, 1.0, 20.0])
+    many = loss_table({"measured": (0.6, *[0.3] * 127)}, [0.0, 1.0, 20.0])[["profile", "scale", "loss"]]
+    table = pd.concat([four[["profile", "scale", "loss"]], many], ignore_index=True)
+    written = loss_figures.with_normalised_loss(table)
+    zero = written[written["scale"] == 0].set_index("profile")["loss"]
+    np.testing.assert_allclose(written["loss_over_ln_c"], written["loss"] / written["profile"].map(zero))
+    np.testing.assert_allclose(zero, [np.log(4), np.log(128)])
+    assert "loss_over_ln_c" not in loss_figures.with_normalised_loss(four)  # one C: raw nats
+    loss_figures.write_loss_vs_scale(table, tmp_path)
+    ax = captured["loss_vs_scale"].axes[0]
+    assert "ln C" in ax.get_ylabel()
+    curves = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_ydata()[0] for line in curves] == pytest.approx([1.0, 1.0])
+    assert any("(C=128)" in label for label in ax.get_legend_handles_labels()[1])
+
+
+def test_learnable_scale_spearman_draws_the_fixed_scale_curve_of_its_sibling(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """Issue 22: the learnable-scale figure lacked the fixed-scale curve it is compared to (mnrl_scale)."""
+    folder = load_results_folder(RESULTS / "learnable_scale", untrained_from=STATIC_SIBLING)
+    assert folder.reference is not None and folder.reference.name == "mnrl_scale"
+    sibling = read_csv(STATIC_SIBLING / "spearman_vs_scale.csv")
+    validation = sibling[(sibling["split"] == "validation") & (sibling["scale"] > 0)]
+    summary_table = read_csv(RESULTS / "learnable_scale" / "spearman_vs_scale.csv")
+    scale_figures.write_spearman_vs_scale(summary_table, folder.trials, tmp_path, folder.reference)
+    ax = captured["spearman_vs_scale"].axes[0]
+    (line,) = [line for line in ax.get_lines() if line.get_label() == "fixed scale (mnrl_scale, n=3)"]
+    np.testing.assert_allclose(line.get_xdata(), validation["scale"])
+    np.testing.assert_allclose(line.get_ydata(), validation["mean"])
+    # without a sibling (a live study) or for a fixed-scale study: no reference
+    assert load_results_folder(RESULTS / "learnable_scale").reference is None
+    assert load_results_folder(RESULTS / "angle_weights", untrained_from=STATIC_SIBLING).reference is None
+
+
+def test_identical_arms_are_one_panel_titled_with_every_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 22: three arms of results/normalize compute one loss; their panels were three identical ones."""
+    same = summary(3)
+    other = shifted(summary(3), -0.05)
+    table = pd.concat(
+        [
+            same.assign(similarity="cosine", normalize=False),
+            shifted(same, 5e-5).assign(similarity="cosine", normalize=True),  # within 1e-4
+            other.assign(similarity="dot", normalize=False),
+        ],
+        ignore_index=True,
+    )
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert len(axes) == 2
+    assert axes[0].get_title().splitlines()[:2] == [
+        "cosine similarity, no Normalize layer",
+        "cosine similarity, Normalize layer",
+    ]
+    assert "drawn once" in axes[0].get_title() and axes[1].get_title() == "dot similarity, no Normalize layer"
