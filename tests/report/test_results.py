@@ -393,7 +393,24 @@ TOP: Claims = [
     ("0.02", lambda: 1 / winner(verdicts("gist_temperature_guide", split="test"))),  # highest on test
     *MATRYOSHKA[:2],  # test-split cells, said so in the row
 ]  # fmt: skip
+DATASIZE_OBJECTIVE = "captions30k_val_ndcg_at_10"
+
+
+def objective_verdicts(folder: str, metric: str = DATASIZE_OBJECTIVE) -> dict[float, pd.DataFrame]:
+    """A study's objective_comparison.csv rows of ``metric`` per data size, indexed by scale."""
+    frame = table(f"{folder}/objective_comparison.csv")
+    frame = frame[frame["metric"] == metric]
+    sizes = frame["condition"].str.removeprefix("train.max_samples=").astype(float)
+    return {size: rows.set_index("scale") for size, rows in frame.groupby(sizes)}
+
+
+MNRL_DATASIZE: Claims = [
+    *[(q, lambda n=n: objective_verdicts("mnrl_scale_datasize")[n].loc[20.0, "diff_to_best"])
+      for q, n in (("0.013", 2000), ("0.021", 8000), ("0.018", 30000), ("0.012", 100000))],
+    ("0.05", lambda: setting("mnrl_scale_datasize", "trial.learning_rate")),
+]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
+    "mnrl_scale_datasize": MNRL_DATASIZE,
     "mnrl_scale": MNRL,
     "cosent_scale_lr": COSENT_LR,
     "mnrl_scale_lr": MNRL_LR,
@@ -697,3 +714,25 @@ def test_angle_weights_finding_reads_back_from_its_tables() -> None:
     assert len(without_cosine) == 5 and confidence_set(frame) == without_cosine | others
     assert verdict(frame, "worse") == set(frame.index) - without_cosine - others and len(frame) == 19
     assert "weights=1,1,1" in verdict(frame, "worse") and triple(VAL, "1,1,1") < sp(*UNTRAINED)
+
+
+def test_mnrl_scale_datasize_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_datasize's finding: 10 best in-domain at every size and confirmed on test; 20
+    worse only at 30,000 pairs; the worst cost about twice as large from 8,000 on; wide sets; STSB's best 15 then 20;
+    scale 50 still climbing at the end of the longest run while 10-20 have flattened."""
+    per_size = objective_verdicts("mnrl_scale_datasize")
+    assert sorted(per_size) == [2000, 8000, 30000, 100000]
+    assert all(v.index[v["best"]].tolist() == [10.0] for v in per_size.values())
+    assert [v.loc[20.0, "verdict"] == "worse" for _, v in sorted(per_size.items())] == [False, False, True, False]
+    worst = [v["diff_to_best"].max() for _, v in sorted(per_size.items())]
+    assert all(1.5 < w / worst[0] < 2.5 for w in worst[1:])
+    assert sum({5.0, 10.0, 15.0, 30.0} <= set(v.index[v["in_confidence_set"]]) for v in per_size.values()) >= 3
+    test = objective_verdicts("mnrl_scale_datasize", "captions30k_test_ndcg_at_10")
+    assert all(v.loc[10.0, "in_confidence_set"] for v in test.values())
+    stsb = by_condition_paired("mnrl_scale_datasize", "train.max_samples")
+    assert [float(v.index[v["best"]][0]) for _, v in sorted(stsb.items())] == [15.0, 15.0, 15.0, 20.0]
+    assert all({10.0, 15.0, 20.0} <= set(v.index[v["in_confidence_set"]]) for v in stsb.values())
+    steps = table("mnrl_scale_datasize/spearman_vs_step.csv").query("`train.max_samples` == 100000")
+    curve = steps.pivot_table("mean", "step", "scale")
+    late = curve.iloc[-1] - curve.loc[curve.index[curve.index <= curve.index[-1] - 400][-1]]
+    assert late[50.0] > 0.01 and late[[10.0, 15.0, 20.0]].abs().max() < late[50.0] / 2
