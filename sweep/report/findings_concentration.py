@@ -94,8 +94,11 @@ def question_c(results: Path) -> Section:
     for name in ("mnrl_scale_isotropic", "mnrl_scale_batch"):
         folder = results / name
         if present(folder) and not table(folder, "concentration_vs_scale").empty:
-            n, u, _ = _pattern(_band(folder))
+            own = _band(folder)
+            n, u, _ = _pattern(own)
             evidence.append(f"`{name}`: narrowest band at scale {n:g}, best uniformity at scale {u:g}")
+            if name == "mnrl_scale_isotropic":
+                evidence.append(_from_isotropic(folder, own))
         elif not present(folder):
             evidence.append(f"{status(folder)}: untested")
     best, high = band[uniform], band[top]
@@ -129,8 +132,34 @@ def question_c(results: Path) -> Section:
             "falls further)",
         ],
         [
-            f"an isotropic start ({status(results / 'mnrl_scale_isotropic')}: is the high-scale rise the "
-            f"anisotropic start, random pairs at {num(init['mean'])}, left in place?), larger batches "
-            f"({status(results / 'mnrl_scale_batch')}), scales up to E5's {1 / E5_TEMPERATURE:g}, longer training",
+            (
+                "a start whose random pairs the highest scale does not move above their untrained cosine"
+                if present(results / "mnrl_scale_isotropic")
+                else f"an isotropic start ({status(results / 'mnrl_scale_isotropic')}: is the high-scale rise the "
+                f"anisotropic start, random pairs at {num(init['mean'])}, left in place?)"
+            )
+            + f", larger batches ({status(results / 'mnrl_scale_batch')}), scales up to E5's "
+            f"{1 / E5_TEMPERATURE:g}, longer training",
         ],
+    )
+
+
+def _from_isotropic(folder: Path, band: pd.DataFrame) -> str:
+    """What the random start says: at its highest scale, are random pairs and uniformity above their untrained
+    values (a low temperature pulling cosines together), or only not brought down?"""
+    conc = table(folder, "concentration_vs_scale")
+    init = conc[(conc["kind"] == "rand") & (conc["stage"] == "init")]["mean"].mean()
+    mech = table(folder, "mechanism_vs_scale")
+    untrained = mech[mech["statistic"] == "sim_uniformity"]["untrained"].mean()
+    last = band.iloc[-1]  # the highest scale (band is sorted by scale)
+    top, mean, uniformity = float(band.index[-1]), float(last["mean"]), float(last["uniformity"])
+    above = mean > init and uniformity > untrained
+    return (
+        f"`{folder.name}` (random start): at scale {top:g} random pairs end at {num(mean)} against "
+        f"{num(init)} untrained and uniformity at {num(uniformity)} against {num(untrained)}: "
+        + (
+            "a low temperature pulls cosines together from an isotropic start, it does not only fail to spread them"
+            if above
+            else "from an isotropic start a low temperature does not pull cosines together"
+        )
     )

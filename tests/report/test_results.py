@@ -409,7 +409,9 @@ MNRL_DATASIZE: Claims = [
       for q, n in (("0.013", 2000), ("0.021", 8000), ("0.018", 30000), ("0.012", 100000))],
     ("0.05", lambda: setting("mnrl_scale_datasize", "trial.learning_rate")),
 ]  # fmt: skip
+MNRL_ISOTROPIC: Claims = [("0.02", lambda: 1 / 50), ("0.01", lambda: DEFAULT_MARGIN)]
 FINDINGS: dict[str, Claims] = {
+    "mnrl_scale_isotropic": MNRL_ISOTROPIC,
     "mnrl_scale_datasize": MNRL_DATASIZE,
     "mnrl_scale": MNRL,
     "cosent_scale_lr": COSENT_LR,
@@ -736,3 +738,23 @@ def test_mnrl_scale_datasize_finding_reads_back_from_its_tables() -> None:
     curve = steps.pivot_table("mean", "step", "scale")
     late = curve.iloc[-1] - curve.loc[curve.index[curve.index <= curve.index[-1] - 400][-1]]
     assert late[50.0] > 0.01 and late[[10.0, 15.0, 20.0]].abs().max() < late[50.0] / 2
+
+
+def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_isotropic's finding: at 50 random-pair cosines end above the untrained
+    model's and uniformity worse, at 5-20 both lower; the band narrowest near the best and wider at 50; best 15 with
+    10 equivalent, every other scale worse, test confirms."""
+    folder = "mnrl_scale_isotropic"
+    rand_pairs = table(f"{folder}/concentration_vs_scale.csv").query("kind == 'rand' and scale > 0")
+    final = rand_pairs.query("stage == 'final'").set_index("scale")
+    untrained = rand_pairs.query("stage == 'init'")["mean"].mean()
+    assert final.loc[50.0, "mean"] > untrained and (final.loc[[5.0, 10.0, 15.0, 20.0], "mean"] < untrained).all()
+    width = final["q95"] - final["q05"]
+    assert width.idxmin() in (10.0, 15.0) and width.loc[50.0] > width.min()
+    mechanism = table(f"{folder}/mechanism_vs_scale.csv").query("statistic == 'sim_uniformity'").set_index("scale")
+    assert mechanism.loc[50.0, "mean"] > mechanism.loc[50.0, "untrained"]
+    assert (mechanism.loc[[5.0, 10.0, 15.0, 20.0], "mean"] < mechanism.loc[5.0, "untrained"]).all()
+    verdicts = paired(folder)
+    assert best(folder) == 15 and verdicts.loc[10.0, "verdict"] == "equivalent"
+    assert set(verdicts.index[verdicts["verdict"] == "worse"]) == {0.0, 1.0, 2.0, 5.0, 20.0, 30.0, 50.0}
+    assert table(f"{folder}/paired_comparison_test.csv").set_index("scale").loc[15.0, "in_confidence_set"]
