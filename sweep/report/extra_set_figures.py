@@ -6,6 +6,7 @@ the figure needs no naming convention beyond ``sweep.evaluation.extra_sets.metri
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -27,9 +28,12 @@ def extra_metrics(trials: pd.DataFrame) -> list[str]:
     found: list[str] = []
     for text in trials[EXTRA_PARAM].dropna().unique():
         try:
-            entries = json.loads(text)
+            entries = json.loads(text)  # MLflow's param: JSON
         except (TypeError, ValueError):
-            continue
+            try:  # a results folder's config.yaml, flattened: the list's Python form
+                entries = ast.literal_eval(text)
+            except (TypeError, ValueError, SyntaxError):
+                continue
         for spec in entries if isinstance(entries, list) else []:
             if isinstance(spec, dict) and spec.get("kind") in KINDS and spec.get("name"):
                 found += [m for m in metric_names(spec) if m in trials and m not in found]

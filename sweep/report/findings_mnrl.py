@@ -36,7 +36,7 @@ from sweep.report.pooled import pooled_report
 from sweep.report.results_folder import flat_config
 from sweep.stats.interactions import difference_in_differences, gap_by_condition
 
-MNRL_FOLDERS = ("mnrl_scale", "mnrl_scale_lr", "mnrl_scale_data", "normalize")
+MNRL_FOLDERS = ("mnrl_scale", "mnrl_scale_lr", "mnrl_scale_lr_low", "mnrl_scale_data", "normalize")
 
 
 def _did_line(folder: Path, frame: pd.DataFrame, a: float, what: str) -> tuple[str, bool, str]:
@@ -92,6 +92,17 @@ def question_a(results: Path) -> Section:
         labels = "; ".join(f"{c}: {b:g}" for c, b in zip(gaps["condition"], gaps["best"], strict=True))
         line, interacts, change = _did_line(lr, frame, a, "does the optimum move with the learning rate")
         evidence += [f"`mnrl_scale_lr`: best scale per learning rate {labels}", line]
+    low = results / "mnrl_scale_lr_low"
+    if present(low):  # the learning rates below mnrl_scale_lr's best
+        verdicts = table(low, "paired_comparison")
+        for condition, rows in verdicts.groupby("condition", sort=True):
+            top = best_row(rows, str(condition))
+            bests.append(float(top["scale"]))
+            equal = ", ".join(f"{s:g}" for s in rows.loc[rows["verdict"] == "equivalent", "scale"]) or "none"
+            evidence.append(
+                f"`mnrl_scale_lr_low` {condition}: best scale {top['scale']:g} ({num(top['spearman'])}); "
+                f"equivalent to it within the margin: {equal}"
+            )
     moves = len(set(bests)) > 1
     beats = bool(row["ci_low"] > 0)
     answer = (
@@ -104,7 +115,12 @@ def question_a(results: Path) -> Section:
             if moves
             else f", and the best scale stays at {a:g} at every learning rate tried"
         )
-        + (f" although the gap changes with it (difference in differences {change})." if interacts else ".")
+        + (
+            f"{'; the gap changes with it' if moves else ' although the gap changes with it'} (difference in "
+            f"differences {change})."
+            if interacts
+            else "."
+        )
     )
     confounds = ["the learning rate (the best scale moves with it)"] if moves else []
     simcse = max(SIMCSE_DEV, key=lambda t: SIMCSE_DEV[t])

@@ -3,6 +3,7 @@ results folder redraws from its own CSVs to the same CSVs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -308,3 +309,14 @@ def test_identical_arms_are_one_panel_titled_with_every_condition(captured: dict
         "cosine similarity, Normalize layer",
     ]
     assert "drawn once" in axes[0].get_title() and axes[1].get_title() == "dot similarity, no Normalize layer"
+
+
+def test_extra_set_metrics_are_found_in_a_results_folders_flattened_config() -> None:
+    """A folder's config.yaml flattens eval.extra to the list's Python form, not MLflow's JSON: the from-csv redraw
+    of results/mnrl_scale_datasize found no extra set and dropped its extra_sets_vs_scale figure."""
+    from sweep.report.extra_set_figures import extra_metrics
+
+    spec = {"name": "caps", "kind": "retrieval", "columns": ["query", "document"]}
+    for text in (str([spec]), json.dumps([spec])):
+        trials = pd.DataFrame({"param.eval.extra": [text], "caps_ndcg_at_10": [0.5], "caps_mrr_at_10": [0.4]})
+        assert extra_metrics(trials) == ["caps_ndcg_at_10", "caps_mrr_at_10"]

@@ -306,6 +306,10 @@ MNRL_LR: Claims = [
     ("0.03", lambda: sorted(set(table("mnrl_scale_lr/trials.csv")["trial.learning_rate"]))[1]),
     ("7.8", lambda: TRAIN_ROWS / 1000),
 ]  # fmt: skip
+MNRL_LR_LOW: Claims = [
+    ("0.003", lambda: lr_of("mnrl_scale_lr_low", "max")), ("0.001", lambda: lr_of("mnrl_scale_lr_low", "min")),
+    ("0.01", lambda: lr_of("mnrl_scale_lr", "min")),  # also the margin, DEFAULT_MARGIN
+]  # fmt: skip
 MNRL_DATA: Claims = [
     ("7.8", lambda: TRAIN_ROWS / 1000),
     *[(q, lambda n=n: pair("mnrl_scale_data", 20, "diff_to_best", SIZE.format(n)))
@@ -359,7 +363,7 @@ TOP: Claims = [
     ("0.732", lambda: sp("mnrl_scale", 10)), ("0.731", lambda: sp("mnrl_scale", 15)),
     ("0.719", lambda: sp("mnrl_scale", 20)), ("0.014", lambda: pair("mnrl_scale", 20, "diff_to_best")),
     ("-0.026", lambda: pair("mnrl_scale", 20, "ci_low")), ("0.054", lambda: pair("mnrl_scale", 20, "ci_high")),
-    ("0.72", lambda: pair("mnrl_scale", 10, "p_best")),
+    ("0.72", lambda: pair("mnrl_scale", 10, "p_best")), *MNRL_LR_LOW[:2],
     *MNRL_LR[:3], *[(q, lambda lr=lr: pair("mnrl_scale_lr", 10, "spearman", LR.format(lr)))
                     for q, lr in (("0.776", 0.01), ("0.742", 0.03), ("0.726", 0.1))],
     ("7.8", lambda: TRAIN_ROWS / 1000),
@@ -411,6 +415,7 @@ MNRL_DATASIZE: Claims = [
 ]  # fmt: skip
 MNRL_ISOTROPIC: Claims = [("0.02", lambda: 1 / 50), ("0.01", lambda: DEFAULT_MARGIN)]
 FINDINGS: dict[str, Claims] = {
+    "mnrl_scale_lr_low": MNRL_LR_LOW,
     "mnrl_scale_isotropic": MNRL_ISOTROPIC,
     "mnrl_scale_datasize": MNRL_DATASIZE,
     "mnrl_scale": MNRL,
@@ -758,3 +763,20 @@ def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:
     assert best(folder) == 15 and verdicts.loc[10.0, "verdict"] == "equivalent"
     assert set(verdicts.index[verdicts["verdict"] == "worse"]) == {0.0, 1.0, 2.0, 5.0, 20.0, 30.0, 50.0}
     assert table(f"{folder}/paired_comparison_test.csv").set_index("scale").loc[15.0, "in_confidence_set"]
+
+
+def test_mnrl_scale_lr_low_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_lr_low's finding: the best score at lr 0.003, above lr 0.001 and
+    mnrl_scale_lr's best (lr 0.01); at both low rates best 15 with 10 and 20 equivalent, the rest worse, test
+    confirms."""
+    assert DEFAULT_MARGIN == lr_of("mnrl_scale_lr", "min")  # the two 0.01 of the paragraph
+    low = by_condition_paired("mnrl_scale_lr_low", "learning_rate")
+    high = by_condition_paired("mnrl_scale_lr", "learning_rate")
+    best_score = {lr: v.loc[v["best"], "spearman"].iloc[0] for lr, v in {**low, **high}.items()}
+    assert max(best_score, key=lambda lr: best_score[lr]) == 0.003 and best_score[0.003] > best_score[0.01]
+    for verdicts in low.values():
+        assert verdicts.index[verdicts["best"]].tolist() == [15.0]
+        assert set(verdicts.index[verdicts["verdict"] == "equivalent"]) == {10.0, 20.0}
+        assert set(verdicts.index[verdicts["verdict"] == "worse"]) == {2.0, 5.0, 30.0, 50.0}
+    test = table("mnrl_scale_lr_low/paired_comparison_test.csv")
+    assert test[test["scale"] == 15.0]["in_confidence_set"].all()
