@@ -12,7 +12,6 @@ import pytest
 from matplotlib.figure import Figure
 from scipy import stats
 
-from sweep.report import convergence_figures, mechanism_figures
 from sweep.report.convergence_figures import spearman_step_summary, write_spearman_vs_step
 from sweep.report.mechanism_figures import mechanism_summary, write_mechanism_vs_scale
 from sweep.report.results_folder import load_results_folder
@@ -73,20 +72,6 @@ def row(summary: pd.DataFrame, statistic: str, scale: float) -> pd.Series:
     rows = summary[(summary["statistic"] == statistic) & (summary["scale"] == scale)]
     assert len(rows) == 1
     return rows.iloc[0]
-
-
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
-    """The figures the writers would save, by stem (nothing is written)."""
-    figures: dict[str, Figure] = {}
-
-    def save(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> list[Path]:
-        figures[stem] = fig
-        return [out_dir / f"{stem}.png"]
-
-    for module in (mechanism_figures, convergence_figures):
-        monkeypatch.setattr(module, "save_figure", save)
-    return figures
 
 
 def panels(fig: Figure) -> dict[str, object]:

@@ -56,20 +56,6 @@ def shifted(table: pd.DataFrame, by: float) -> pd.DataFrame:
     return table.assign(**{column: table[column] + by for column in ("mean", "ci_low", "ci_high")})
 
 
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
-    """The figures the writers would save, by stem (nothing is written)."""
-    figures: dict[str, Figure] = {}
-
-    def save(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> list[Path]:
-        figures[stem] = fig
-        return [out_dir / f"{stem}.png"]
-
-    for module in (scale_figures, history_figures, grid_figures, loss_figures):
-        monkeypatch.setattr(module, "save_figure", save)
-    return figures
-
-
 def test_spearman_draws_scale_zero_as_reference_lines(captured: dict[str, Figure], tmp_path: Path) -> None:
     scale_figures.write_spearman_vs_scale(summary(3), context(), tmp_path)
     ax = captured["spearman_vs_scale"].axes[0]
