@@ -115,6 +115,7 @@ class TrialConfig:
     seed: int = MISSING
     save_model: str = MISSING
     eval_steps: int = MISSING
+    early_stopping_patience: int | None = MISSING
     logging_steps: int = MISSING
     eval_batch_size: Any = MISSING
     precision: str = MISSING

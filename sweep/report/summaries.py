@@ -53,6 +53,7 @@ TABLE_METRICS = (
     "sim_effective_rank",
     "learned_scale",
     "max_weight_change",
+    "trained_steps",
     "trial_wall_time_s",
 )
 # the mechanism statistics (sweep.stats.concentration) each trial logs after training and, suffixed INIT, before it

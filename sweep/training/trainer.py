@@ -13,7 +13,7 @@ import optuna
 import torch
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-from transformers import TrainerCallback
+from transformers import EarlyStoppingCallback, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from sweep.losses import learning_rate_mapping
@@ -115,6 +115,14 @@ class TrialTrainer(SentenceTransformerTrainer):
         return None
 
 
+def early_stopping(cfg: DictConfig) -> list[TrainerCallback]:
+    """transformers' `EarlyStoppingCallback` on STSB validation Spearman when `trial.early_stopping_patience` is set:
+    training stops after that many evaluations in a row without a new best (the model kept is the last one, not the
+    best: reloading the best would need a checkpoint at every evaluation)."""
+    patience = cfg.trial.early_stopping_patience
+    return [EarlyStoppingCallback(early_stopping_patience=patience)] if patience else []
+
+
 def training_arguments(cfg: DictConfig, output_dir: str, bars: bool) -> SentenceTransformerTrainingArguments:
     t = cfg.trial
     device = t.device
@@ -134,6 +142,8 @@ def training_arguments(cfg: DictConfig, output_dir: str, bars: bool) -> Sentence
         data_seed=t.seed,
         eval_strategy="steps",
         eval_steps=t.eval_steps,
+        # read by transformers' EarlyStoppingCallback (`early_stopping`): the trainer tracks the best value seen
+        metric_for_best_model=f"eval_{VALIDATION}_spearman_cosine" if t.early_stopping_patience else None,
         logging_steps=t.logging_steps,
         logging_nan_inf_filter=False,  # a NaN/inf loss must reach the divergence check, not be averaged away
         save_strategy="no",

@@ -43,7 +43,7 @@ from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, los
 from sweep.tracking.mlflow_client import TrialRun
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, device_of, spearman
-from sweep.training.trainer import TrialCallback, TrialTrainer, show_progress, training_arguments
+from sweep.training.trainer import TrialCallback, TrialTrainer, early_stopping, show_progress, training_arguments
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ def train(
             train_dataset=p.splits["train"],
             loss=loss,
             evaluator=p.validation,
-            callbacks=[callback, *training_callbacks(loss), *member_callbacks()],  # a packed trial takes turns
+            callbacks=[callback, *training_callbacks(loss), *early_stopping(cfg), *member_callbacks()],  # packed: turns
         )
         if quiet:
             trainer.remove_callback(PrinterCallback)
@@ -195,6 +195,7 @@ def score(
     metrics = {
         f"{TEST}_spearman": test_value,
         "train_seconds": trained.seconds,
+        "trained_steps": steps,  # below trial.max_steps when training stopped early (trial.early_stopping_patience)
         "train_samples_per_second": trained.output.metrics.get("train_samples_per_second"),
         "train_loss_mean": trained.output.metrics.get("train_loss"),
     }
