@@ -178,10 +178,10 @@ def _extra_workers(cfg: DictConfig) -> tuple[list[Worker], bool]:
     """The worker processes this run starts beside itself, and whether it trains too (raises ConfigError).
 
     With `study.devices` one process per worker, each pinned to its GPU, and this process only coordinates (opens
-    the study, waits, reports). It cannot pin itself: validating the config calls torch.cuda.is_available(), whose
-    cuInit fixes the GPUs a process sees for its lifetime (a library may do so at import too), while a worker started
-    with CUDA_VISIBLE_DEVICES in its environment sees its one GPU whatever runs in it. The idle coordinator creates
-    no CUDA context, so it holds no GPU memory."""
+    the study, waits, reports). It cannot pin itself safely: validating the config may call torch.cuda.is_available()
+    (trial.device=cuda, eval_batch_size auto), whose cuInit fixes the GPUs a process sees for its lifetime, and a
+    library may do so at import; a worker started with CUDA_VISIBLE_DEVICES in its environment sees its one GPU
+    whatever runs in it. The idle coordinator creates no CUDA context, so it holds no GPU memory."""
     if cfg.study.devices is None:
         return [Worker()] * (cfg.study.n_workers - 1), True
     placements = place_workers(cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
