@@ -27,6 +27,8 @@ refuse a form it accepts:
   of str and int), checked by `require_auto_or_int`;
 - ``study.pack_memory_gib``: a number of GiB or null; a float field would refuse ``lots`` while composing, before
   `validate_study` names it with its own message;
+- ``study.devices``: null, ``auto`` or a list of GPU indices or ``cuda:N`` names (no union type), checked by
+  `sweep.config.devices.resolve_devices`;
 - set-valued keys that take a list or a comma string (``eval.layer_grid.layers``/``dims``,
   ``loss.wrapper.dims``/``weights``), parsed by `sweep.config.checks.parse_numbers`;
 - ``eval.extra`` entries (their keys depend on ``kind``: checked by `sweep.evaluation.extra_sets.validate`),
@@ -164,6 +166,7 @@ class StudyConfig:
     pruner: PrunerConfig = field(default_factory=PrunerConfig)
     search_space: dict[str, Any] = MISSING
     seeds: list[int] | None = MISSING
+    devices: Any = MISSING
 
 
 @dataclass

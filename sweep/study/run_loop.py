@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from sweep.config import search_space
 from sweep.config.checks import flatten, with_values
+from sweep.config.devices import trial_records
 from sweep.config.input_checks import check_swept_overrides
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
@@ -123,12 +124,16 @@ class StudyRunner:
         run = mlflow_client.TrialRun(
             self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
         )
+        placement = trial_records(cfg.trial.device)  # its device (and SLURM task): attributes and tags alike
+        for name, where in placement.items():
+            trial.set_user_attr(name, where)
         trial.set_user_attr(ATTR_MLFLOW_RUN_ID, run.run_id)
         if "scale" in cfg.loss:
             trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
             trial.set_user_attr(ATTR_TEMPERATURE, cfg.loss.temperature)
         start = time.perf_counter()
         try:
+            run.set_tags(placement)
             run.log_params({**flatten(cfg), **version_params()})
             value = train_and_evaluate(
                 trial,
