@@ -24,7 +24,6 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from omegaconf import DictConfig
-from torch import nn
 from transformers import TrainerCallback
 
 from sweep.config.checks import ConfigError, plain_dict, require_choice, require_int, require_number
@@ -173,18 +172,14 @@ def schedule_values(cfg: DictConfig) -> dict[str, Any]:
     return {**derived, "loss.scale": first, "loss.temperature": math.inf if first == 0 else 1.0 / first}
 
 
-def scheduled(loss: DictConfig) -> bool:
-    """Whether the scale changes during training (kind cosine or linear)."""
-    return schedule_of(loss).kind != "constant"
-
-
 class ScaleScheduleCallback(TrainerCallback):
     """Sets the scheduled scale on every module that holds the loss's scale (the loss itself, or inside a
     Matryoshka/AdaptiveLayer wrapper) before each optimizer step, from the trainer's ``global_step`` and
     ``max_steps``; ``logged_metrics()`` reads it back from the loss (logged with the training loss)."""
 
-    def __init__(self, schedule: ScaleSchedule, targets: list[nn.Module]) -> None:
-        self.schedule, self.targets = schedule, targets
+    def __init__(self, schedule: ScaleSchedule, targets: list[Any]) -> None:
+        self.schedule = schedule
+        self.targets = targets  # loss modules with a float `scale` attribute (nn.Module's typing knows none)
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         scale = self.schedule.scale_at(state.global_step, state.max_steps)

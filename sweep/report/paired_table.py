@@ -146,7 +146,11 @@ def _schedule_words(row: pd.Series) -> str:
     scale = float(given(SCALE)) if given(SCALE) is not None else None
     if given("spec") is not None:
         return parse_spec(str(given("spec"))).words(scale)
-    numbers = {name: float(given(name)) for name in ("min_scale", "max_scale", "start_scale", "end_scale") if given(name) is not None}
+    numbers = {
+        name: float(given(name))
+        for name in ("min_scale", "max_scale", "start_scale", "end_scale")
+        if given(name) is not None
+    }
     period = int(float(given("period_steps"))) if given("period_steps") is not None else None
     return ScaleSchedule(str(given("kind")), period_steps=period, **numbers).words(scale)
 

@@ -111,25 +111,29 @@ def test_the_constant_default_changes_nothing(compose_cfg):
     assert schedule_callback(build_loss(build_model(cfg.model, seed=0), constant), constant) is None
 
 
+K = "loss.scale_schedule"
+LINEAR_KEYS = (f"{K}.start_scale=5", f"{K}.end_scale=50")
+
+
 @pytest.mark.parametrize(
     ("overrides", "key", "message"),
     [
-        (["loss.scale_schedule.kind=sine"], "loss.scale_schedule.kind", "must be one of constant, cosine, linear"),
-        (["loss.scale_schedule.spec=sine 5-50"], "loss.scale_schedule.spec", '"cosine MIN-MAX [period STEPS]"'),
-        (["loss.scale_schedule.kind=cosine"], "loss.scale_schedule.min_scale", "must be a number > 0"),
-        (["loss.scale_schedule.spec=cosine 0-50"], "loss.scale_schedule.min_scale", "scale 0 is the untrained"),
-        (["loss.scale_schedule.spec=cosine 50-5"], "loss.scale_schedule.max_scale", "at least"),
-        (["loss.scale_schedule.spec=linear 5-0"], "loss.scale_schedule.end_scale", "must be a number > 0"),
-        (["loss.scale_schedule.spec=cosine 5-50 period 0"], "loss.scale_schedule.period_steps", "integer >= 1"),
-        (["loss.scale_schedule.kind=linear", "loss.scale_schedule.start_scale=-1"], "loss.scale_schedule.start_scale", "> 0"),
-        (["loss.scale_schedule.spec=cosine 5-50", "loss.scale_schedule.kind=linear"], "loss.scale_schedule.kind", "give the schedule once"),
-        (["loss.scale_schedule.spec=cosine 5-50", "loss.scale=10"], "loss.scale", "is set by loss.scale_schedule"),
-        (["loss.scale_schedule.spec=linear 5-50", "loss.temperature=0.05"], "loss.scale", "is set by loss.scale_schedule"),
-        (["loss=learnable_scale", "loss.scale_schedule.spec=cosine 5-50"], "loss.scale_schedule.spec", "no single fixed scale"),
-        (["loss=angle_composite", "data=stsb_pairs", "loss.scale_schedule.kind=linear", "loss.scale_schedule.start_scale=5", "loss.scale_schedule.end_scale=50"], "loss.scale_schedule.kind", "use kind=constant"),
-        (["+study.search_space.loss.scale=[10,20]", "loss.scale_schedule.spec=linear 5-50"], "loss.scale", "is set by"),
+        ([f"{K}.kind=sine"], f"{K}.kind", "must be one of constant, cosine, linear"),
+        ([f"{K}.spec=sine 5-50"], f"{K}.spec", '"cosine MIN-MAX [period STEPS]"'),
+        ([f"{K}.kind=cosine"], f"{K}.min_scale", "must be a number > 0"),
+        ([f"{K}.spec=cosine 0-50"], f"{K}.min_scale", "scale 0 is the untrained control"),
+        ([f"{K}.spec=cosine 50-5"], f"{K}.max_scale", "at least"),
+        ([f"{K}.spec=linear 5-0"], f"{K}.end_scale", "must be a number > 0"),
+        ([f"{K}.spec=cosine 5-50 period 0"], f"{K}.period_steps", "integer >= 1"),
+        ([f"{K}.kind=linear", f"{K}.start_scale=-1"], f"{K}.start_scale", "> 0"),
+        ([f"{K}.spec=cosine 5-50", f"{K}.kind=linear"], f"{K}.kind", "give the schedule once"),
+        ([f"{K}.spec=cosine 5-50", "loss.scale=10"], "loss.scale", "is set by loss.scale_schedule"),
+        ([f"{K}.spec=linear 5-50", "loss.temperature=0.05"], "loss.scale", "is set by loss.scale_schedule"),
+        (["loss=learnable_scale", f"{K}.spec=cosine 5-50"], f"{K}.spec", "no single fixed scale"),
+        (["loss=angle_composite", "data=stsb_pairs", f"{K}.kind=linear", *LINEAR_KEYS], f"{K}.kind", "kind=constant"),
+        (["+study.search_space.loss.scale=[10,20]", f"{K}.spec=linear 5-50"], "loss.scale", "is set by"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_schedule_is_refused_before_training_in_one_line(compose_cfg, overrides, key, message):
     cfg = compose_cfg(*overrides)
     with pytest.raises(ConfigError) as error:
@@ -143,7 +147,9 @@ def test_the_study_composes_one_grid_of_readable_arms(compose_cfg):
     assert [parse_spec(arm).words() for arm in arms] == arms  # each arm reads back as itself
     points = validate(cfg, search_space.parse(cfg.study.search_space))
     assert points  # every arm and seed passed the checks
-    firsts = [validate_trial_config(search_space.apply(cfg, {"loss.scale_schedule.spec": arm})).loss.scale for arm in arms]
+    firsts = [
+        validate_trial_config(search_space.apply(cfg, {"loss.scale_schedule.spec": arm})).loss.scale for arm in arms
+    ]
     assert firsts == [10.0, 20.0, 5.0, 5.0, 50.0]
 
 
