@@ -145,8 +145,9 @@ def test_the_study_composes_one_grid_of_readable_arms(compose_cfg):
     cfg = compose_cfg("+experiment=mnrl_scale_schedule", tiny=False)
     arms = OmegaConf.to_container(cfg.study.search_space.loss.scale_schedule.spec)
     assert [parse_spec(arm).words() for arm in arms] == arms  # each arm reads back as itself
-    points = validate(cfg, search_space.parse(cfg.study.search_space))
-    assert points  # every arm and seed passed the checks
+    space = search_space.parse(cfg.study.search_space)
+    assert search_space.grid_size(space) == len(arms) == 5  # one axis: each arm is one grid point
+    validate(cfg, space)  # every arm passes the checks before training
     firsts = [
         validate_trial_config(search_space.apply(cfg, {"loss.scale_schedule.spec": arm})).loss.scale for arm in arms
     ]
