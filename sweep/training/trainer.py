@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import optuna
@@ -23,7 +23,8 @@ from sweep.training.resources import VALIDATION
 
 
 class TrialCallback(TrainerCallback):
-    """Sends the training loss and validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
+    """Sends the training loss (with what the loss and the `reporters` follow: a learned or scheduled scale) and the
+    validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
 
     def __init__(
         self,
@@ -31,8 +32,10 @@ class TrialCallback(TrainerCallback):
         run: TrialRun,
         loss: torch.nn.Module,
         on_evaluated: Callable[[int], None] | None = None,
+        reporters: Sequence[Any] = (),
     ) -> None:
         self.trial, self.run, self.loss, self.on_evaluated = trial, run, loss, on_evaluated
+        self.reporters = [loss, *reporters]  # whose logged_metrics() go with the training loss
         self.pruned_at: int | None = None
         self.diverged_at: int | None = None
         self.last_eval: tuple[int, float] | None = None
@@ -49,8 +52,10 @@ class TrialCallback(TrainerCallback):
                 "learning_rate": logs.get("learning_rate"),
                 "grad_norm": logs.get("grad_norm"),
             }
-            # A loss may expose values to follow during training (e.g. a learnable scale): logged_metrics() -> dict.
-            metrics.update(getattr(self.loss, "logged_metrics", dict)())
+            # A loss (a learnable scale) or a callback (a scale schedule) may expose values to follow during
+            # training: logged_metrics() -> dict.
+            for reporter in self.reporters:
+                metrics.update(getattr(reporter, "logged_metrics", dict)())
             self.run.log_metrics(
                 {k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step
             )
