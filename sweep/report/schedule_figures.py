@@ -31,6 +31,7 @@ from sweep.report.summaries import METRIC_LABELS, t_interval
 
 STEM = "schedule_arms"
 ARM = "param.loss.scale_schedule.spec"  # the trials' column (MLflow's and a results folder's, `load_results_folder`)
+UNTRAINED = "untrained"
 SPLITS = {"validation": "stsb_validation_spearman", "test": "stsb_test_spearman"}
 
 
@@ -40,8 +41,11 @@ def arm_column(trials: pd.DataFrame) -> str | None:
     return ARM if swept else None
 
 
-def schedule_arms_table(trials: pd.DataFrame, max_steps: int) -> pd.DataFrame:
-    """Rows ``panel="spearman"``: arm, split, n, mean, ci_low, ci_high; rows ``panel="scale"``: arm, step, scale."""
+def schedule_arms_table(
+    trials: pd.DataFrame, max_steps: int, untrained: Mapping[str, float] | None = None
+) -> pd.DataFrame:
+    """Rows ``panel="spearman"``: arm, split, n, mean, ci_low, ci_high; rows ``panel="scale"``: arm, step, scale;
+    rows ``panel="untrained"``: split, mean (the reference lines, kept so that a results folder redraws them)."""
     column = arm_column(trials)
     if column is None:
         return pd.DataFrame()
@@ -57,6 +61,7 @@ def schedule_arms_table(trials: pd.DataFrame, max_steps: int) -> pd.DataFrame:
             {"panel": "scale", "arm": arm, "step": step + 1, "scale": schedule.scale_at(step, max_steps)}
             for step in range(max_steps)
         ]
+    rows += [{"panel": UNTRAINED, "split": split, "mean": value} for split, value in (untrained or {}).items()]
     return pd.DataFrame(rows)
 
 
@@ -65,7 +70,7 @@ def write_schedule_arms(
 ) -> list[Path]:
     """The figure and its CSV; nothing unless the study swept schedule specs (and knows its steps). ``untrained``:
     the untrained model's Spearman per split, drawn as reference lines."""
-    data = schedule_arms_table(trials, max_steps) if max_steps else pd.DataFrame()
+    data = schedule_arms_table(trials, max_steps, untrained) if max_steps else pd.DataFrame()
     if data.empty:
         return []
     spearman, scales = data[data["panel"] == "spearman"], data[data["panel"] == "scale"]
@@ -89,9 +94,11 @@ def write_schedule_arms(
                 color="0.2" if split == "validation" else "0.55",
                 label=f"{METRIC_LABELS[SPLITS[split]]}, mean and 95% t-interval ({n_label(rows['n'])} seeds)",
             )
-        for split, value in (untrained or {}).items():  # the untrained model: reference lines
-            style = "--" if split == "test" else "-"
-            left.axvline(value, color="0.7", linestyle=style, lw=0.8, label=f"untrained model, {split}", zorder=0)
+        for row in data[data["panel"] == UNTRAINED].itertuples():  # the untrained model: reference lines
+            style = "--" if row.split == "test" else "-"
+            left.axvline(
+                row.mean, color="0.7", linestyle=style, lw=0.8, label=f"untrained model, {row.split}", zorder=0
+            )
         left.set_yticks(positions, arms)
         left.invert_yaxis()
         left.set_xlabel("STSB Spearman")
