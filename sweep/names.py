@@ -69,3 +69,9 @@ ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cos
 ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table
 ARTIFACT_REPORT = "report"  # parent run: the study's figures and their CSVs (python -m sweep.report study's files)
 ARTIFACT_CONFIG = "config.yaml"  # parent run: the study's composed config, paths as given (a results folder's copy)
+
+# Racing the seeds (`study.race`, sweep.study.race).
+ATTR_RACE = "sweep.race"  # study attribute: the race's settings, pinned when the study is created
+ATTR_RACE_ROUND = "sweep.race.round_{seeds}"  # study attribute: one round's decision (kept, eliminated, ended)
+TAG_RACE = "sweep.race"  # parent run: the race's record ("eliminated after 2 seeds: 1, 2, 50; ...")
+TAG_RACE_ELIMINATED_AFTER = "sweep.race.eliminated_after"  # trial run of a dropped point: the seeds it had then

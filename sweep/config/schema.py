@@ -16,7 +16,8 @@ Division of labour:
   ``model.kind=nope`` while Hydra composes, before the check that lists the choices in the project's words.
 
 Typed: the root (``quiet``), ``paths``, ``model``, ``data`` (and its three splits), ``trial``, ``study`` (with its
-sampler and pruner), ``tracking``, ``stats`` (with ``paired``), ``eval`` (with ``layer_grid``) and ``loss.wrapper``.
+sampler, pruner and race), ``tracking``, ``stats`` (with ``paired``), ``eval`` (with ``layer_grid``) and
+``loss.wrapper``.
 
 Loose on purpose (``Any``), where a schema type would replace a message the project gives (and its tests assert) or
 refuse a form it accepts:
@@ -144,6 +145,12 @@ class PrunerConfig:
 
 
 @dataclass
+class RaceConfig:
+    enabled: bool = MISSING
+    min_seeds: int = MISSING
+
+
+@dataclass
 class StudyConfig:
     name: Any = MISSING
     direction: str = MISSING
@@ -163,6 +170,7 @@ class StudyConfig:
     pruner: PrunerConfig = field(default_factory=PrunerConfig)
     search_space: dict[str, Any] = MISSING
     seeds: list[int] | None = MISSING
+    race: RaceConfig = field(default_factory=RaceConfig)
 
 
 @dataclass
