@@ -33,6 +33,13 @@ from sweep.stats.paired_bootstrap import paired_bootstrap
 from sweep.stats.race import RoundDecision, race_round
 
 SCALE, SEED, WALL = "loss.scale", "trial.seed", "trial_wall_time_s"
+# `paired_bootstrap`'s options, from the study's config.yaml
+OPTIONS = {
+    "n_resamples": "stats.paired.resamples",
+    "level": "stats.paired.level",
+    "seed": "stats.seed",
+    "margin": "stats.paired.margin",
+}
 
 
 @dataclass(frozen=True)
@@ -83,13 +90,9 @@ class Replayer:
         self.gold = next(iter(tables.values()))["gold"].to_numpy()  # type: ignore[index]
         self.cosines = {key: table["cosine"].to_numpy() for key, table in tables.items()}  # type: ignore[index]
         self.wall = {(r[SCALE], r[SEED]): float(r[WALL]) for _, r in self.trials.iterrows()}
-        self.steps = int(config["trial.max_steps"])
-        self.options = dict(
-            n_resamples=int(config["stats.paired.resamples"]),
-            level=float(config["stats.paired.level"]),
-            seed=int(config["stats.seed"]),
-            margin=float(config["stats.paired.margin"]),
-        )
+        setting = {key: float(str(config[key])) for key in (*OPTIONS.values(), "trial.max_steps")}
+        self.steps = int(setting["trial.max_steps"])
+        self.options: dict[str, float] = {name: setting[key] for name, key in OPTIONS.items()}
 
     def comparison_set(self, scales: tuple[float, ...], seeds: tuple[float, ...]) -> tuple[RoundDecision, frozenset]:
         """The round decision on `scales` x `seeds`, and the comparison's confidence set for the best."""
@@ -98,9 +101,12 @@ class Replayer:
     @functools.cache  # noqa: B019 - one replayer per benchmark run; the cache is the point
     def _compare(self, scales: tuple[float, ...], seeds: tuple[float, ...]) -> tuple[RoundDecision, frozenset]:
         predictions = np.asarray([[self.cosines[(scale, seed)] for seed in seeds] for scale in scales])
-        comparison = paired_bootstrap(self.gold, predictions, list(scales), **self.options)
+        o = self.options
+        comparison = paired_bootstrap(
+            self.gold, predictions, list(scales), int(o["n_resamples"]), o["level"], int(o["seed"]), o["margin"]
+        )
         table = comparison.table
-        decision = race_round(table, len(seeds), len(self.seeds), self.options["margin"])
+        decision = race_round(table, len(seeds), len(self.seeds), o["margin"])
         return decision, frozenset(table.loc[table["in_confidence_set"], "scale"])
 
     def race(self, order: tuple[float, ...], min_seeds: int) -> RaceRun:

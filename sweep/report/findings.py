@@ -85,7 +85,7 @@ def _untrained(rows: pd.DataFrame) -> float | None:
 def comparison_of(paired: pd.DataFrame) -> PairedComparison:
     """One condition's rows of ``paired_comparison.csv`` as the comparison they were written from (in a raced study,
     the last round's: the rows with the most seeds)."""
-    first = paired.loc[paired["n_seeds"].idxmax()]
+    first = paired.iloc[int(paired["n_seeds"].to_numpy().argmax())]
     return PairedComparison(
         paired.drop(columns=["condition"]).reset_index(drop=True),
         int(first["n_pairs"]),

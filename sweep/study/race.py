@@ -24,7 +24,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import optuna
@@ -138,8 +138,8 @@ class Race:
         self, cfg: DictConfig, space: search_space.Space, study: optuna.Study, client: TrackingClient, parent: str
     ) -> None:
         self.study, self.client, self.parent = study, client, parent
-        self.space = space
-        self.seeds = list(space[PARAM_SEED])
+        self.space = cast(dict[str, list[Any]], space)  # a grid: `validate` refuses a race over distributions
+        self.seeds = list(self.space[PARAM_SEED])
         self.settings = RaceSettings(**study.user_attrs[ATTR_RACE])
         self.full = cfg.eval.objective == "full"  # the STSB validation Spearman: its per-pair predictions
         self.sign = -1.0 if cfg.study.direction == "minimize" else 1.0
@@ -271,8 +271,9 @@ class Race:
         grid = [[trials[(key, seed)] for seed in seeds] for key in members]
         if self.full:
             self.client.writer.flush()  # this worker's own predictions, if an outage held them back
-            tables = [[self._predictions(t) for t in row] for row in grid]
-            if all(table is not None for row in tables for table in row):
+            loaded = [[self._predictions(t) for t in row] for row in grid]
+            if all(table is not None for row in loaded for table in row):
+                tables = cast(list[list[pd.DataFrame]], loaded)
                 gold = tables[0][0]["gold"].to_numpy()
                 cosines = np.asarray([[table["cosine"].to_numpy() for table in row] for row in tables])
                 return paired_bootstrap(gold, cosines, members, s.resamples, s.level, s.seed, s.margin)
