@@ -51,6 +51,7 @@ class RaceRun:
     wall_s: float
     kept: frozenset[float]
     rounds: int
+    history: str  # "after 2 seeds out: 0, 1; after 3 seeds out: 20; ended: <why>"
 
 
 @dataclass(frozen=True)
@@ -113,15 +114,19 @@ class Replayer:
         """The race in this seed order: rounds until `race_round` ends it."""
         survivors, used = self.scales, min_seeds
         trained = [(scale, seed) for scale in survivors for seed in order[:used]]
+        history = []
         while True:
             decision, _ = self.comparison_set(survivors, order[:used])
             survivors = tuple(float(s) for s in decision.kept)
+            if decision.eliminated:
+                history.append(f"after {used} seeds out: {', '.join(f'{float(s):g}' for s in decision.eliminated)}")
             if decision.end:
+                history.append(f"ended after {used} seeds: {decision.end}")
                 break
             trained += [(scale, order[used]) for scale in survivors]
             used += 1
         wall = sum(self.wall[key] for key in trained)
-        return RaceRun(order, len(trained), wall, frozenset(survivors), used)
+        return RaceRun(order, len(trained), wall, frozenset(survivors), used, "; ".join(history))
 
 
 def replay(s: Settings, name: str, log: Callable[[str], None]) -> RaceReplay:
@@ -162,6 +167,7 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
     )
     trials = Counter(run.trials for run in result.runs)
     ended = Counter(_scales(run.kept) for run in result.runs)
+    histories = Counter(run.history for run in result.runs)
     return [
         Row(
             "9",
@@ -172,7 +178,8 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
             "<= 0.5" if goals else "",
             "trials per race: "
             + ", ".join(f"{n} in {k} orders" for n, k in sorted(trials.items()))
-            + f" (full grid: {result.full_trials})",
+            + f" (full grid: {result.full_trials}); the rounds: "
+            + " | ".join(f"{history} (in {k} orders)" for history, k in histories.most_common()),
         ),
         Row(
             "9",
