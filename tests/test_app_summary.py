@@ -45,7 +45,9 @@ def fake_sweep(objective: str) -> SimpleNamespace:
             "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
         }
     )
-    return SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1")
+    return SimpleNamespace(
+        cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1", race=None
+    )
 
 
 def test_the_per_scale_means_come_before_the_trials_and_the_best_trial_is_called_a_single_trial():
