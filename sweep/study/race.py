@@ -36,6 +36,7 @@ from sweep.config import search_space
 from sweep.config.checks import ConfigError
 from sweep.evaluation.predictions import load_predictions
 from sweep.names import (
+    ATTR_CONFIG_ERROR,
     ATTR_MLFLOW_RUN_ID,
     ATTR_NOT_RETRIED,
     ATTR_RACE,
@@ -131,6 +132,12 @@ def _value(values: Sequence[Any], value: Any) -> Any:
     return next((v for v in values if v == value), value)
 
 
+def _failed_for_good(trial: FrozenTrial) -> bool:
+    """A failure no rerun retries (a divergence; a config error is retried once the user fixed it)."""
+    attrs = trial.user_attrs
+    return trial.state == TrialState.FAIL and bool(attrs.get(ATTR_NOT_RETRIED)) and not attrs.get(ATTR_CONFIG_ERROR)
+
+
 class Race:
     """The race of one grid study: its points, rounds and records (see the module docstring)."""
 
@@ -207,7 +214,7 @@ class Race:
             if lacking or TrialState.WAITING in held or TrialState.RUNNING in held:
                 return True
             failed = [k for k in racing for s in seeds if trials[(k, s)].state == TrialState.FAIL]
-            diverged = {k for k in failed for s in seeds if trials[(k, s)].user_attrs.get(ATTR_NOT_RETRIED)}
+            diverged = {k for k in failed for s in seeds if _failed_for_good(trials[(k, s)])}
             if set(failed) - diverged:
                 log.warning("race: the round of %d seeds waits for failed points (rerun to train them)", len(seeds))
                 return False
