@@ -147,7 +147,8 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
     if not objective_is_stsb_validation(table):
         minimize = sweep.cfg.study.direction == "minimize"
         metric = f"objective ({sweep.cfg.eval.objective})"
-        objective = objective_lines(table, metric, level=stats.paired.level, minimize=minimize)
+        raced = sweep.race is not None
+        objective = objective_lines(table, metric, level=stats.paired.level, minimize=minimize, raced=raced)
         if objective:
             sweep.client.set_tag(sweep.parent_run_id, TAG_OBJECTIVE_COMPARISON, "; ".join(objective)[:5000])
         lines += objective
