@@ -72,8 +72,8 @@ def _quiet_libraries() -> None:
 
 
 def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
-    """The final report: the table, the best trial (never one whose model collapsed), where the Optuna storage and
-    MLflow database are, and how to open them.
+    """The final report: the table, the best trial (never one whose model collapsed), a raced study's eliminations,
+    where the Optuna storage and MLflow database are, and how to open them.
 
     The `objective` column is shown only when it differs from `stsb_val` (`eval.objective` other than full)."""
     same = objective_is_stsb_validation(table)
@@ -112,6 +112,8 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
             else f"best single trial by objective ({sweep.cfg.eval.objective}): trial {best.trial} "
             f"(scale {best.scale}), objective {best[OBJECTIVE]:.4f}, {scores}"
         )
+    if sweep.race is not None:  # which points the race dropped after how many seeds: the table's unequal seeds
+        lines += sweep.race.lines()
     uri = sweep.cfg.tracking.uri
     lines += [
         f"Optuna storage: {sweep.cfg.study.storage} (study {sweep.study.study_name})",
@@ -146,7 +148,8 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
     if not objective_is_stsb_validation(table):
         minimize = sweep.cfg.study.direction == "minimize"
         metric = f"objective ({sweep.cfg.eval.objective})"
-        objective = objective_lines(table, metric, level=stats.paired.level, minimize=minimize)
+        raced = sweep.race is not None
+        objective = objective_lines(table, metric, level=stats.paired.level, minimize=minimize, raced=raced)
         if objective:
             sweep.client.set_tag(sweep.parent_run_id, TAG_OBJECTIVE_COMPARISON, "; ".join(objective)[:5000])
         lines += objective

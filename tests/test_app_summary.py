@@ -45,7 +45,9 @@ def fake_sweep(objective: str) -> SimpleNamespace:
             "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
         }
     )
-    return SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1")
+    return SimpleNamespace(
+        cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1", race=None
+    )
 
 
 def test_the_per_scale_means_come_before_the_trials_and_the_best_trial_is_called_a_single_trial():
@@ -79,3 +81,12 @@ def test_each_condition_gets_its_own_means_and_line():
     assert sorted(set(per_scale["condition"])) == ["trial.learning_rate=0.01", "trial.learning_rate=0.05"]
     lines = objective_lines(table, "objective (x)")
     assert [line.split(":")[0] for line in lines] == ["trial.learning_rate=0.01", "trial.learning_rate=0.05"]
+
+
+def test_a_raced_objective_line_compares_the_last_rounds_scales_on_all_their_seeds():
+    table = seeded_table(objective_is_stsb=False)
+    raced = table[~((table["scale"] == 1.0) & (table["trial.seed"] == 2))]  # scale 1 dropped after 2 seeds
+    (unraced,) = objective_lines(raced, "objective (x)")
+    (line,) = objective_lines(raced, "objective (x)", raced=True)
+    assert "mean over 2 seeds" in unraced and line.startswith("objective (x), mean over 3 seeds: best scale 20")
+    assert "worse: none" in line, "scale 1, dropped by the race, is not compared on the seeds it lacks"

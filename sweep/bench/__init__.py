@@ -17,6 +17,8 @@ Rows (see `ITEMS` in `__main__`):
   7  GPU: skipped when there is none
   8  packing: trials per hour with study.pack=K and study.n_workers=N / one trial at a time, and a framework trial
      / the physical floor (the same steps and evaluations in a bare torch loop)
+  9  racing the seeds: training steps and wall time of a race (`study.race`) / the full grid with every seed, and
+     the share of seed orders on the same confidence set for the best, replayed over a published study
 
 `--quick` shrinks steps, scales and repeats so that the whole run takes a couple of minutes: it checks that
 the benchmark works; its ratios are dominated by fixed costs and say little about the full mode.
@@ -27,5 +29,5 @@ documented user command (`python -m sweep.bench`) that measures the installed fr
 
 Modules: `settings` (sizes of a run), `table` (statistics, rows, the report), `runners` (the baseline and framework
 processes), one module per measurement (`sweeps` items 1-3, `pruning` 4, `layer_grid` 5, `eval_speed` 6, `gpu` 7,
-`packing` 8) with `inprocess` for what items 5 and 6 share, and `__main__` (the command line).
+`packing` 8, `race` 9) with `inprocess` for what items 5 and 6 share, and `__main__` (the command line).
 """

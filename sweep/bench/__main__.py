@@ -20,6 +20,7 @@ from sweep.bench.inprocess import quiet_libraries
 from sweep.bench.naive_layer_grid import measure_layer_grid
 from sweep.bench.packing import measure_packing
 from sweep.bench.pruning import measure_pruning, pruning_rows
+from sweep.bench.race import measure_race
 from sweep.bench.runners import REPO_ROOT
 from sweep.bench.settings import FULL, QUICK, expected_seconds, reuses_sweep
 from sweep.bench.sweeps import (
@@ -34,7 +35,7 @@ from sweep.bench.table import Row, machine_description, render_report
 
 DEFAULT_OUT = REPO_ROOT / "results" / "bench"
 DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
-ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8")
+ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
 
 
 def guarded(item: str, label: str, measure: Callable[[], list[Row]]) -> list[Row]:
@@ -102,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> str:
         raw["pruning"] = [asdict(r) for r in results]
         return pruning_rows(settings, results)
 
+    def item_9() -> list[Row]:
+        rows, results = measure_race(settings, log)
+        raw["race"] = [asdict(result) for result in results]
+        return rows
+
     measurements: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
         ({"1", "2", "3"}, "items 1-3: baseline processes and framework sweeps", items_1_3),
         ({"4"}, "item 4: pruning", item_4),
@@ -109,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> str:
         ({"6"}, "item 6: evaluation speed", lambda: measure_eval_speed(settings, args.data_dir, log)),
         ({"7"}, "item 7: GPU", gpu_rows),
         ({"8"}, "item 8: packed trials and workers", lambda: measure_packing(settings, args.data_dir, work, log)),
+        ({"9"}, "item 9: racing the seeds (replayed)", item_9),
     ]
     try:
         for wanted, label, measure in measurements:

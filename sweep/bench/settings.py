@@ -42,6 +42,11 @@ class Settings:
     pack_eval_steps: int = 5
     pack_sizes: tuple[int, ...] = (1, 2, 4)  # the first is the reference: one trial at a time
     pack_workers: tuple[int, ...] = (2,)
+    # item 9: a race over the seeds replayed on a published study with every scale x seed (sweep/bench/race.py)
+    # the first is measured against the goal (9 scales x 5 seeds); the others (fewer seeds) are reported beside it
+    race_folders: tuple[str, ...] = ("results/mnrl_scale_isotropic", "results/mnrl_scale")
+    race_min_seeds: int = 2  # study.race.min_seeds
+    race_orders: int | None = None  # seed orders replayed (None: every order)
 
 
 PRUNE_VARIANTS = (
@@ -76,6 +81,7 @@ QUICK = Settings(
     layer_repeats=1,
     encode_pairs=200,
     encode_repeats=1,
+    race_orders=2,
 )
 
 # Items 1-3 run the default sweep's grid (mnrl_scale's 8 positive scales) once, at half its steps; item 4 prunes the
@@ -113,6 +119,7 @@ COST = {
     "eval": 0.4,
     "stats": 3.0,
     "minilm_sentence": 1 / 600,
+    "race_replay": 90.0,  # item 9 over every order of a 5-seed study (its distinct rounds: the orders share them)
 }
 
 
@@ -141,7 +148,8 @@ def expected_seconds(s: Settings) -> float:
         variants * (COST["framework_process"] + per_model) + 2 * per_model / len(s.pack_scales)
     )
     transformer = 5.0 if any(m != "static_minilm" for m in s.pack_models) else 1.0  # MiniLM steps cost more
-    return s.repeats * (baseline + framework) + pruning + layer + encode + packing * (1 + transformer) / 2
+    race = COST["race_replay"] * (1.0 if s.race_orders is None else 0.3)
+    return s.repeats * (baseline + framework) + pruning + layer + encode + packing * (1 + transformer) / 2 + race
 
 
 def reuses_sweep(s: Settings) -> bool:

@@ -225,4 +225,11 @@ ROW_DESCRIPTIONS = (
     "start and imports do not count. The physical floor is the same steps, optimizer, schedule and evaluations in a "
     "bare torch loop over pre-tokenized batches (`sweep.bench.packing.bare_loop_seconds`); its row compares one "
     "framework trial with it, and every trials-per-hour row says how far it is from the floor's rate.",
+    "9. **Racing the seeds**: a race (`study.race`: every scale with the first 2 seeds, then one seed more a round "
+    "for the scales the paired statistics have not put out) replayed offline over a published study that trained "
+    "every scale with every seed (its shipped per-pair predictions, its own statistics settings, the decision "
+    "function a live race calls), in every order of its seeds: `results/mnrl_scale_isotropic` (9 scales x 5 seeds) "
+    "against the goals, `results/mnrl_scale` (9 x 3) beside it. Training steps (trials x steps) and wall time (the "
+    "trials' `trial_wall_time_s`) of the race / the full grid, and the share of orders whose race ends on the full "
+    "grid's 95% confidence set for the best.",
 )

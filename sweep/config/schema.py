@@ -17,8 +17,8 @@ Division of labour:
   ``model.kind=nope`` while Hydra composes, before the check that lists the choices in the project's words.
 
 Typed: the root (``quiet``), ``paths``, ``model``, ``data`` (and its three splits), ``trial``, ``study`` (with its
-sampler and pruner), ``tracking``, ``stats`` (with ``paired``), ``eval`` (with ``layer_grid``), ``loss.wrapper`` and
-``loss.scale_schedule``.
+sampler, pruner and race), ``tracking``, ``stats`` (with ``paired``), ``eval`` (with ``layer_grid``),
+``loss.wrapper`` and ``loss.scale_schedule``.
 
 Loose on purpose (``Any``), where a schema type would replace a message the project gives (and its tests assert) or
 refuse a form it accepts:
@@ -160,6 +160,12 @@ class PrunerConfig:
 
 
 @dataclass
+class RaceConfig:
+    enabled: bool = MISSING
+    min_seeds: int = MISSING
+
+
+@dataclass
 class StudyConfig:
     name: Any = MISSING
     direction: str = MISSING
@@ -180,6 +186,7 @@ class StudyConfig:
     search_space: dict[str, Any] = MISSING
     seeds: list[int] | None = MISSING
     devices: Any = MISSING
+    race: RaceConfig = field(default_factory=RaceConfig)
 
 
 @dataclass

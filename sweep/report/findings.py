@@ -22,6 +22,7 @@ import pandas as pd
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import SPEARMAN_COLUMNS, by_condition
 from sweep.stats.paired_bootstrap import PairedComparison
+from sweep.stats.scale_verdicts import ELIMINATED_AFTER, eliminated_after
 
 START, END = "<!-- findings: generated -->", "<!-- findings: end -->"
 BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
@@ -31,11 +32,13 @@ def _number(value: float) -> str:
     return f"{value:.3f}"
 
 
-def _interval(row: pd.Series) -> str:
-    """``0.732 [0.721, 0.744]`` with the t-interval over seeds, or the mean alone (n = 1 or no interval)."""
+def _interval(row: pd.Series, seeds: bool = False) -> str:
+    """``0.732 [0.721, 0.744]`` with the t-interval over seeds, or the mean alone (n = 1 or no interval); with
+    ``seeds``, followed by ``(3 seeds)``."""
+    text = _number(row["mean"])
     if row["n"] > 1 and pd.notna(row["ci_low"]) and row["ci_low"] != row["ci_high"]:
-        return f"{_number(row['mean'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
-    return _number(row["mean"])
+        text += f" [{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
+    return f"{text} ({int(row['n'])} seed{'s' if row['n'] != 1 else ''})" if seeds else text
 
 
 def _paired_cell(paired: pd.DataFrame, scale: float) -> str:
@@ -49,8 +52,12 @@ def _paired_cell(paired: pd.DataFrame, scale: float) -> str:
     share = _number(row["p_best"]) if pd.notna(row["p_best"]) else "n/a"
     if row["best"]:
         return f"| best | {share}"
+    if pd.isna(row["diff_to_best"]):  # a raced point dropped before the last round: its own seeds, not compared
+        return f"| {row['verdict']} | {share}"
     interval = f"{_number(row['diff_to_best'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
     held = ", in the confidence set" if row["in_confidence_set"] else ""
+    if pd.notna(row.get(ELIMINATED_AFTER)):  # dropped by the race's last round
+        held = f", {eliminated_after(int(row[ELIMINATED_AFTER]))}"
     return f"{interval} | {row['verdict']}{held} | {share}"
 
 
@@ -62,10 +69,10 @@ def _scale_table(rows: pd.DataFrame, paired: pd.DataFrame) -> list[str]:
         "|---|---|---|---|---|---|",
     ]
     trained = rows[rows["scale"] != UNTRAINED_SCALE]
+    unequal = trained["n"].nunique() > 1  # a raced study (or an unfinished one): each cell says its seeds
     for scale in sorted(trained["scale"].unique()):
         by_split = {split: group.iloc[0] for split, group in trained[trained["scale"] == scale].groupby("split")}
-        validation = _interval(by_split["validation"]) if "validation" in by_split else ""
-        test = _interval(by_split["test"]) if "test" in by_split else ""
+        validation, test = (_interval(by_split[s], unequal) if s in by_split else "" for s in ("validation", "test"))
         lines.append(f"| {scale:g} | {validation} | {test} | {_paired_cell(paired, scale)} |")
     return lines
 
@@ -76,8 +83,9 @@ def _untrained(rows: pd.DataFrame) -> float | None:
 
 
 def comparison_of(paired: pd.DataFrame) -> PairedComparison:
-    """One condition's rows of ``paired_comparison.csv`` as the comparison they were written from."""
-    first = paired.iloc[0]
+    """One condition's rows of ``paired_comparison.csv`` as the comparison they were written from (in a raced study,
+    the last round's: the rows with the most seeds)."""
+    first = paired.iloc[int(paired["n_seeds"].to_numpy().argmax())]
     return PairedComparison(
         paired.drop(columns=["condition"]).reset_index(drop=True),
         int(first["n_pairs"]),

@@ -34,7 +34,7 @@ from sweep.report.summaries import (
     swept_scales,
 )
 from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap, seed_comparison
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN, ELIMINATED_AFTER, eliminated_after
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,53 @@ def _seed_arrays(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, list[flo
         return None
     wide = group[group["seed"].isin(seeds)].pivot_table(index="scale", columns="seed", values=metric, dropna=False)
     return wide.loc[scales].to_numpy(dtype=float), _labels(scales)
+
+
+def _race_split(group: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the trials to compare, the trials of points a race dropped before its last round). In a raced study
+    (`study.race`: its dropped points' trials carry ``eliminated_after``) the points with the most seeds are
+    compared on those seeds, which is the race's last round (its survivors and what that round dropped), rather than
+    every point on the seeds all share; elsewhere every trial is compared."""
+    if ELIMINATED_AFTER not in group or group[ELIMINATED_AFTER].isna().all():
+        return group, group.iloc[:0]
+    seeds = group.assign(seed=group[SEED] if SEED in group else 0).groupby("scale")["seed"].transform("nunique")
+    return group[seeds == seeds.max()], group[seeds < seeds.max()]
+
+
+def _with_race(
+    result: PairedComparison, compared: pd.DataFrame, dropped: pd.DataFrame, metric: str
+) -> PairedComparison:
+    """The comparison with a raced study's record: ``eliminated_after`` on the points its last round dropped (out of
+    the confidence set, as the race decided), and a row per point it dropped earlier: the mean of ``metric`` over its
+    own seeds, ``n_seeds`` those seeds, the verdict ``eliminated after K seeds``, no interval."""
+    if ELIMINATED_AFTER not in compared:
+        return result
+    last = compared.groupby("scale")[ELIMINATED_AFTER].max()
+    table = result.table.assign(n_seeds=result.n_seeds, **{ELIMINATED_AFTER: result.table["scale"].map(last)})
+    table.loc[table[ELIMINATED_AFTER].notna(), "in_confidence_set"] = False
+    earlier = pd.DataFrame(
+        [
+            {
+                "scale": scale,
+                "spearman": rows[metric].mean() if metric in rows else float("nan"),
+                "n_seeds": rows[SEED].nunique() if SEED in rows else 1,
+                "verdict": eliminated_after(int(rows[ELIMINATED_AFTER].max()))
+                if rows[ELIMINATED_AFTER].notna().any()
+                else f"not compared (race in progress, {len(rows)} seeds)",
+                ELIMINATED_AFTER: rows[ELIMINATED_AFTER].max(),
+                "in_confidence_set": False,
+                "best": False,
+                "indistinguishable": False,
+                "not_scoreable": "",
+            }
+            for scale, rows in dropped.groupby("scale")
+        ]
+    )
+    merged = pd.concat([table, earlier], ignore_index=True) if not earlier.empty else table
+    merged = merged.sort_values("scale", ignore_index=True)
+    return PairedComparison(
+        merged, result.n_pairs, result.n_seeds, result.n_resamples, result.level, result.margin, result.correction
+    )
 
 
 def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFrame]], str]:
@@ -172,9 +219,11 @@ def paired_comparisons(
     groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")
     results = []
     for label, group in groups:
-        arrays = _condition_arrays(group, source, split)
+        compared, dropped = _race_split(group)
+        arrays = _condition_arrays(compared, source, split)
         if arrays is not None:
-            results.append((label, paired_bootstrap(*arrays, n_resamples, level, seed, margin)))
+            result = paired_bootstrap(*arrays, n_resamples, level, seed, margin)
+            results.append((label, _with_race(result, compared, dropped, SPEARMAN_OF_SPLIT[split])))
     return _assembled(results, column, SPLIT_LABELS[split])
 
 
@@ -191,9 +240,11 @@ def seed_comparisons(
     groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")
     results = []
     for label, group in groups:
-        arrays = _seed_arrays(group, metric or SPEARMAN_OF_SPLIT[split])
+        compared, dropped = _race_split(group)
+        arrays = _seed_arrays(compared, metric or SPEARMAN_OF_SPLIT[split])
         if arrays is not None:
-            results.append((label, seed_comparison(*arrays, level=level, margin=margin)))
+            result = seed_comparison(*arrays, level=level, margin=margin)
+            results.append((label, _with_race(result, compared, dropped, metric or SPEARMAN_OF_SPLIT[split])))
     return _assembled(results, column, metric or SPLIT_LABELS[split])
 
 
@@ -205,7 +256,7 @@ def _assembled(results: list[tuple[str, PairedComparison]], column: str, metric:
         result.table.assign(
             condition=label,
             n_pairs=result.n_pairs,
-            n_seeds=result.n_seeds,
+            n_seeds=result.table["n_seeds"] if "n_seeds" in result.table else result.n_seeds,  # a race's own seeds
             n_resamples=result.n_resamples,
             level=result.level,
             margin=result.margin,

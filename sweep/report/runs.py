@@ -22,9 +22,11 @@ from sweep.names import (
     ROLE_STUDY,
     TAG_OPTUNA_STATE,
     TAG_PARENT_RUN_ID,
+    TAG_RACE_ELIMINATED_AFTER,
     TAG_ROLE,
     TAG_TRIAL_NUMBER,
 )
+from sweep.stats.scale_verdicts import ELIMINATED_AFTER
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,8 @@ def _trial_row(run: Run) -> dict[str, object]:
         "status": run.info.status,
         **{PARAM_PREFIX + key: value for key, value in run.data.params.items()},
         **run.data.metrics,
+        # a raced study's dropped point (`study.race`): the seeds it had when the race dropped it
+        **({ELIMINATED_AFTER: float(tags[TAG_RACE_ELIMINATED_AFTER])} if TAG_RACE_ELIMINATED_AFTER in tags else {}),
     }
 
 
@@ -98,8 +102,8 @@ def load_trials(
     """One row per child (trial) run of a study, sorted by trial number.
 
     Columns: ``run_id, trial_number, state`` (Optuna), ``status`` (MLflow), ``param.<key>`` (floats where
-    numeric) and the final value of every metric. ``parent_run_id`` wins over ``experiment_name``, whose
-    newest study run is used otherwise.
+    numeric), the final value of every metric and, in a raced study, ``eliminated_after``. ``parent_run_id`` wins
+    over ``experiment_name``, whose newest study run is used otherwise.
     """
     parent = _resolve_parent(client, experiment_name, parent_run_id)
     children = _search_all(

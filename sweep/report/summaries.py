@@ -14,6 +14,7 @@ import pandas as pd
 
 from sweep.evaluation.extra_sets import KINDS
 from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
+from sweep.stats.scale_verdicts import ELIMINATED_AFTER
 from sweep.stats.seed_paired import mean_interval
 
 SCALE = "param.loss.scale"
@@ -296,7 +297,8 @@ def mechanism_metrics(trials: pd.DataFrame) -> list[str]:
 
 def trials_table(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per trial (every state): number, state, the swept parameters, the seed, the headline metrics, the
-    extra sets' metrics (``eval.extra``) and the mechanism metrics (final and untrained), without ``param.``."""
+    extra sets' metrics (``eval.extra``), the mechanism metrics (final and untrained) and, in a raced study, the seeds
+    after which the race dropped the trial's point, without ``param.``."""
     swept = [f"param.{key}" for key in swept_keys(trials)]
     mechanism = [name for metric in mechanism_metrics(trials) for name in (metric, metric + INIT)]
     suffixes = tuple(f"_{metric}" for _, names in KINDS.values() for metric in names)
@@ -305,7 +307,7 @@ def trials_table(trials: pd.DataFrame) -> pd.DataFrame:
         "trial_number",
         "state",
         *dict.fromkeys(c for c in [*swept, SCALE, "param.trial.seed"] if c in trials),
-        *dict.fromkeys(m for m in [*TABLE_METRICS, *extra, *mechanism] if m in trials),
+        *dict.fromkeys(m for m in [*TABLE_METRICS, *extra, *mechanism, ELIMINATED_AFTER] if m in trials),
     ]
     return trials[columns].rename(columns=lambda c: c.removeprefix("param."))
 

@@ -38,6 +38,7 @@ from sweep.stats.scale_verdicts import (
     BEST,
     COLUMNS,
     DEFAULT_MARGIN,
+    ELIMINATED_AFTER,
     EQUIVALENT,
     NOT_DISTINGUISHABLE,
     WORSE,
@@ -127,7 +128,20 @@ class PairedComparison:
                 f"; not scoreable (collapsed: cosine std < {COLLAPSE_STD:g} with some seed): "
                 f"{listed(excluded, self.numeric)}"
             )
+        text += self.race()
         return f"{condition}: {text}" if condition else text
+
+    def race(self) -> str:
+        """``; eliminated by the race: after 2 seeds: 1, 2; after 3 seeds: 20`` for a raced study (a point dropped
+        before the last round has only its own seeds and is not in the comparison above), else ""."""
+        if ELIMINATED_AFTER not in self.table or self.table[ELIMINATED_AFTER].isna().all():
+            return ""
+        dropped = self.table.dropna(subset=[ELIMINATED_AFTER])
+        groups = [
+            f"after {int(seeds)} seeds: {listed(rows['scale'], self.numeric)}"
+            for seeds, rows in dropped.groupby(ELIMINATED_AFTER, sort=True)
+        ]
+        return f"; eliminated by the race: {'; '.join(groups)}"
 
 
 def paired_bootstrap(

@@ -43,6 +43,15 @@ SEED_T_MAX = 9  # up to this many seeds, the per-seed paired t interval joins th
 DEFAULT_MARGIN = 0.01  # a Spearman difference a user would not act on (`stats.paired.margin`; docs/reports.md says why)
 BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE = "best", "equivalent", "not distinguishable", "worse"
 VERDICTS = (BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE)
+ELIMINATED = "eliminated"  # a raced point dropped before the last comparison (`sweep.stats.race`): its verdict's start
+ELIMINATED_AFTER = "eliminated_after"  # a raced comparison's column: the seeds after which the race dropped the point
+
+
+def eliminated_after(seeds: int) -> str:
+    """The verdict of a point a race dropped after ``seeds`` seeds: ``eliminated after 2 seeds``."""
+    return f"{ELIMINATED} after {seeds} seed{'s' if seeds != 1 else ''}"
+
+
 COLUMNS = [
     "diff_to_best",
     "ci_low",

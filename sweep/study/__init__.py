@@ -1,5 +1,5 @@
 """Layer 8, the Optuna study: preflight checks, set-up (sampler, pruner, storage), the grid queue, the run loop with
-its failure rules and packing, and the results table."""
+its failure rules, packing and racing the seeds (`study.race`), and the results table."""
 
 from sweep.study.run_loop import StudyRunner, finish, open_sweep
 from sweep.study.summary import results_table

@@ -10,6 +10,7 @@ the RDB storage). Optuna's GridSampler cannot give that guarantee: concurrent wo
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import optuna
@@ -24,26 +25,39 @@ from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_GRID_POINT,
     ATTR_NOT_RETRIED,
+    PARAM_SEED,
 )
 from sweep.study.optuna_access import stored_trial
 
 HOLDING_STATES = (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
 
 
-def holding(study: optuna.Study) -> list[FrozenTrial]:
-    """Trials that hold their point: queued, being trained, or done. A FAIL releases it, and so does a discarded
+def is_holding(trial: FrozenTrial) -> bool:
+    """Whether `trial` holds its point: queued, being trained, or done. A FAIL releases it, and so does a discarded
     second copy (recorded as PRUNED without training)."""
-    trials = study.get_trials(deepcopy=False, states=HOLDING_STATES)
-    return [t for t in trials if not t.user_attrs.get(ATTR_DISCARDED)]
+    return trial.state in HOLDING_STATES and not trial.user_attrs.get(ATTR_DISCARDED)
 
 
-def enqueue_grid(study: optuna.Study, space: search_space.Space, seed: int | None) -> None:
+def holding(study: optuna.Study) -> list[FrozenTrial]:
+    """The trials that hold their point (`is_holding`)."""
+    return [t for t in study.get_trials(deepcopy=False, states=HOLDING_STATES) if is_holding(t)]
+
+
+def enqueue_point(study: optuna.Study, point: dict[str, Any]) -> None:
+    """Queue one grid point as attempt 1."""
+    study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
+
+
+def enqueue_grid(
+    study: optuna.Study, space: search_space.Space, seed: int | None, seeds: Sequence[Any] | None = None
+) -> None:
     """Queue every grid point once, as attempt 1, in a seeded shuffle: a pruner then compares trials from across
-    the grid, and a partial study covers it evenly instead of only its first axis values."""
-    points = search_space.grid_points(space)
+    the grid, and a partial study covers it evenly instead of only its first axis values. `seeds`: only the points
+    of these `trial.seed` values (a race's first round, `sweep.study.race`)."""
+    points = [p for p in search_space.grid_points(space) if seeds is None or p[PARAM_SEED] in seeds]
     random.Random(seed).shuffle(points)
     for point in points:
-        study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
+        enqueue_point(study, point)
 
 
 def grid_point(trial: FrozenTrial) -> dict[str, Any]:
@@ -106,7 +120,7 @@ def requeue_exhausted(study: optuna.Study) -> list[dict[str, Any]]:
             continue
         if not trial.user_attrs.get(ATTR_GRID_POINT) or point in held or point in queued:
             continue
-        study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
+        enqueue_point(study, point)
         queued.append(point)
     return queued
 

@@ -38,9 +38,11 @@ from sweep.names import (
     ATTR_WALL_TIME_S,
     TAG_BEST_MODEL_RUN_ID,
     TAG_END_REASON,
+    TAG_RACE,
 )
 from sweep.signals import check_stop, holding_stop_signals
 from sweep.study import grid_queue, packing
+from sweep.study import race as seed_race
 from sweep.study.failures import FailureWatch, record_failure
 from sweep.study.optuna_access import wrap_ask
 from sweep.study.preflight import resolve_trial_config
@@ -82,10 +84,13 @@ class StudyRunner:
     stopped_reason: str | None = None
     failures_seen: FailureWatch = field(init=False)
     categorical: frozenset[str] = field(init=False)  # grid keys this study asks as categorical (`suggest`)
+    race: seed_race.Race | None = field(init=False)  # `study.race`: the seeds raced (sweep/study/race.py)
 
     def __post_init__(self) -> None:
         self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
         self.categorical = grid_queue.categorical_params(self.study)
+        raced = self.cfg.study.race.enabled and self.is_grid
+        self.race = seed_race.Race(self.cfg, self.space, self.study, self.client, self.parent_run_id) if raced else None
         # Every ask, Optuna's in optimize and the packer's, holds a stop signal for the objective's check_stop.
         wrap_ask(self.study, holding_stop_signals)
 
@@ -117,6 +122,9 @@ class StudyRunner:
             trial.set_user_attr(ATTR_DISCARDED, True)  # its point was queued twice: trial `earlier` trains it
             raise optuna.TrialPruned(f"grid point already held by trial {earlier}")
         point = grid_queue.queued_point(self.study, trial) if self.is_grid else None
+        if self.race is not None and point and (seeds := self.race.dropped(point)) is not None:
+            trial.set_user_attr(ATTR_DISCARDED, True)  # queued before the race dropped its point
+            raise optuna.TrialPruned(f"grid point dropped by the race after {seeds} seeds")
         params = search_space.suggest(trial, self.space, point, self.categorical)
         cfg = resolve_trial_config(search_space.apply(self.cfg, params))
         run_name = ui_links.trial_run_name(trial.number, params)
@@ -215,6 +223,8 @@ class StudyRunner:
         if self.is_grid and not self.trials_in(TrialState.RUNNING):  # no other worker is in this run
             for point in grid_queue.requeue_exhausted(self.study):
                 log.warning("grid point %s failed in an earlier run and was not trained since: queued again", point)
+            if self.race is not None:  # a round a stopped run left undecided, or decided but not queued
+                self.race.advance()
         if self.is_grid and not self.trials_in(TrialState.WAITING, TrialState.RUNNING):
             log.info("study %s is complete: nothing to train", self.study.study_name)
             return
@@ -245,6 +255,8 @@ class StudyRunner:
             while self.stopped_reason is None and (deadline is None or time.monotonic() < deadline):
                 if self.is_grid and not self.trials_in(TrialState.WAITING):
                     if not self.trials_in(TrialState.RUNNING):
+                        if self.race is not None and self.race.advance():  # the next round's seed, for the survivors
+                            continue
                         break
                     time.sleep(self.cfg.study.heartbeat_interval)  # other workers' trials, or a dead worker's
                     fail_stale_trials(self.study)
@@ -289,12 +301,14 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
         base = ui_links.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
         parent = mlflow_client.parent_run(client, study, exp_id, {**base, "study.search_space": declared, **versions})
         mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
+        seed_race.pin(study, cfg, created)
         if space and search_space.is_grid(space):
-            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed)
+            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed, seed_race.first_seeds(cfg))
         study.set_user_attr(ATTR_READY, True)
     else:
         wait_until_ready(study)
         check_declared_space(study, declared, cfg.study.storage)
+        seed_race.pin(study, cfg, created)
         parent = mlflow_client.parent_run(client, study, exp_id, {})
     sweep = StudyRunner(cfg, space, study, client, exp_id, parent)
     holder["sweep"] = sweep
@@ -310,6 +324,8 @@ def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
     tags.update({**kept_models.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
+    if sweep.race is not None:
+        tags[TAG_RACE] = "; ".join(sweep.race.lines())[:5000]
     mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
     mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
     if TAG_BEST_MODEL_RUN_ID in tags:  # through the writer: a tracking outage delays it like any other write

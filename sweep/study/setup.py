@@ -54,6 +54,7 @@ from sweep.config.database_drivers import require_driver
 from sweep.evaluation.objective import objective_name
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
+from sweep.study.race import validate as validate_race
 from sweep.study.storage_retry import RetryingRDBStorage
 from sweep.tracking.sqlite_lock import sqlite_init_lock
 
@@ -213,14 +214,15 @@ def unwritable(error: OSError) -> str:
 
 
 def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
-    """Check the study keys, database drivers, sampler, pruner, every grid point (or distribution bound) and the data
-    files, before training. Returns the distinct model configs of those points (for the availability check)."""
+    """Check the study keys, database drivers, sampler, pruner, race, every grid point (or distribution bound) and the
+    data files, before training. Returns the distinct model configs of those points (for the availability check)."""
     check_known_keys(cfg)
     validate_study(cfg.study)
     require_driver("study.storage", cfg.study.storage)
     require_driver("tracking.uri", cfg.tracking.uri)
     make_sampler(cfg.study.sampler, space)
     make_pruner(cfg.study.pruner, cfg.trial.eval_steps)
+    validate_race(cfg, space)
     return validate_space(cfg, space)
 
 

@@ -109,12 +109,20 @@ def per_scale_table(table: pd.DataFrame, column: str, level: float = 0.95) -> pd
     return summary if summary["condition"].ne("").any() else summary.drop(columns="condition")
 
 
-def objective_lines(table: pd.DataFrame, metric: str, level: float = 0.95, minimize: bool = False) -> list[str]:
+def objective_lines(
+    table: pd.DataFrame, metric: str, level: float = 0.95, minimize: bool = False, raced: bool = False
+) -> list[str]:
     """Per condition, the best scale by the mean objective over seeds and the scales not distinguishable from it,
-    paired by seed (`sweep.stats.seed_paired`): the answer for an objective whose per-pair scores are not logged."""
+    paired by seed (`sweep.stats.seed_paired`): the answer for an objective whose per-pair scores are not logged.
+    ``raced`` (`study.race`): only the scales with the most seeds, the race's last round, on all their seeds (the
+    scales dropped earlier would cut the comparison to the seeds every scale has)."""
     lines = []
     for label, group in _complete_by_condition(table):
-        compared = seed_paired_comparison(_scores(group, OBJECTIVE), level=level, minimize=minimize)
+        scores = _scores(group, OBJECTIVE)
+        if raced:
+            seeds = scores.groupby("scale")["seed"].transform("nunique")
+            scores = scores[seeds == seeds.max()]
+        compared = seed_paired_comparison(scores, level=level, minimize=minimize)
         if not compared.empty:
             line = comparison_line(compared, metric, level)
             lines.append(f"{label}: {line}" if label else line)

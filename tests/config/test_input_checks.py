@@ -78,8 +78,9 @@ def test_overriding_a_key_the_experiment_sweeps_is_refused(compose_cfg, override
         ["trial.max_stepz=5"],
         ["data.train.local_file=nope.csv"],
         ["trial.learning_rate=0.05"],  # tiny BERT, a transformer, at the static model's rate
+        ["+experiment=mnrl_scale", "study.race.enabled=true", "study.race.min_seeds=5"],  # 3 seeds to race over
     ],
-    ids=["lib", "swept", "target", "schema-type", "schema-key", "missing-file", "transformer-lr"],
+    ids=["lib", "swept", "target", "schema-type", "schema-key", "missing-file", "transformer-lr", "race-min-seeds"],
 )
 def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, args):
     done = run_sweep(*TINY, "name=x", *args, home=tmp_path, timeout=300)
@@ -87,3 +88,32 @@ def test_bad_input_on_the_command_line_is_one_line_and_exit_code_2(tmp_path, arg
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"sweep: invalid config: {args[-1].split('=')[0]}=")
     assert not (tmp_path / "optuna.db").exists(), "refused before any study was opened"
+
+
+RACE_GRID = ("+study.search_space.loss.scale=[1,20]", "study.race.enabled=true")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "message"),
+    [
+        ((*RACE_GRID,), "study.race.enabled", "races over seeds: give study.seeds"),
+        ((*RACE_GRID, "study.seeds=[0,1,2]", "study.race.min_seeds=1"), "study.race.min_seeds", "must be 2 to 3"),
+        ((*RACE_GRID, "study.seeds=[0,1,2]", "study.race.min_seeds=4"), "study.race.min_seeds", "must be 2 to 3"),
+        (
+            (
+                "+study.search_space.loss.scale={type:float,low:1,high:50}",
+                "study.race.enabled=true",
+                "study.seeds=[0,1]",
+            ),
+            "study.race.enabled",
+            "races grid points",
+        ),
+        ((*RACE_GRID, "study.seeds=[0,1]", "study.pruner.name=median"), "study.race.enabled", "study.pruner.name=none"),
+    ],
+    ids=["no-seeds", "min-seeds-1", "min-seeds-above-the-seeds", "distribution", "pruner"],
+)
+def test_a_race_without_seeds_grid_or_whole_trials_is_refused_before_training(compose_cfg, overrides, key, message):
+    with pytest.raises(ConfigError, match=message) as error:
+        open_sweep(compose_cfg(*overrides, "name=race"))
+    assert error.value.key == key
+    assert "\n" not in str(error.value)

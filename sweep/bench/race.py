@@ -1,0 +1,208 @@
+"""Item 9: a race over the seeds (`study.race`) against the full grid with every seed, replayed on a real study.
+
+Trials of one seed are deterministic (a seed fixes the initialisation and the batches), so a race over a study
+that trained every point with every seed can be replayed offline from the per-pair predictions it shipped
+(``predictions.csv.gz``): each round compares the survivors on their seeds with the study's own settings
+(``config.yaml``: ``stats.paired.*``, ``stats.seed``) and decides with the function a live race calls
+(`sweep.stats.race.race_round`), so the replay takes the decisions a raced run of the same study would take. It is
+replayed in every order of the study's seeds (5! = 120 for 5 seeds; `Settings.race_orders` of them, drawn at random,
+in quick mode), since which seeds come first decides what the first rounds see. Reported: the training steps (trials
+x `trial.max_steps`, equal for every trial of such a study) and the wall time (the trials' `trial_wall_time_s`) the
+race spends / the full grid's, and the share of orders whose race ends on the full grid's 95% confidence set for the
+best (the set of the paired comparison of every point over every seed).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sweep.bench.runners import REPO_ROOT
+from sweep.bench.settings import Settings
+from sweep.bench.table import Row, Stat
+from sweep.report.folder_comparison import shipped_predictions
+from sweep.report.results_folder import TRIALS_CSV, flat_config, read_csv
+from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.stats.race import RoundDecision, race_round
+
+SCALE, SEED, WALL = "loss.scale", "trial.seed", "trial_wall_time_s"
+# `paired_bootstrap`'s options, from the study's config.yaml
+OPTIONS = {
+    "n_resamples": "stats.paired.resamples",
+    "level": "stats.paired.level",
+    "seed": "stats.seed",
+    "margin": "stats.paired.margin",
+}
+
+
+@dataclass(frozen=True)
+class RaceRun:
+    """One replayed race: the seed order, the trials it trained, their wall time and the points it ended on."""
+
+    order: tuple[float, ...]
+    trials: int
+    wall_s: float
+    kept: frozenset[float]
+    rounds: int
+    history: str  # "after 2 seeds out: 0, 1; after 3 seeds out: 20; ended: <why>"
+
+
+@dataclass(frozen=True)
+class RaceReplay:
+    """Every replayed race of one study against its full grid."""
+
+    folder: str
+    scales: tuple[float, ...]
+    seeds: tuple[float, ...]
+    steps_per_trial: int
+    full_wall_s: float
+    full_set: frozenset[float]
+    runs: tuple[RaceRun, ...]
+    min_seeds: int
+
+    @property
+    def full_trials(self) -> int:
+        return len(self.scales) * len(self.seeds)
+
+
+class Replayer:
+    """The study's trials and predictions, and the round decisions (memoised: many orders share a round)."""
+
+    def __init__(self, folder: Path) -> None:
+        config = flat_config(folder)
+        self.trials = read_csv(folder / TRIALS_CSV).query("state == 'COMPLETE'")
+        fetch = shipped_predictions(folder)
+        if fetch is None:
+            raise FileNotFoundError(f"{folder} ships no predictions.csv.gz: nothing to replay")
+        self.scales = tuple(sorted(self.trials[SCALE].unique()))
+        self.seeds = tuple(sorted(self.trials[SEED].unique()))
+        number = {(r[SCALE], r[SEED]): int(r["trial_number"]) for _, r in self.trials.iterrows()}
+        tables = {key: fetch(str(n), "validation") for key, n in number.items()}
+        missing = [key for key, table in tables.items() if table is None]
+        if missing or len(number) != len(self.scales) * len(self.seeds):
+            raise ValueError(f"{folder}: a race replay needs every scale with every seed and its predictions")
+        self.gold = next(iter(tables.values()))["gold"].to_numpy()  # type: ignore[index]
+        self.cosines = {key: table["cosine"].to_numpy() for key, table in tables.items()}  # type: ignore[index]
+        self.wall = {(r[SCALE], r[SEED]): float(r[WALL]) for _, r in self.trials.iterrows()}
+        setting = {key: float(str(config[key])) for key in (*OPTIONS.values(), "trial.max_steps")}
+        self.steps = int(setting["trial.max_steps"])
+        self.options: dict[str, float] = {name: setting[key] for name, key in OPTIONS.items()}
+
+    def comparison_set(self, scales: tuple[float, ...], seeds: tuple[float, ...]) -> tuple[RoundDecision, frozenset]:
+        """The round decision on `scales` x `seeds`, and the comparison's confidence set for the best."""
+        return self._compare(tuple(sorted(scales)), tuple(sorted(seeds)))
+
+    @functools.cache  # noqa: B019 - one replayer per benchmark run; the cache is the point
+    def _compare(self, scales: tuple[float, ...], seeds: tuple[float, ...]) -> tuple[RoundDecision, frozenset]:
+        predictions = np.asarray([[self.cosines[(scale, seed)] for seed in seeds] for scale in scales])
+        o = self.options
+        comparison = paired_bootstrap(
+            self.gold, predictions, list(scales), int(o["n_resamples"]), o["level"], int(o["seed"]), o["margin"]
+        )
+        table = comparison.table
+        decision = race_round(table, len(seeds), len(self.seeds), o["margin"])
+        return decision, frozenset(table.loc[table["in_confidence_set"], "scale"])
+
+    def race(self, order: tuple[float, ...], min_seeds: int) -> RaceRun:
+        """The race in this seed order: rounds until `race_round` ends it."""
+        survivors, used = self.scales, min_seeds
+        trained = [(scale, seed) for scale in survivors for seed in order[:used]]
+        history = []
+        while True:
+            decision, _ = self.comparison_set(survivors, order[:used])
+            survivors = tuple(float(s) for s in decision.kept)
+            if decision.eliminated:
+                history.append(f"after {used} seeds out: {', '.join(f'{float(s):g}' for s in decision.eliminated)}")
+            if decision.end:
+                history.append(f"ended after {used} seeds: {decision.end}")
+                break
+            trained += [(scale, order[used]) for scale in survivors]
+            used += 1
+        wall = sum(self.wall[key] for key in trained)
+        return RaceRun(order, len(trained), wall, frozenset(survivors), used, "; ".join(history))
+
+
+def replay(s: Settings, name: str, log: Callable[[str], None]) -> RaceReplay:
+    """Replay the race over the results folder `name` in every seed order (or `s.race_orders` random ones)."""
+    replayer = Replayer(REPO_ROOT / name)
+    orders = list(itertools.permutations(replayer.seeds))
+    if s.race_orders is not None:
+        orders = random.Random(0).sample(orders, min(s.race_orders, len(orders)))
+    _, full_set = replayer.comparison_set(replayer.scales, replayer.seeds)
+    log(f"  {name}: {len(replayer.scales)} scales x {len(replayer.seeds)} seeds, full grid's set {sorted(full_set)}")
+    runs = tuple(replayer.race(order, s.race_min_seeds) for order in orders)
+    log(f"  {len(runs)} seed orders replayed")
+    return RaceReplay(
+        name,
+        replayer.scales,
+        replayer.seeds,
+        replayer.steps,
+        sum(replayer.wall.values()),
+        full_set,
+        runs,
+        s.race_min_seeds,
+    )
+
+
+def _scales(scales: frozenset[float]) -> str:
+    return "{" + ", ".join(f"{s:g}" for s in sorted(scales)) + "}"
+
+
+def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
+    """Item 9: steps and wall time of the race / the full grid, and the share of seed orders on the same answer;
+    `goals`: measured against the issue's goals (else informational: a study with fewer seeds saves less)."""
+    full_steps = result.full_trials * result.steps_per_trial
+    steps = [run.trials * result.steps_per_trial for run in result.runs]
+    same = [run.kept == result.full_set for run in result.runs]
+    where = (
+        f"{result.folder}, {len(result.scales)} scales x {len(result.seeds)} seeds, min_seeds {result.min_seeds}, "
+        f"{len(result.runs)} seed orders"
+    )
+    trials = Counter(run.trials for run in result.runs)
+    ended = Counter(_scales(run.kept) for run in result.runs)
+    histories = Counter(run.history for run in result.runs)
+    return [
+        Row(
+            "9",
+            f"race / full grid, training steps ({where})",
+            Stat.of(steps).fmt("steps", 0),
+            f"{full_steps} steps",
+            Stat.of([n / full_steps for n in steps]),
+            "<= 0.5" if goals else "",
+            "trials per race: "
+            + ", ".join(f"{n} in {k} orders" for n, k in sorted(trials.items()))
+            + f" (full grid: {result.full_trials}); the rounds: "
+            + " | ".join(f"{history} (in {k} orders)" for history, k in histories.most_common()),
+        ),
+        Row(
+            "9",
+            f"race / full grid, wall time (the trials' trial_wall_time_s; {result.folder})",
+            Stat.of([run.wall_s for run in result.runs]).fmt("s", 1),
+            f"{result.full_wall_s:.1f} s",
+            Stat.of([run.wall_s / result.full_wall_s for run in result.runs]),
+            "",
+            "trials of one scale and seed took what the study measured",
+        ),
+        Row(
+            "9",
+            f"race ends on the full grid's 95% confidence set for the best (share of seed orders; {result.folder})",
+            f"{sum(same)} of {len(same)} orders",
+            f"full grid's set {_scales(result.full_set)}",
+            Stat.of([float(np.mean(same))]),
+            ">= 0.95" if goals else "",
+            "races ended on: " + ", ".join(f"{s} in {k} orders" for s, k in sorted(ended.items())),
+        ),
+    ]
+
+
+def measure_race(s: Settings, log: Callable[[str], None]) -> tuple[list[Row], list[RaceReplay]]:
+    """Item 9's rows and its raw results, one per folder of `s.race_folders` (the first against the goals)."""
+    results = [replay(s, name, log) for name in s.race_folders]
+    return [row for i, result in enumerate(results) for row in race_rows(result, goals=i == 0)], results

@@ -1,0 +1,64 @@
+"""One round of a race over seeds (`sweep.stats.race.race_round`): who is out, and when the race ends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.stats.race import ALL_EQUIVALENT, NONE_SCOREABLE, ONE_LEFT, SEEDS_USED, race_round
+from sweep.stats.scale_verdicts import BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE
+
+MARGIN = 0.01
+
+
+def table(*rows: tuple[str, str, bool, float, str]) -> pd.DataFrame:
+    """A comparison's table: (label, verdict, in the confidence set, bootstrap low of best - this, not scoreable)."""
+    return pd.DataFrame(rows, columns=["scale", "verdict", "in_confidence_set", "boot_low", "not_scoreable"])
+
+
+def test_out_of_the_set_beyond_the_margin_or_collapsed_is_out_and_the_rest_races_on():
+    decision = race_round(
+        table(
+            ("best", BEST, True, np.nan, ""),
+            ("close", NOT_DISTINGUISHABLE, True, 0.005, ""),  # worse, but not by the margin: the seeds decide
+            ("far", NOT_DISTINGUISHABLE, True, 0.02, ""),  # in the seed-t set (1 df), worse beyond the margin
+            ("beaten", WORSE, False, 0.003, ""),  # out of the confidence set
+            ("collapsed", "", False, np.nan, "collapsed with seed #0"),
+        ),
+        seeds_used=2,
+        seeds_total=5,
+        margin=MARGIN,
+    )
+    assert decision.kept == ["best", "close"]
+    assert decision.eliminated == ["far", "beaten", "collapsed"]
+    assert decision.end == ""
+
+
+@pytest.mark.parametrize(
+    ("rows", "seeds_used", "end"),
+    [
+        ([("a", BEST, True, np.nan, ""), ("b", WORSE, False, 0.05, "")], 2, ONE_LEFT),
+        ([("a", BEST, True, np.nan, ""), ("b", EQUIVALENT, True, -0.004, "")], 2, ALL_EQUIVALENT.format(margin=MARGIN)),
+        ([("a", BEST, True, np.nan, ""), ("b", NOT_DISTINGUISHABLE, True, 0.0, "")], 5, SEEDS_USED),
+        ([("a", "", False, np.nan, "collapsed"), ("b", "", False, np.nan, "collapsed")], 2, NONE_SCOREABLE),
+    ],
+    ids=["one-left", "equivalent", "seeds-used", "none-scoreable"],
+)
+def test_the_race_ends_when_one_is_left_the_rest_are_equivalent_or_the_seeds_run_out(rows, seeds_used, end):
+    assert race_round(table(*rows), seeds_used, 5, MARGIN).end == end
+
+
+def test_two_seeds_of_paired_predictions_drop_a_clearly_worse_point_and_keep_two_tied_ones():
+    """With 2 seeds the seed t (1 degree of freedom) puts nothing out; the bootstrap over the pairs inside the seeds
+    puts out a point far beyond the margin."""
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 400)
+    shared = rng.normal(0, 1.0, (2, 400))  # what a seed's model gets wrong, at every scale of that seed
+    tied = gold + shared + rng.normal(0, 0.05, (2, 2, 400))  # two scales that train alike
+    worse = gold + shared + rng.normal(0, 2.0, (1, 2, 400))
+    comparison = paired_bootstrap(gold, np.concatenate([tied, worse]), [10.0, 15.0, 50.0], n_resamples=300)
+    assert comparison.table.set_index("scale").loc[50.0, "in_confidence_set"], "the seed t alone keeps it in"
+    decision = race_round(comparison.table, 2, 5, MARGIN)
+    assert decision.eliminated == ["50.0"] and sorted(decision.kept) == ["10.0", "15.0"]

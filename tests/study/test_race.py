@@ -1,0 +1,144 @@
+"""Racing the seeds (`study.race`) on a small static model over the real offline data: the race drops the clearly worse
+point after two seeds, keeps two tied ones to the last seed, records every elimination, and gives the trials it ran
+the records an unraced study gives them; a run stopped between a round's decision and the next round's queue is
+continued by the rerun. (Two workers and a kill in the middle of a round: tests/faults/test_faults_race.py.)"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+
+from sweep.app import paired_summary, summary
+from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.names import (
+    ATTR_RACE,
+    ATTR_TEST_SPEARMAN,
+    ATTR_VALIDATION_SPEARMAN,
+    TAG_RACE,
+    TAG_RACE_ELIMINATED_AFTER,
+)
+from sweep.stats.race import SEEDS_USED
+from sweep.study import grid_queue
+from sweep.study.run_loop import finish, open_sweep
+from tests.conftest import TINY
+from tests.helpers import run_study, trial_runs
+
+# The static MiniLM embeddings (scale 0, zero gradient: the untrained control) are clearly below any trained scale
+# after 16 steps; scales 19 and 20 train alike. The margin 0.001 keeps the tie from ending the race early as
+# "equivalent", so 19 and 20 race to the last seed.
+RACE = [
+    "model=static_minilm",
+    "trial.max_steps=16",
+    "trial.eval_steps=8",
+    "trial.batch_size=32",
+    "data.train.max_samples=512",
+    "+study.search_space.loss.scale=[0,19,20]",
+    "study.seeds=[0,1,2]",
+    "stats.paired.margin=0.001",
+    "stats.enabled=false",
+]
+RACED = [*RACE, "study.race.enabled=true"]
+LINE = f"race: eliminated after 2 seeds: 0; ended after 3 seeds ({SEEDS_USED}): 19, 20 left"
+SAME_METRICS = (ATTR_VALIDATION_SPEARMAN, ATTR_TEST_SPEARMAN, "train_loss")
+
+
+def compose_race(root: Path, *overrides: str):
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return compose("config", overrides=[*TINY, f"paths.root={root}", *overrides])
+
+
+def points(study: optuna.Study) -> Counter:
+    """(scale, seed) -> how many COMPLETE trials."""
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    return Counter((t.params["loss.scale"], t.params["trial.seed"]) for t in complete)
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory):
+    """The raced study, stopped once between its first decision and its next round, then rerun; the same grid
+    unraced."""
+    root = tmp_path_factory.mktemp("race")
+    cfg = compose_race(root, *RACED, "name=raced")
+    first = open_sweep(cfg)
+    with pytest.MonkeyPatch.context() as patch:
+
+        def killed(study, point):  # the process dies after recording round 2, before queueing round 3
+            raise RuntimeError("killed")
+
+        patch.setattr(grid_queue, "enqueue_point", killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            first.run()
+    stopped = {key: value for key, value in first.study.user_attrs.items() if key.startswith(ATTR_RACE)}
+    raced, raced_table = run_study(cfg)  # the rerun
+    full, full_table = run_study(compose_race(root, *RACE, "name=full"))
+    return {"stopped": stopped, "raced": (raced, raced_table, cfg), "full": (full, full_table)}
+
+
+def test_the_race_drops_the_worse_point_and_keeps_the_tied_ones_to_the_last_seed(studies):
+    raced, table, cfg = studies["raced"]
+    assert set(studies["stopped"]) == {"sweep.race", "sweep.race.round_2"}, "the first run decided round 2 only"
+    assert points(raced.study) == Counter([(0, 0), (0, 1), *((s, seed) for s in (19, 20) for seed in (0, 1, 2))])
+    attrs = raced.study.user_attrs
+    assert attrs["sweep.race"] == {"min_seeds": 2, "level": 0.95, "margin": 0.001, "resamples": 1000, "seed": 0}
+    first, last = attrs["sweep.race.round_2"], attrs["sweep.race.round_3"]
+    assert first["eliminated"] == [json.dumps({"loss.scale": 0})] and not first["ended"]
+    assert last["kept"] == [json.dumps({"loss.scale": 19}), json.dumps({"loss.scale": 20})]
+    assert last["ended"] == {"": SEEDS_USED} and not last["eliminated"]
+    assert raced.race.lines() == [LINE]
+    assert LINE in summary(raced, table).splitlines()
+    client, parents, children = trial_runs(cfg)
+    assert [p.data.tags[TAG_RACE] for p in parents if p.info.run_id == raced.parent_run_id] == [LINE]
+    dropped = {c.data.params["loss.scale"]: c.data.tags.get(TAG_RACE_ELIMINATED_AFTER) for c in children}
+    assert dropped == {"0.0": "2", "19.0": None, "20.0": None}, "scale 0's trial runs say after how many seeds"
+    line, _ = paired_summary(raced, table)  # the study's answer: the survivors on every seed, 0 marked
+    assert "200 pairs x 3 seeds" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
+
+
+def test_the_trials_a_race_ran_have_the_records_of_an_unraced_study(studies):
+    raced, _, cfg = studies["raced"]
+    full, _ = studies["full"]
+    assert len(full.study.trials) == 9 and sum(points(raced.study).values()) == 8  # 8/9 of the steps, end to end
+    unraced = {(t.params["loss.scale"], t.params["trial.seed"]): t for t in full.study.trials}
+    for trial in raced.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
+        twin = unraced[(trial.params["loss.scale"], trial.params["trial.seed"])]
+        assert trial.value == twin.value
+        assert {k: v for k, v in trial.user_attrs.items() if "spearman" in k or k in ("scale", "temperature")} == {
+            k: v for k, v in twin.user_attrs.items() if "spearman" in k or k in ("scale", "temperature")
+        }
+    client = MlflowClient(cfg.tracking.uri)
+    runs = {}
+    for name in ("raced", "full"):
+        experiment = client.get_experiment_by_name(name)
+        for run in client.search_runs([experiment.experiment_id], "tags.`sweep.role` = 'trial'"):
+            if run.info.status == "FINISHED":
+                runs.setdefault((run.data.params["loss.scale"], run.data.params["trial.seed"]), {})[name] = run
+    assert len(runs) == 9 and sum("raced" in pair for pair in runs.values()) == 8
+    for pair in runs.values():
+        if "raced" not in pair:
+            continue
+        ours, theirs = pair["raced"].data, pair["full"].data
+        assert set(ours.metrics) == set(theirs.metrics)
+        assert {k: ours.metrics[k] for k in SAME_METRICS} == {k: theirs.metrics[k] for k in SAME_METRICS}
+        different = {k for k in ours.params if ours.params[k] != theirs.params.get(k)}
+        assert different == {"name", "study.name", "tracking.experiment_name", "study.race.enabled"}
+
+
+def test_a_rerun_with_other_race_settings_is_refused(studies, tmp_path_factory):
+    _, _, cfg = studies["raced"]
+    root = cfg.paths.root
+    with pytest.raises(ConfigError) as error:
+        open_sweep(compose_race(Path(root), *RACED, "name=raced", "stats.paired.margin=0.01"))
+    assert error.value.key == "stats.paired.margin" and "races with 0.001" in str(error.value)
+    with pytest.raises(ConfigError) as error:
+        open_sweep(compose_race(Path(root), *RACE, "name=raced"))
+    assert error.value.key == "study.race.enabled" and "was created racing" in str(error.value)
+    rerun = open_sweep(compose_race(Path(root), *RACED, "name=raced"))
+    rerun.run()  # the race is over: nothing is queued again
+    assert sum(points(rerun.study).values()) == 8
+    finish(rerun)
