@@ -115,6 +115,7 @@ def question_a(results: Path) -> Section:
             if interacts
             else "."
         )
+        + "".join(extra.summary for extra in training)
     )
     simcse = max(SIMCSE_DEV, key=lambda t: SIMCSE_DEV[t])
     by_t = ", ".join(f"{t:g}: {v:g}" for t, v in SIMCSE_DEV.items())

@@ -44,6 +44,7 @@ class Evidence:
     scopes: list[str] = field(default_factory=list)
     separates: bool = False
     confounds: list[str] = field(default_factory=list)
+    summary: str = ""  # a sentence for the question's answer
 
 
 def did_line(folder: Path, frame: pd.DataFrame, a: float, what: str) -> tuple[str, bool, str]:
@@ -133,6 +134,11 @@ def convergence_evidence(results: Path) -> Evidence | None:
         ),
     ]
     separates = False
+    at20 = row_at(paired, DEFAULT)
+    summary = (
+        f" Trained until validation stops improving (`{CONVERGENCE}`), {best['scale']:g} is still the best scale"
+        + (f" and 20 is {at20['verdict']} from it" if at20 is not None else "")
+    )
     short = results / SHORT
     if present(short):
         a = float(best["scale"])
@@ -154,4 +160,13 @@ def convergence_evidence(results: Path) -> Evidence | None:
                     f"{signed(did.estimate)} {interval(did.ci_low, did.ci_high)} ({did.design} t over {did.n1} seeds, "
                     f"the same seeds' batch orders)"
                 )
-    return Evidence(lines, [facts], [scope(folder, facts.n_seeds)], separates)
+        top = row_at(paired, 50.0)
+        if top is not None and {a, 50.0} <= shared:
+            did = difference_in_differences(both, a, 50.0, "120 steps (mnrl_scale)", "to convergence")
+            slower = "partly slower" if did.ci_high < 0 else "not slower"
+            worse = "still worse" if top["verdict"] == "worse" else f"then {top['verdict']}"
+            summary += (
+                f"; scale 50 is {slower} and {worse}: its gap to {a:g} goes from {num(did.gap1)} at 120 steps to "
+                f"{num(did.gap2)} once trained to a stop"
+            )
+    return Evidence(lines, [facts], [scope(folder, facts.n_seeds)], separates, summary=summary + ".")
