@@ -207,8 +207,10 @@ def record_verdict(cfg: DictConfig, client: TrackingClient, lines: list[str]) ->
     """At the end of a study, put its verdict `lines` into the card of its best kept model (`model_card`), on disk
     and in MLflow; return that README (None when no model is kept)."""
     directory = study_dir(cfg.paths.root, cfg.study.name)
+    if cfg.trial.save_model == "none" or not directory.is_dir():
+        return None
     with _locked(directory):
-        meta = read_meta(directory / BEST) if cfg.trial.save_model != "none" else None
+        meta = read_meta(directory / BEST)
         if meta is None:
             return None
         section = model_card.study_section(cfg.study.name, meta["trial_number"], meta["value"], lines)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 from datasets import Dataset
+from mlflow.entities import DatasetInput
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 
@@ -72,7 +73,7 @@ class TrackedData:
     training: dict[str, str]  # the training data as a model card names it: its name, and its hub id when read there
 
     @property
-    def inputs(self) -> list[Any]:
+    def inputs(self) -> list[DatasetInput]:
         return [split.input for split, _ in self.splits]
 
     def scored_on(self, metric: str) -> TrackedSplit | None:
