@@ -42,11 +42,7 @@ def _mlflow_source(source: SplitSource) -> DatasetSource:
     assert source.local_file is not None  # a source is a local file or a hub dataset
     from mlflow.data.dataset_source_registry import resolve_dataset_source
 
-    # MLflow registers its local-file source for two URI schemes ("" and "file") and warns that a path matches both:
-    # they are the same class, so the warning says nothing here.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return resolve_dataset_source(str(source.local_file))
+    return resolve_dataset_source(str(source.local_file))
 
 
 @dataclass(frozen=True)
@@ -62,6 +58,11 @@ class TrackedSplit:
 def tracked_split(dataset: Dataset, name: str, source: SplitSource, context: str) -> TrackedSplit:
     """`dataset` (the rows the trial uses) as an MLflow dataset input; its digest is MLflow's, computed from the
     rows (the first 10,000 and the row count)."""
-    tracked = from_huggingface(dataset, name=name, source=_mlflow_source(source))
+    # MLflow's UserWarnings here are about models, not dataset records: that a local path matches its file source for
+    # two URI schemes ("" and "file", the same class), and how a model signature with integer columns treats missing
+    # values. They would be printed to the console at every study start.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        tracked = from_huggingface(dataset, name=name, source=_mlflow_source(source))
     entity = DatasetEntity(**tracked.to_dict())
     return TrackedSplit(name, tracked.digest, DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)]))

@@ -51,7 +51,7 @@ from sweep.names import (
 )
 from sweep.tracking.mlflow_client import TrackingClient, TrialRun
 from sweep.training import model_card
-from sweep.training.logged_models import log_to_mlflow, model_name, upload_card
+from sweep.training.logged_models import log_to_mlflow, model_name, publish_verdict
 from sweep.training.resources import TrackedData
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,8 @@ def parent_tags(cfg: DictConfig) -> dict[str, str]:
 
 def record_verdict(cfg: DictConfig, client: TrackingClient, lines: list[str]) -> Path | None:
     """At the end of a study, put its verdict `lines` into the card of its best kept model (`model_card`), on disk
-    and in MLflow; return that README (None when no model is kept)."""
+    and in MLflow, and into its Description there (`logged_models.publish_verdict`); return that README (None when no
+    model is kept)."""
     directory = study_dir(cfg.paths.root, cfg.study.name)
     if cfg.trial.save_model == "none" or not directory.is_dir():
         return None
@@ -215,6 +216,7 @@ def record_verdict(cfg: DictConfig, client: TrackingClient, lines: list[str]) ->
             return None
         section = model_card.study_section(cfg.study.name, meta["trial_number"], meta["value"], lines)
         readme = model_card.write_study_section((directory / BEST).resolve(), section)
-    upload = functools.partial(upload_card, client, meta["mlflow_run_id"], readme)
-    client.writer.write("model card", upload)
+    registered = cfg.tracking.registered_model_name
+    publish = functools.partial(publish_verdict, client, meta["mlflow_run_id"], readme, section, registered)
+    client.writer.write("model card", publish)
     return readme

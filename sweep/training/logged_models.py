@@ -2,7 +2,8 @@
 the trial's final scores linked to it (each with the dataset it was computed on), registered under
 ``tracking.registered_model_name`` with the alias ``best`` on the study's best version, and, when the study ends, the
 best one tagged ``sweep.study_best=true`` and its card (README.md) replaced by the one that carries the study's
-verdict.
+verdict. The Description of a logged model (and of its registered version) is its card's title (the study, the trial
+and its grid point); the best one's becomes the study's verdict.
 
 Why the logged model is created first and logged without an active run: MLflow's ``log_model`` inside a run links to
 the model every metric the run logged at the model's step, without the datasets (a run's metrics do not keep them),
@@ -23,11 +24,19 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
-from sweep.names import MODEL_ALIAS_BEST, TAG_MODEL_ID, TAG_MODEL_LOGGED, TAG_MODEL_URI, TAG_STUDY_BEST
+from sweep.names import (
+    MODEL_ALIAS_BEST,
+    TAG_MODEL_ID,
+    TAG_MODEL_LOGGED,
+    TAG_MODEL_URI,
+    TAG_RUN_DESCRIPTION,
+    TAG_STUDY_BEST,
+)
 from sweep.tracking.mlflow_client import TrialRun
 from sweep.training.resources import TrackedData
 
 CARD_FOLDER = "model.sentence_transformer"  # where the flavor puts the sentence-transformers folder in the model
+TAG_DESCRIPTION = TAG_RUN_DESCRIPTION  # a logged model's Description on its page is the same tag as a run's
 
 
 def model_name(trial_number: int) -> str:
@@ -92,12 +101,24 @@ def log_to_mlflow(
     )
     client.log_outputs(run.run_id, [LoggedModelOutput(logged.model_id, step)])
     link_metrics(run, logged.model_id, metrics, data)
+    title = str(model.model_card_data.model_name or name)  # the card's title: study, trial and grid point
+    client.set_logged_model_tags(logged.model_id, {TAG_DESCRIPTION: title})
     if registered_model_name and info.registered_model_version is not None:  # each registered model is a new best
-        client.set_registered_model_alias(registered_model_name, MODEL_ALIAS_BEST, str(info.registered_model_version))
+        version = str(info.registered_model_version)
+        client.update_model_version(registered_model_name, version, description=title)
+        client.set_registered_model_alias(registered_model_name, MODEL_ALIAS_BEST, version)
     uri = f"runs:/{run.run_id}/{name}"
     for key, value in ((TAG_MODEL_URI, uri), (TAG_MODEL_ID, logged.model_id), (TAG_MODEL_LOGGED, "true")):
         client.set_tag(run.run_id, key, value)  # in the same (buffered) call as the upload
     return uri
+
+
+def study_version(client: MlflowClient, run_id: str, registered_model_name: str | None) -> str | None:
+    """The latest version of `registered_model_name` registered from run `run_id` (None when there is none)."""
+    if not registered_model_name:
+        return None
+    versions = client.search_model_versions(f"name='{registered_model_name}' and run_id='{run_id}'")
+    return str(max(int(v.version) for v in versions)) if versions else None
 
 
 def mark_study_best(client: MlflowClient, run_id: str, registered_model_name: str | None) -> None:
@@ -107,18 +128,21 @@ def mark_study_best(client: MlflowClient, run_id: str, registered_model_name: st
     model_id = client.get_run(run_id).data.tags.get(TAG_MODEL_ID)
     if model_id:
         client.set_logged_model_tags(model_id, {TAG_STUDY_BEST: "true"})
-    if registered_model_name:
-        versions = client.search_model_versions(f"name='{registered_model_name}' and run_id='{run_id}'")
-        if versions:
-            latest = max(versions, key=lambda v: int(v.version))
-            client.set_registered_model_alias(registered_model_name, MODEL_ALIAS_BEST, str(latest.version))
+    if (version := study_version(client, run_id, registered_model_name)) is not None:
+        client.set_registered_model_alias(str(registered_model_name), MODEL_ALIAS_BEST, version)
 
 
-def upload_card(client: MlflowClient, run_id: str, readme: Path) -> None:
-    """Replace the card (README.md) of the model logged on run `run_id` by `readme` (nothing when none was logged)."""
+def publish_verdict(
+    client: MlflowClient, run_id: str, readme: Path, section: str, registered_model_name: str | None
+) -> None:
+    """The study's verdict on the model logged on run `run_id` (the study's best): its card (README.md) replaced by
+    `readme`, and `section` as the Description of the logged model and of its registered version."""
     model_id = client.get_run(run_id).data.tags.get(TAG_MODEL_ID)
     if not model_id:
         return
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / readme.name).write_bytes(readme.read_bytes())
         client.log_model_artifacts(model_id, folder, artifact_path=CARD_FOLDER)
+    client.set_logged_model_tags(model_id, {TAG_DESCRIPTION: section})
+    if (version := study_version(client, run_id, registered_model_name)) is not None:
+        client.update_model_version(str(registered_model_name), version, description=section)

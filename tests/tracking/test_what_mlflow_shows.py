@@ -45,6 +45,7 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
         "eval.extra.1.max_samples=100",
         "tracking.registered_model_name=sweep-shown",
         "tracking.system_metrics_interval_s=0.2",
+        "trial.save_model=all",  # a logged model for each trial: the best and one that is not
         home=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -66,7 +67,7 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
     assert all(len(found) == 1 for found in digests.values()), "every trial reads the same rows"
 
     logged = client.search_logged_models([parent.info.experiment_id])
-    assert logged, "the first trial's model is kept (the best so far)"
+    assert len(logged) == 2 and sum(m.tags.get("sweep.study_best") == "true" for m in logged) == 1
     for model in logged:
         run = client.get_run(model.source_run_id)
         (output,) = run.outputs.model_outputs
@@ -77,6 +78,9 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
             assert (linked[key].dataset_name, linked[key].dataset_digest) == (dataset, *digests[dataset])
             assert (linked[key].value, linked[key].step) == (run.data.metrics[key], 4)
         assert len(client.get_metric_history(run.info.run_id, "stsb_test_spearman")) == 1, "linked, not logged twice"
+        point = run.data.tags[TAG_RUN_DESCRIPTION].split("\n")[0]
+        if model.tags.get("sweep.study_best") != "true":  # the model page's Description: its trial's grid point
+            assert model.tags[TAG_RUN_DESCRIPTION] == f"shown, trial {run.data.tags['sweep.trial_number']}: {point}"
 
     best_run_id = parent.data.tags["sweep.best_model_run_id"]
     assert client.get_model_version_by_alias("sweep-shown", MODEL_ALIAS_BEST).run_id == best_run_id
@@ -93,7 +97,12 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
     assert f"## The study\n\nThe best model of the sweep study `shown`: trial {trial}, objective " in card
     verdict = parent.data.tags[TAG_RUN_DESCRIPTION]  # the study's answer lines, as its parent run shows them
     assert verdict.startswith("- STSB validation Spearman: best scale ") and f"verdict:\n\n{verdict}\n" in card
-    location = client.get_logged_model(client.get_run(best_run_id).data.tags[TAG_MODEL_ID]).artifact_location
+    best_model = client.get_logged_model(client.get_run(best_run_id).data.tags[TAG_MODEL_ID])
+    section = card.partition("<!-- sweep: the study -->\n")[2].partition("\n<!-- /sweep: the study -->")[0]
+    assert best_model.tags[TAG_RUN_DESCRIPTION] == section, "the best model's Description: the study's verdict"
+    version = client.get_model_version_by_alias("sweep-shown", MODEL_ALIAS_BEST)
+    assert version.description == section
+    location = best_model.artifact_location
     copy = mlflow.artifacts.download_artifacts(f"{location}/{CARD_FOLDER}/README.md", dst_path=str(tmp_path / "dl"))
     assert Path(copy).read_text() == card, "the logged model's card carries the verdict too"
 
