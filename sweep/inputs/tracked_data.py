@@ -64,5 +64,5 @@ def tracked_split(dataset: Dataset, name: str, source: SplitSource, context: str
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         tracked = from_huggingface(dataset, name=name, source=_mlflow_source(source))
-    entity = DatasetEntity(**tracked.to_dict())
+        entity = DatasetEntity(**tracked.to_dict())  # its schema is inferred here
     return TrackedSplit(name, tracked.digest, DatasetInput(entity, tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)]))
