@@ -136,13 +136,15 @@ def publish_verdict(
     client: MlflowClient, run_id: str, readme: Path, section: str, registered_model_name: str | None
 ) -> None:
     """The study's verdict on the model logged on run `run_id` (the study's best): its card (README.md) replaced by
-    `readme`, and `section` as the Description of the logged model and of its registered version."""
+    `readme`, and the card's `section` (without its heading) as the Description of the logged model and of its
+    registered version."""
     model_id = client.get_run(run_id).data.tags.get(TAG_MODEL_ID)
     if not model_id:
         return
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / readme.name).write_bytes(readme.read_bytes())
         client.log_model_artifacts(model_id, folder, artifact_path=CARD_FOLDER)
-    client.set_logged_model_tags(model_id, {TAG_DESCRIPTION: section})
+    description = section.partition("\n\n")[2]  # a version's first line is its preview in the versions table
+    client.set_logged_model_tags(model_id, {TAG_DESCRIPTION: description})
     if (version := study_version(client, run_id, registered_model_name)) is not None:
-        client.update_model_version(str(registered_model_name), version, description=section)
+        client.update_model_version(str(registered_model_name), version, description=description)

@@ -98,10 +98,10 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
     verdict = parent.data.tags[TAG_RUN_DESCRIPTION]  # the study's answer lines, as its parent run shows them
     assert verdict.startswith("- STSB validation Spearman: best scale ") and f"verdict:\n\n{verdict}\n" in card
     best_model = client.get_logged_model(client.get_run(best_run_id).data.tags[TAG_MODEL_ID])
-    section = card.partition("<!-- sweep: the study -->\n")[2].partition("\n<!-- /sweep: the study -->")[0]
+    section = card.partition("<!-- sweep: the study -->\n## The study\n\n")[2].partition("\n<!-- /sweep")[0]
+    assert section.startswith(f"The best model of the sweep study `shown`: trial {trial}, ") and verdict in section
     assert best_model.tags[TAG_RUN_DESCRIPTION] == section, "the best model's Description: the study's verdict"
-    version = client.get_model_version_by_alias("sweep-shown", MODEL_ALIAS_BEST)
-    assert version.description == section
+    assert client.get_model_version_by_alias("sweep-shown", MODEL_ALIAS_BEST).description == section
     location = best_model.artifact_location
     copy = mlflow.artifacts.download_artifacts(f"{location}/{CARD_FOLDER}/README.md", dst_path=str(tmp_path / "dl"))
     assert Path(copy).read_text() == card, "the logged model's card carries the verdict too"
