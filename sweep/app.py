@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 from typing import Any, cast
 
@@ -23,11 +22,13 @@ from omegaconf.errors import OmegaConfBaseException
 from sweep.config import multirun
 from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
 from sweep.config.composition import config_error
+from sweep.config.devices import place_workers
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL
 from sweep.signals import (
     StopSignals,
+    Worker,
     exit_code,
     follow_parent,
     quiet_interrupt_tracebacks,
@@ -173,6 +174,21 @@ def _worker_arguments() -> list[str]:
     return list(hydra_config.overrides.task) if hydra_config.mode == RunMode.MULTIRUN else sys.argv[1:]
 
 
+def _extra_workers(cfg: DictConfig) -> tuple[list[Worker], bool]:
+    """The worker processes this run starts beside itself, and whether it trains too (raises ConfigError).
+
+    With `study.devices` one process per worker, each pinned to its GPU, and this process only coordinates (opens
+    the study, waits, reports). It cannot pin itself safely: validating the config may call torch.cuda.is_available()
+    (trial.device=cuda, eval_batch_size auto), whose cuInit fixes the GPUs a process sees for its lifetime, and a
+    library may do so at import; a worker started with CUDA_VISIBLE_DEVICES in its environment sees its one GPU
+    whatever runs in it. The idle coordinator creates no CUDA context, so it holds no GPU memory."""
+    if cfg.study.devices is None:
+        return [Worker()] * (cfg.study.n_workers - 1), True
+    placements = place_workers(cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
+    log.info("study.devices: %d workers on %s", len(placements), ", ".join(p.label for p in placements))
+    return [Worker(p.environment(), p.overrides()) for p in placements], False
+
+
 def _composed() -> None:
     """The config is composed: the user's HYDRA_FULL_ERROR again (errors of the run are reported as before)."""
     if FULL_ERROR in _composing:
@@ -190,11 +206,12 @@ def run(cfg: DictConfig) -> None:
     follow_parent()
     _quiet_libraries()
     quiet_interrupt_tracebacks()
-    threads = None
-    if cfg.study.n_workers > 1:  # every worker process, this one included, gets its share of the cores
-        threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
-        cfg = with_values(cfg, {"trial.torch_threads": threads})
     try:
+        extra, trains = _extra_workers(cfg)
+        threads = None
+        if extra:  # every worker process gets its share of the cores
+            threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
+            cfg = with_values(cfg, {"trial.torch_threads": threads})
         sweep = open_sweep(cfg, overrides=list(HydraConfig.get().overrides.task))
     except ConfigError as error:
         print(f"sweep: invalid config: {error}", file=sys.stderr)
@@ -202,12 +219,11 @@ def run(cfg: DictConfig) -> None:
     except KeyboardInterrupt as early:  # before any trial started: nothing to clean up
         print(f"sweep: interrupted by {signal_name(early)} before training started", file=sys.stderr)
         sys.exit(exit_code(early))
-    workers: list[subprocess.Popen] = (
-        spawn_workers(cfg.study.n_workers, threads, _worker_arguments()) if threads else []
-    )
+    workers = spawn_workers(extra, threads, _worker_arguments()) if threads else []
     interrupt: KeyboardInterrupt | None = None
     try:
-        sweep.run()
+        if trains:
+            sweep.run()
     except KeyboardInterrupt as caught:
         interrupt = caught
     try:
@@ -215,6 +231,9 @@ def run(cfg: DictConfig) -> None:
     except KeyboardInterrupt as caught:  # a signal while waiting for the workers: pass it on to them
         interrupt = caught
         stop_workers(workers, interrupt)
+    failed = [f"{w.returncode}" for w in workers if w.returncode] if not trains and not interrupt else []
+    if failed and not sweep.stopped_reason:  # the coordinator trained nothing: the workers' errors are the run's
+        sweep.stopped_reason = f"{len(failed)} of {len(workers)} workers failed (exit codes {', '.join(failed)})"
     table = finish(sweep, interrupted=signal_name(interrupt) if interrupt else None)
     print(summary(sweep, table))
     if not interrupt and not sweep.stopped_reason:  # a stopped study (e.g. tracking down) has no paired answer

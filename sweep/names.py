@@ -70,3 +70,9 @@ ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cos
 ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table
 ARTIFACT_REPORT = "report"  # parent run: the study's figures and their CSVs (python -m sweep.report study's files)
 ARTIFACT_CONFIG = "config.yaml"  # parent run: the study's composed config, paths as given (a results folder's copy)
+
+# Where a trial ran (sweep.config.devices.trial_records): each an Optuna trial attribute and an MLflow trial-run tag.
+TAG_DEVICE = "sweep.device"  # cpu, mps or cuda:<physical GPU> (its CUDA_VISIBLE_DEVICES entry)
+TAG_SLURM_JOB_ID = "sweep.slurm_job_id"  # in a SLURM job: SLURM_JOB_ID
+TAG_SLURM_LOCALID = "sweep.slurm_localid"  # in a SLURM task: SLURM_LOCALID (the task's index on its node)
+ATTR_DEVICE, ATTR_SLURM_JOB_ID, ATTR_SLURM_LOCALID = TAG_DEVICE, TAG_SLURM_JOB_ID, TAG_SLURM_LOCALID

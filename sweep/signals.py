@@ -11,8 +11,9 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import TypeVar
 
@@ -186,22 +187,35 @@ def worker_threads(n_workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // n_workers)
 
 
-def spawn_workers(n_workers: int, threads: int, arguments: Sequence[str]) -> list[subprocess.Popen]:
-    """n_workers - 1 more processes running `python -m sweep ARGUMENTS` (this run's) on the same study (separate
+@dataclass(frozen=True)
+class Worker:
+    """What one worker process gets beside this run's arguments: environment variables (a GPU worker's
+    ``CUDA_VISIBLE_DEVICES``, set before it starts) and overrides (replacing the same keys of the arguments)."""
+
+    environment: Mapping[str, str] = field(default_factory=dict)
+    overrides: Sequence[str] = ()
+
+
+def spawn_workers(workers: Sequence[Worker], threads: int, arguments: Sequence[str]) -> list[subprocess.Popen]:
+    """A process running `python -m sweep ARGUMENTS` (this run's) on the same study for each of `workers` (separate
     processes: torch and the trainer are not thread-safe). Each follows this process: it gets SIGTERM if this one
     dies."""
-    overrides = [arg for arg in arguments if arg.split("=")[0].lstrip("+~") not in WORKER_KEYS]
-    command = [
-        sys.executable,
-        "-m",
-        "sweep",
-        *overrides,
-        "study.n_workers=1",
-        f"trial.torch_threads={threads}",
-        "quiet=true",
-    ]
-    env = {**os.environ, PARENT_ENV: str(os.getpid())}
-    return [subprocess.Popen(command, env=env) for _ in range(n_workers - 1)]
+    processes = []
+    for worker in workers:
+        replaced = {*WORKER_KEYS, *(override.split("=")[0] for override in worker.overrides)}
+        command = [
+            sys.executable,
+            "-m",
+            "sweep",
+            *(arg for arg in arguments if arg.split("=")[0].lstrip("+~") not in replaced),
+            "study.n_workers=1",
+            f"trial.torch_threads={threads}",
+            "quiet=true",
+            *worker.overrides,
+        ]
+        env = {**os.environ, **worker.environment, PARENT_ENV: str(os.getpid())}
+        processes.append(subprocess.Popen(command, env=env))
+    return processes
 
 
 def stop_workers(workers: list[subprocess.Popen], interrupt: KeyboardInterrupt | None) -> None:

@@ -15,6 +15,7 @@ from sweep.config.checks import (
     require_number,
 )
 from sweep.config.composition import check_known_keys, compose_config, config_error
+from sweep.config.devices import Placement, place_workers, trial_records
 from sweep.config.input_checks import (
     check_csv,
     check_device,
@@ -29,6 +30,7 @@ __all__ = [
     "AUTO_EVAL_BATCH_SIZE",
     "CONFIG_DIR",
     "ConfigError",
+    "Placement",
     "Space",
     "SweepConfig",
     "check_csv",
@@ -41,9 +43,11 @@ __all__ = [
     "eval_batch_size",
     "flatten",
     "parse_numbers",
+    "place_workers",
     "require_auto_or_int",
     "require_choice",
     "require_int",
     "require_number",
     "resolve_scale",
+    "trial_records",
 ]

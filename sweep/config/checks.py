@@ -141,6 +141,12 @@ def validate_trial(trial: DictConfig) -> None:
         require_int("trial.max_steps", trial.max_steps, note="or null for one pass over the training rows")
     require_int("trial.batch_size", trial.batch_size, minimum=2)
     require_int("trial.eval_steps", trial.eval_steps)
+    if trial.early_stopping_patience is not None:
+        require_int(
+            "trial.early_stopping_patience",
+            trial.early_stopping_patience,
+            note="evaluations without improvement before training stops, or null to train all trial.max_steps",
+        )
     require_int("trial.logging_steps", trial.logging_steps)
     require_auto_or_int("trial.eval_batch_size", trial.eval_batch_size)
     require_int("trial.seed", trial.seed, minimum=0)

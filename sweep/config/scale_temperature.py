@@ -80,6 +80,16 @@ def scale_values(cfg: DictConfig) -> dict[str, float]:
     return {"loss.scale": scale, "loss.temperature": math.inf if scale == 0 else 1.0 / scale}
 
 
+def given_scale(cfg: DictConfig) -> float | None:
+    """The scale a config sets itself (`scale_values`), or None when `loss.scale` and `loss.temperature` both keep
+    the loss's own default (a loss without `loss.scale`: None)."""
+    loss = cfg.loss
+    defaults = _loss_defaults(str(loss.get("name")))
+    if defaults and all(loss.get(key) == defaults.get(key) for key in KEYS):
+        return None
+    return scale_values(cfg).get("loss.scale")
+
+
 def resolve_scale(cfg: DictConfig) -> DictConfig:
     """A copy of `cfg` whose `loss.scale` and `loss.temperature` agree (scale = 1/temperature): `scale_values`."""
     return with_values(cfg, scale_values(cfg))

@@ -1,7 +1,8 @@
 """The typed config boundary: one dataclass per config group with a fixed set of keys, the schema Hydra composes the
 YAML under `sweep/conf/` into (structured configs, the primary-config schema: `conf/config.yaml` lists
-``base_config`` first in its defaults; `conf/loss/wrapper/default.yaml` lists ``base_wrapper``). Composing it and
-turning Hydra's and OmegaConf's errors into the one-line `ConfigError`: `sweep.config.composition`.
+``base_config`` first in its defaults; `conf/loss/wrapper/default.yaml` lists ``base_wrapper``,
+`conf/loss/scale_schedule/default.yaml` ``base_scale_schedule``). Composing it and turning Hydra's and OmegaConf's
+errors into the one-line `ConfigError`: `sweep.config.composition`.
 
 Division of labour:
 
@@ -16,7 +17,8 @@ Division of labour:
   ``model.kind=nope`` while Hydra composes, before the check that lists the choices in the project's words.
 
 Typed: the root (``quiet``), ``paths``, ``model``, ``data`` (and its three splits), ``trial``, ``study`` (with its
-sampler and pruner), ``tracking``, ``stats`` (with ``paired``), ``eval`` (with ``layer_grid``) and ``loss.wrapper``.
+sampler and pruner), ``tracking``, ``stats`` (with ``paired``), ``eval`` (with ``layer_grid``), ``loss.wrapper`` and
+``loss.scale_schedule``.
 
 Loose on purpose (``Any``), where a schema type would replace a message the project gives (and its tests assert) or
 refuse a form it accepts:
@@ -27,15 +29,17 @@ refuse a form it accepts:
   of str and int), checked by `require_auto_or_int`;
 - ``study.pack_memory_gib``: a number of GiB or null; a float field would refuse ``lots`` while composing, before
   `validate_study` names it with its own message;
+- ``study.devices``: null, ``auto`` or a list of GPU indices or ``cuda:N`` names (no union type), checked by
+  `sweep.config.devices.resolve_devices`;
 - set-valued keys that take a list or a comma string (``eval.layer_grid.layers``/``dims``,
   ``loss.wrapper.dims``/``weights``), parsed by `sweep.config.checks.parse_numbers`;
 - ``eval.extra`` entries (their keys depend on ``kind``: checked by `sweep.evaluation.extra_sets.validate`),
   ``model.config_overrides`` (any Hugging Face config field) and ``study.search_space`` (nested like the config).
 
-Untyped: ``loss`` itself (all but ``loss.wrapper``). Its keys depend on ``loss.name`` (``scale`` and ``temperature``
-for MNRL, ``w1..w3`` and three scales for AnglE, a guide for GIST, ...), and ``loss.name`` may be changed by an
-override or an experiment without changing the group option, so no single schema fits; the loss registry
-(`sweep.losses.LOSSES`, each `LossSpec.check`) owns those keys and their checks.
+Untyped: ``loss`` itself (all but ``loss.wrapper`` and ``loss.scale_schedule``). Its keys depend on ``loss.name``
+(``scale`` and ``temperature`` for MNRL, ``w1..w3`` and three scales for AnglE, a guide for GIST, ...), and
+``loss.name`` may be changed by an override or an experiment without changing the group option, so no single schema
+fits; the loss registry (`sweep.losses.LOSSES`, each `LossSpec.check`) owns those keys and their checks.
 """
 
 from __future__ import annotations
@@ -103,6 +107,17 @@ class WrapperConfig:
 
 
 @dataclass
+class ScaleScheduleConfig:
+    spec: str | None = MISSING
+    kind: str = MISSING
+    min_scale: float | None = MISSING
+    max_scale: float | None = MISSING
+    period_steps: int | None = MISSING
+    start_scale: float | None = MISSING
+    end_scale: float | None = MISSING
+
+
+@dataclass
 class TrialConfig:
     max_steps: int | None = MISSING
     batch_size: int = MISSING
@@ -115,6 +130,7 @@ class TrialConfig:
     seed: int = MISSING
     save_model: str = MISSING
     eval_steps: int = MISSING
+    early_stopping_patience: int | None = MISSING
     logging_steps: int = MISSING
     eval_batch_size: Any = MISSING
     precision: str = MISSING
@@ -163,6 +179,7 @@ class StudyConfig:
     pruner: PrunerConfig = field(default_factory=PrunerConfig)
     search_space: dict[str, Any] = MISSING
     seeds: list[int] | None = MISSING
+    devices: Any = MISSING
 
 
 @dataclass
@@ -240,6 +257,7 @@ def register() -> None:
     store = ConfigStore.instance()
     store.store(name="base_config", node=SweepConfig)
     store.store(group="loss/wrapper", name="base_wrapper", node=WrapperConfig)
+    store.store(group="loss/scale_schedule", name="base_scale_schedule", node=ScaleScheduleConfig)
 
 
 register()

@@ -1,6 +1,7 @@
 """The loss registry: `loss.name` -> the `LossSpec` its module declares (checks, construction, training columns).
 
-Any loss can be wrapped (`loss.wrapper`, see wrappers.py)."""
+Any loss can be wrapped (`loss.wrapper`, see wrappers.py); a loss with one scale can follow a temperature schedule
+(`loss.scale_schedule`, see scale_schedule.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from transformers import TrainerCallback
 from sweep.config.checks import ConfigError, require_choice, with_values
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
+from sweep.losses.scale_schedule import ScaleSchedule, ScaleScheduleCallback, schedule_of, schedule_values
 from sweep.losses.spec import LossSpec
 from sweep.losses.wrappers import validate_wrapper, wrap
 
@@ -21,11 +23,14 @@ __all__ = [
     "LOSSES",
     "LossSpec",
     "ScaleClampCallback",
+    "ScaleSchedule",
+    "ScaleScheduleCallback",
     "build_loss",
     "learnable_scales",
     "learning_rate_mapping",
     "loss_values",
     "resolve_loss",
+    "schedule_callback",
     "training_callbacks",
     "validate_loss",
     "validate_wrapper",
@@ -53,10 +58,37 @@ def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
     return [ScaleClampCallback(loss)] if learnable_scales(loss) else []
 
 
+def schedule_callback(loss: nn.Module, cfg: DictConfig) -> ScaleScheduleCallback | None:
+    """The callback that sets the scale of `loss` by `loss.scale_schedule` before each step (None: a constant)."""
+    schedule = schedule_of(cfg.loss)
+    holder = LOSSES[cfg.loss.name].scheduled
+    if schedule.kind == "constant" or holder is None:  # validate_loss refuses a schedule of a loss without one
+        return None
+    return ScaleScheduleCallback(schedule, [module for module in loss.modules() if isinstance(module, holder)])
+
+
+def _schedule_values(cfg: DictConfig, spec: LossSpec) -> dict[str, Any]:
+    """`schedule_values`, for a loss whose scale a schedule can set (a loss without one: only a constant at
+    `loss.scale`)."""
+    schedule = schedule_of(cfg.loss)
+    if spec.scheduled is None and schedule.initial_scale() is not None:
+        key = "spec" if cfg.loss.scale_schedule.spec is not None else "kind"
+        scheduled = ", ".join(name for name, other in LOSSES.items() if other.scheduled is not None)
+        raise ConfigError(
+            f"loss.scale_schedule.{key}",
+            cfg.loss.scale_schedule[key],
+            f"loss {cfg.loss.name} has no single fixed scale to schedule: use kind=constant (schedules: {scheduled})",
+        )
+    return schedule_values(cfg)
+
+
 def loss_values(cfg: DictConfig) -> dict[str, Any]:
-    """The derived loss keys ({dotted key: value}) that make logged params show what trains (before validation: an
-    unknown `loss.name` is left to `validate_loss`)."""
-    return LOSSES[cfg.loss.name].resolve(cfg) if cfg.loss.name in LOSSES else {}
+    """The derived loss keys ({dotted key: value}) that make logged params show what trains, a schedule's included
+    (before validation: an unknown `loss.name` is left to `validate_loss`)."""
+    if cfg.loss.name not in LOSSES:
+        return {}
+    spec = LOSSES[cfg.loss.name]
+    return {**spec.resolve(cfg), **_schedule_values(cfg, spec)}
 
 
 def resolve_loss(cfg: DictConfig) -> DictConfig:
@@ -80,6 +112,7 @@ def validate_loss(cfg: DictConfig) -> None:
     if spec.transformer_only and cfg.model.kind != "transformer":
         raise ConfigError("model.kind", cfg.model.kind, f"loss {name} needs model.kind=transformer")
     spec.check(cfg)
+    _schedule_values(cfg, spec)
     validate_wrapper(cfg, spec.gradient_cache)
     if cfg.loss.get("scale") == 0 and cfg.trial.weight_decay > 0:
         raise ConfigError(

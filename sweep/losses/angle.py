@@ -31,4 +31,4 @@ def from_config(model: SentenceTransformer, cfg: DictConfig) -> AnglELoss:
     return AnglELoss(model, scale=cfg.loss.scale)
 
 
-SPEC = LossSpec(from_config, SCORED_PAIRS_OR_TEXT_TUPLES)
+SPEC = LossSpec(from_config, SCORED_PAIRS_OR_TEXT_TUPLES, scheduled=AnglELoss)

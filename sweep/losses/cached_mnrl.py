@@ -58,4 +58,11 @@ def from_config(model: SentenceTransformer, cfg: DictConfig) -> ScaledCachedMult
     )
 
 
-SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, transformer_only=True, gradient_cache=True)
+SPEC = LossSpec(
+    from_config,
+    TEXT_TUPLES,
+    check=check,
+    transformer_only=True,
+    gradient_cache=True,
+    scheduled=ScaledCachedMultipleNegativesRankingLoss,  # its `scale` is the wrapped MNRL's (set through it)
+)

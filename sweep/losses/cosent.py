@@ -34,4 +34,4 @@ def check(cfg: DictConfig) -> None:
     require_choice("loss.similarity", cfg.loss.similarity, PAIRWISE_SIMILARITIES)
 
 
-SPEC = LossSpec(from_config, SCORED_PAIRS, check=check)
+SPEC = LossSpec(from_config, SCORED_PAIRS, check=check, scheduled=CoSENTLoss)

@@ -54,4 +54,4 @@ def from_config(model: SentenceTransformer, cfg: DictConfig) -> ScaledMultipleNe
     return ScaledMultipleNegativesRankingLoss(model, scale=cfg.loss.scale, similarity=cfg.loss.similarity)
 
 
-SPEC = LossSpec(from_config, TEXT_TUPLES, check=check)
+SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, scheduled=ScaledMultipleNegativesRankingLoss)

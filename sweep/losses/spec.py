@@ -65,3 +65,4 @@ class LossSpec:
     learning_rates: Callable[[DictConfig], dict[str, float]] = _no_learning_rates  # per-parameter, by name pattern
     transformer_only: bool = False  # needs model.kind=transformer
     gradient_cache: bool = False  # back-propagates from a hook (no layer wrappers)
+    scheduled: type[nn.Module] | None = None  # the module whose `scale` loss.scale_schedule sets (None: constant only)

@@ -65,6 +65,8 @@ def _condition_words(key: str, value: str) -> str:
         return "no wrapper" if value == "None" else f"{value} wrapper"
     if name == "normalize":
         return "Normalize layer" if value == "True" else "no Normalize layer"
+    if key.endswith("scale_schedule.spec"):  # already words: "cosine 5-50"
+        return value
     return _CONDITION_WORDS.get(name, name.replace("_", " ") + " {}").format(value)
 
 

@@ -32,25 +32,12 @@ from sweep.report.findings_evidence import (
     tidy,
     untested,
 )
+from sweep.report.findings_training import batch_evidence, convergence_evidence, did_line
 from sweep.report.pooled import pooled_report
 from sweep.report.results_folder import flat_config
-from sweep.stats.interactions import difference_in_differences, gap_by_condition
+from sweep.stats.interactions import gap_by_condition
 
 MNRL_FOLDERS = ("mnrl_scale", "mnrl_scale_lr", "mnrl_scale_lr_low", "mnrl_scale_data", "normalize")
-
-
-def _did_line(folder: Path, frame: pd.DataFrame, a: float, what: str) -> tuple[str, bool, str]:
-    """How the gap ``a - 20`` changes from the first to the last condition (numeric order): the line, whether its
-    interval excludes 0, and the estimate with its interval."""
-    conditions = by_number(list(frame["condition"].unique()))
-    did = difference_in_differences(frame, a, DEFAULT, conditions[0], conditions[-1])
-    line = (
-        f"`{folder.name}`: gap {a:g} - 20 {signed(did.gap1)} at {did.cond1}, {signed(did.gap2)} at {did.cond2}; "
-        f"difference in differences {signed(did.estimate)} {interval(did.ci_low, did.ci_high)} ({did.design} t over "
-        f"{did.n1} seeds, {did.level:.0%}); the best scales differ in {num(did.p_argmax_differs)} of the seed "
-        f"resamples ({what})"
-    )
-    return line, bool(did.ci_low > 0 or did.ci_high < 0), f"{signed(did.estimate)} {interval(did.ci_low, did.ci_high)}"
 
 
 def question_a(results: Path) -> Section:
@@ -90,7 +77,7 @@ def question_a(results: Path) -> Section:
         gaps = gap_by_condition(frame)
         bests = [float(b) for b in gaps["best"]]
         labels = "; ".join(f"{c}: {b:g}" for c, b in zip(gaps["condition"], gaps["best"], strict=True))
-        line, interacts, change = _did_line(lr, frame, a, "does the optimum move with the learning rate")
+        line, interacts, change = did_line(lr, frame, a, "does the optimum move with the learning rate")
         evidence += [f"`mnrl_scale_lr`: best scale per learning rate {labels}", line]
     low = results / "mnrl_scale_lr_low"
     if present(low):  # the learning rates below mnrl_scale_lr's best
@@ -105,6 +92,13 @@ def question_a(results: Path) -> Section:
             )
     moves = len(set(bests)) > 1
     beats = bool(row["ci_low"] > 0)
+    confounds = ["the learning rate (the best scale moves with it)"] if moves else []
+    scopes = [scope(f, fact.n_seeds) for f, fact in zip(folders, facts, strict=True)]
+    training = [e for e in (batch_evidence(results), convergence_evidence(results)) if e is not None]
+    for extra in training:
+        evidence += extra.lines
+        scopes += extra.scopes
+        confounds += extra.confounds
     answer = (
         f"{'No, but nearly' if beats else 'Not shown otherwise'}: scale {a:g} beats the default 20 by "
         f"{signed(row['mean'])} {interval(row['ci_low'], row['ci_high'])} pooled over {n_conditions} distinct MNRL "
@@ -122,7 +116,6 @@ def question_a(results: Path) -> Section:
             else "."
         )
     )
-    confounds = ["the learning rate (the best scale moves with it)"] if moves else []
     simcse = max(SIMCSE_DEV, key=lambda t: SIMCSE_DEV[t])
     by_t = ", ".join(f"{t:g}: {v:g}" for t, v in SIMCSE_DEV.items())
     agree = "agrees" if f"{1 / a:g}" == f"{simcse:g}" else "disagrees"
@@ -131,7 +124,7 @@ def question_a(results: Path) -> Section:
         answer,
         strength(facts, beats, n_conditions, confounds),
         evidence,
-        [scope(f, fact.n_seeds) for f, fact in zip(folders, facts, strict=True)],
+        scopes,
         [
             f"sentence-transformers' default scale 20 (temperature 0.05): {'disagrees' if beats else 'agrees'} "
             "on this set-up",
@@ -185,8 +178,8 @@ def question_b(results: Path) -> Section:
     bests = means.groupby(level="condition").idxmax().map(lambda key: key[1])
     others = [float(b) for b in bests if b != DEFAULT]
     a = max(set(others), key=others.count) if others else float(means.drop(DEFAULT, level="scale").idxmax()[1])
-    did_line, separates, estimate = _did_line(folder, frame, a, "the near-optimum gap")
-    evidence = [*_size_lines(folder, frame, metric), did_line]
+    gap_line, separates, estimate = did_line(folder, frame, a, "the near-optimum gap")
+    evidence = [*_size_lines(folder, frame, metric), gap_line]
     facts = [folder_facts(folder)]
     if folder == size:
         confound = "data size tied to the number of steps at one learning rate (one pass each)"

@@ -1,8 +1,8 @@
 """``python -m sweep.report findings``: ``results/FINDINGS.md``, one page with one section per question the tool
 exists to answer, each with its answer, evidence (numbers read from the results folders' CSVs, never typed), strength
 by the rule stated at the top (`sweep.report.findings_evidence.STRENGTH_RULE`), scope, literature and what would
-change it. Questions (a)-(b) are in `sweep.report.findings_mnrl`, (c) in `sweep.report.findings_concentration`; (d)-(f)
-and the page are here.
+change it. Questions (a)-(b) are in `sweep.report.findings_mnrl`, (c) in `sweep.report.findings_concentration`, (g)
+in `sweep.report.findings_schedule`; (d)-(f) and the page are here.
 ``tests/report/test_findings_page.py`` regenerates the page from the committed CSVs and compares."""
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from sweep.report.findings_evidence import (
     untested,
 )
 from sweep.report.findings_mnrl import question_a, question_b
+from sweep.report.findings_schedule import question_g
 from sweep.report.results_folder import flat_config
 
 START_MODEL = (
@@ -254,7 +255,7 @@ def question_f(results: Path) -> Section:
     )
 
 
-QUESTIONS = (question_a, question_b, question_c, question_d, question_e, question_f)
+QUESTIONS = (question_a, question_b, question_c, question_d, question_e, question_f, question_g)
 
 
 def findings_page(results: Path) -> str:

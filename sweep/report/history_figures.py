@@ -43,8 +43,12 @@ def _conditions(data: pd.DataFrame) -> list[str]:
 
 def _loss_panels(data: pd.DataFrame, label: str, sharey: bool) -> tuple[Figure, list[tuple[Axes, str, pd.DataFrame]]]:
     """(axes, title, rows) per (condition, scale): a grid with one row per condition and one column per scale when
-    there are conditions (the row's condition labels its first panel), else panels wrapped three or four a row."""
+    there are conditions (the row's condition labels its first panel), else panels wrapped three or four a row;
+    one panel per condition when each has its own single scale (a schedule study's arms: their first scales)."""
     groups = by_condition(data, _conditions(data))
+    if data["scale"].nunique() > 1 and all(rows["scale"].nunique() == 1 for _, rows in groups):  # else mostly empty
+        fig, axes = facets(len(groups), height=1.35, sharey=sharey, max_columns=4 if len(groups) > MANY_PANELS else 3)
+        return fig, [(ax, condition_title(c, ", "), rows) for ax, (c, rows) in zip(axes, groups, strict=True)]
     if len(groups) == 1:
         by_scale = list(groups[0][1].groupby("scale", sort=True))
         fig, axes = facets(

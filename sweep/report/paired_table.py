@@ -1,5 +1,5 @@
 """The paired-comparison table of a study: per condition, which scales are not distinguishable from the best (or,
-in a study that sweeps other keys instead of the scale, which grid points).
+in a study that sweeps other keys instead of the scale, which grid points: a temperature schedule's in words).
 
 Read from MLflow (each COMPLETE trial's ``predictions/stsb_validation.csv``) and computed by
 :func:`sweep.stats.paired_bootstrap.paired_bootstrap`; written by ``python -m sweep.report study`` as
@@ -13,15 +13,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
+from sweep.losses.scale_schedule import ScaleSchedule, parse_spec
 from sweep.report.results_folder import PAIRED_FILES, PAIRED_TEST_CSV
 from sweep.report.summaries import (
+    SCALE,
+    SCHEDULE,
     SPEARMAN_OF_SPLIT,
     by_condition,
     complete_trials,
@@ -49,6 +52,7 @@ COLUMNS = [
 ]
 PredictionSource = Callable[[str, str], pd.DataFrame | None]  # (run id, split) -> a trial's gold/cosine table
 POINT = "point"  # the column that replaces "scale" when grid points are compared
+SCHEDULE_NAME = SCHEDULE.removeprefix("loss.")  # a swept schedule key's condition name: scale_schedule.<key>
 STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about
 SPLIT_LABELS = {"validation": STSB_VALIDATION_LABEL, "test": "STSB test Spearman"}
 
@@ -115,8 +119,40 @@ def _comparison_groups(trials: pd.DataFrame) -> tuple[list[tuple[str, pd.DataFra
         return by_condition(complete, names), "scale"
     if not names:
         return [], POINT
-    points = [condition_label(names, values) for values in complete[names].itertuples(index=False)]
-    return [("", complete.assign(scale=points))], POINT
+    return [("", complete.assign(scale=_point_labels(trials.loc[complete.index], complete, names)))], POINT
+
+
+def _point_labels(trials: pd.DataFrame, complete: pd.DataFrame, names: list[str]) -> list[str]:
+    """Each COMPLETE trial's grid point, ``name=value, ...``, a swept temperature schedule first and in words
+    ("cosine 5-50", not its keys). ``trials``: the same rows as ``complete`` with their raw ``param.*`` columns."""
+    schedule = [name for name in names if name.startswith(SCHEDULE_NAME)]
+    others = [name for name in names if name not in schedule]
+    labels = [condition_label(others, values) for values in complete[others].itertuples(index=False)]
+    if not schedule:
+        return labels
+    words = [_schedule_words(row) for _, row in trials.iterrows()]
+    return [", ".join(part for part in pair if part) for pair in zip(words, labels, strict=True)]
+
+
+def _schedule_words(row: pd.Series) -> str:
+    """A trial's temperature schedule in words ("constant 10", "cosine 5-50", "linear 50-5"): its spec when it has
+    one, else its keys (a constant at its ``loss.scale``). MLflow hands params back as strings where a column mixes
+    numbers and nulls ("None")."""
+
+    def given(name: str) -> Any:
+        value = row.get(name if name == SCALE else f"param.{SCHEDULE}{name}")
+        return None if value is None or value == "None" or pd.isna(value) else value
+
+    scale = float(given(SCALE)) if given(SCALE) is not None else None
+    if given("spec") is not None:
+        return parse_spec(str(given("spec"))).words(scale)
+    numbers = {
+        name: float(given(name))
+        for name in ("min_scale", "max_scale", "start_scale", "end_scale")
+        if given(name) is not None
+    }
+    period = int(float(given("period_steps"))) if given("period_steps") is not None else None
+    return ScaleSchedule(str(given("kind")), period_steps=period, **numbers).words(scale)
 
 
 def paired_comparisons(

@@ -112,11 +112,16 @@ def _trials_frame(folder: Path, config: dict[str, object]) -> tuple[pd.DataFrame
 
 
 def _own_untrained(folder: Path) -> pd.DataFrame:
-    """Scale-0 rows of the folder's Spearman table, or the ``untrained`` column of an AnglE heatmap."""
+    """Scale-0 rows of the folder's Spearman table, the ``untrained`` rows of a schedule study's arms table, or the
+    ``untrained`` column of an AnglE heatmap."""
     spearman = folder / f"{SPEARMAN_STEM}.csv"
     if spearman.exists():
         table = read_csv(spearman)
         return table[table["scale"] == UNTRAINED_SCALE]
+    arms = folder / "schedule_arms.csv"
+    if arms.exists():
+        rows = read_csv(arms).query("panel == 'untrained'")
+        return pd.DataFrame({"scale": UNTRAINED_SCALE, "split": rows["split"], "n": 1, "mean": rows["mean"]})
     for stem in HEATMAP_STEMS:
         path = folder / f"{stem}.csv"
         if path.exists() and "untrained" in (table := read_csv(path)):

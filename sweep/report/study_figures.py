@@ -17,7 +17,8 @@ from sweep.report.history_figures import write_learned_scale_trajectory, write_t
 from sweep.report.mechanism_figures import mechanism_summary, write_mechanism_vs_scale
 from sweep.report.results_folder import PAIRED_STEM, FixedScaleReference, ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
-from sweep.report.study_context import UNTRAINED_SCALE, library_default, untrained_rows
+from sweep.report.schedule_figures import write_schedule_arms
+from sweep.report.study_context import UNTRAINED_SCALE, config_value, library_default, untrained_rows
 from sweep.report.summaries import (
     SPEARMAN_COLUMNS,
     SPEARMAN_OF_SPLIT,
@@ -128,7 +129,25 @@ def write_study_figures(
         *write_angle_scales_heatmap(trials, out_dir, validation),
         *write_layer_grid_figures(tables["layer_grid_heatmap"], out_dir),
         *write_extra_sets_vs_scale(trials, out_dir),
+        *write_schedule_arms(
+            trials, _int_or_none(config_value(trials, "trial.max_steps")), out_dir, _by_split(untrained)
+        ),
     ]
+
+
+def _by_split(untrained: pd.DataFrame) -> dict[str, float]:
+    """The untrained model's mean Spearman per split (nothing when unknown)."""
+    if untrained.empty:
+        return {}
+    return {str(split): float(rows["mean"].mean()) for split, rows in untrained.groupby("split")}
+
+
+def _int_or_none(value: object) -> int | None:
+    """A config value read back as text or number (``120``, ``"120"``, ``120.0``) as an int; None when absent."""
+    try:
+        return int(float(str(value))) if value is not None else None
+    except ValueError:
+        return None
 
 
 def write_results_folder(folder: ResultsFolder, out_dir: Path) -> list[Path]:

@@ -18,6 +18,7 @@ from sweep.stats.seed_paired import mean_interval
 
 SCALE = "param.loss.scale"
 SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>
+SCHEDULE = "loss.scale_schedule."  # the keys of a temperature schedule (sweep.losses.scale_schedule)
 NOT_CONDITIONS = {"loss.scale", "loss.temperature", "trial.seed"}  # the x axis (temperature = 1/scale), the replicate
 ANGLE_WEIGHTS = {"param.loss.w1": "w1", "param.loss.w2": "w2", "param.loss.w3": "w3"}
 ANGLE_SCALES = {
@@ -53,6 +54,7 @@ TABLE_METRICS = (
     "sim_effective_rank",
     "learned_scale",
     "max_weight_change",
+    "trained_steps",
     "trial_wall_time_s",
 )
 # the mechanism statistics (sweep.stats.concentration) each trial logs after training and, suffixed INIT, before it
@@ -166,8 +168,13 @@ def identical_title(labels: list[str], words: Callable[[str], str], separator: s
 
 
 def swept_scales(trials: pd.DataFrame) -> bool:
-    """Whether the COMPLETE trials span at least two scales (else a curve vs scale says nothing)."""
-    return SCALE in trials and trials.loc[trials["state"] == "COMPLETE", SCALE].nunique() > 1
+    """Whether the COMPLETE trials span at least two scales (else a curve vs scale says nothing), none of them set
+    by a swept `loss.scale_schedule` (then `loss.scale` is each schedule's first scale: its arms are grid points)."""
+    return (
+        SCALE in trials
+        and trials.loc[trials["state"] == "COMPLETE", SCALE].nunique() > 1
+        and not any(key.startswith(SCHEDULE) for key in swept_keys(trials))
+    )
 
 
 # ---------------------------------------------------------------- per-figure tables

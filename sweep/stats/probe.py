@@ -109,10 +109,13 @@ class ConcentrationProbe:
     def current_scale(self) -> float:
         return float(self.scale() if callable(self.scale) else self.scale)
 
-    def follow(self, loss: torch.nn.Module) -> None:
-        """Read the scale from ``loss`` at each measurement when it learns it."""
+    def follow(self, loss: torch.nn.Module, scheduled: Callable[[], float] | None = None) -> None:
+        """Read the scale at each measurement from ``scheduled`` (a scale schedule's current scale), or from
+        ``loss`` when it learns it."""
         learned = learnable_scales(loss)
-        if learned:
+        if scheduled is not None:
+            self.scale = scheduled
+        elif learned:
             self.scale = lambda: float(learned[0].scale.detach())
 
     def encode_heldout(self, model: SentenceTransformer) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from sweep.config import search_space
 from sweep.config.checks import flatten, with_values
+from sweep.config.devices import trial_records
 from sweep.config.input_checks import check_swept_overrides
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
@@ -125,6 +126,9 @@ class StudyRunner:
         run = mlflow_client.TrialRun(
             self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
         )
+        placement = trial_records(cfg.trial.device)  # its device (and SLURM task): attributes and tags alike
+        for name, where in placement.items():
+            trial.set_user_attr(name, where)
         trial.set_user_attr(ATTR_MLFLOW_RUN_ID, run.run_id)
         if "scale" in cfg.loss:
             trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
@@ -133,6 +137,7 @@ class StudyRunner:
         run.set_tags({TAG_RUN_DESCRIPTION: description})
         start = time.perf_counter()
         try:
+            run.set_tags(placement)
             run.log_params({**flatten(cfg), **version_params()})
             with system_metrics(run, cfg.tracking):  # stops with the trial, however it ends
                 value = train_and_evaluate(

@@ -94,8 +94,10 @@ def trial_description(loss: Mapping[str, Any], params: Mapping[str, Any]) -> str
     scale and temperature first, then the seed and any other swept value (``` `mnrl` at scale 10 (temperature
     0.1), seed 1; trial.batch_size 64 ```). `loss`: the trial's resolved ``loss`` config."""
     words = f"`{loss['name']}`"
+    schedule = (loss.get("scale_schedule") or {}).get("kind", "constant")
     if loss.get("scale") is not None:
-        words += f" at scale {loss['scale']:g} (temperature {loss['temperature']:g})"
+        at = "at" if schedule == "constant" else f"on a {schedule} scale schedule starting at"
+        words += f" {at} scale {loss['scale']:g} (temperature {loss['temperature']:g})"
     if "trial.seed" in params:
         words += f", seed {params['trial.seed']}"
     others = [f"{key} {value}" for key, value in params.items() if key not in (*SCALE_KEYS, "trial.seed")]

@@ -1,19 +1,20 @@
-"""The sentence-transformers side of a trial: the training arguments read from ``trial.*``, the callback that sends
-loss and Spearman to MLflow and the pruner, and what the console shows of training (a line per evaluation; the
-trainer's bar only on a terminal, never its raw dicts). The trainer is sentence-transformers' own, its model-card
-callback included (it records the training data and the loss with its parameters on the model's card)."""
+"""The sentence-transformers side of a trial: the training arguments read from ``trial.*``, early stopping, the
+callback that sends loss and Spearman to MLflow and the pruner, and what the console shows of training (a line per
+evaluation; the trainer's bar only on a terminal, never its raw dicts). The trainer is sentence-transformers' own,
+its model-card callback included (it records the training data and the loss with its parameters on the card)."""
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import optuna
 import torch
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-from transformers import TrainerCallback
+from transformers import EarlyStoppingCallback, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from sweep.losses import learning_rate_mapping
@@ -23,7 +24,8 @@ from sweep.training.resources import VALIDATION
 
 
 class TrialCallback(TrainerCallback):
-    """Sends the training loss and validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
+    """Sends the training loss (with what the loss and the `reporters` follow: a learned or scheduled scale) and the
+    validation Spearman to MLflow and the Optuna pruner; stops on NaN/inf loss."""
 
     def __init__(
         self,
@@ -31,8 +33,10 @@ class TrialCallback(TrainerCallback):
         run: TrialRun,
         loss: torch.nn.Module,
         on_evaluated: Callable[[int], None] | None = None,
+        reporters: Sequence[Any] = (),
     ) -> None:
         self.trial, self.run, self.loss, self.on_evaluated = trial, run, loss, on_evaluated
+        self.reporters = [loss, *reporters]  # whose logged_metrics() go with the training loss
         self.pruned_at: int | None = None
         self.diverged_at: int | None = None
         self.last_eval: tuple[int, float] | None = None
@@ -49,8 +53,10 @@ class TrialCallback(TrainerCallback):
                 "learning_rate": logs.get("learning_rate"),
                 "grad_norm": logs.get("grad_norm"),
             }
-            # A loss may expose values to follow during training (e.g. a learnable scale): logged_metrics() -> dict.
-            metrics.update(getattr(self.loss, "logged_metrics", dict)())
+            # A loss (a learnable scale) or a callback (a scale schedule) may expose values to follow during
+            # training: logged_metrics() -> dict.
+            for reporter in self.reporters:
+                metrics.update(getattr(reporter, "logged_metrics", dict)())
             self.run.log_metrics(
                 {k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step
             )
@@ -107,6 +113,14 @@ def show_progress(trainer: SentenceTransformerTrainer, trial_number: int, bars: 
     trainer.add_callback(ProgressLines(trial_number))
 
 
+def early_stopping(cfg: DictConfig) -> list[TrainerCallback]:
+    """transformers' `EarlyStoppingCallback` on STSB validation Spearman when `trial.early_stopping_patience` is set:
+    training stops after that many evaluations in a row without a new best (the model kept is the last one, not the
+    best: reloading the best would need a checkpoint at every evaluation)."""
+    patience = cfg.trial.early_stopping_patience
+    return [EarlyStoppingCallback(early_stopping_patience=patience)] if patience else []
+
+
 def training_arguments(cfg: DictConfig, output_dir: str, bars: bool) -> SentenceTransformerTrainingArguments:
     t = cfg.trial
     device = t.device
@@ -126,6 +140,8 @@ def training_arguments(cfg: DictConfig, output_dir: str, bars: bool) -> Sentence
         data_seed=t.seed,
         eval_strategy="steps",
         eval_steps=t.eval_steps,
+        # read by transformers' EarlyStoppingCallback (`early_stopping`): the trainer tracks the best value seen
+        metric_for_best_model=f"eval_{VALIDATION}_spearman_cosine" if t.early_stopping_patience else None,
         logging_steps=t.logging_steps,
         logging_nan_inf_filter=False,  # a NaN/inf loss must reach the divergence check, not be averaged away
         save_strategy="no",

@@ -26,7 +26,7 @@ from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import log_layer_grid, stsb_layer_grid
 from sweep.evaluation.objective import objective_value
 from sweep.evaluation.predictions import log_predictions
-from sweep.losses import build_loss, training_callbacks
+from sweep.losses import build_loss, schedule_callback, training_callbacks
 from sweep.names import (
     ATTR_COLLAPSED,
     ATTR_TEST_SPEARMAN,
@@ -45,7 +45,7 @@ from sweep.tracking.mlflow_client import TrialRun
 from sweep.training import model_card
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, TrackedData, device_of, spearman
-from sweep.training.trainer import TrialCallback, show_progress, training_arguments
+from sweep.training.trainer import TrialCallback, early_stopping, show_progress, training_arguments
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +147,16 @@ def train(
     if cfg.loss.get("scale") == 0:
         run.set_tags({TAG_SCALE_ZERO: SCALE_ZERO_MODE})
         initial_weights = {name: param.detach().clone() for name, param in p.model.named_parameters()}
-    if p.probe is not None:
-        p.probe.follow(loss)  # the statistics use the loss's current scale (a learned one included)
+    schedule = schedule_callback(loss, cfg)  # None: a constant scale
+    if p.probe is not None:  # the statistics use the loss's current scale (a learned or scheduled one included)
+        p.probe.follow(loss, schedule.current_scale if schedule is not None else None)
     extra = resources.extra.get(cfg)
     scorer = extra_sets.TrialScorer(extra, p.model, run.log_metrics)
     every_eval = extra_sets.chain(
         probe_at_evaluation(p.probe, cfg, p.model, p.validation, run), scorer if cfg.eval.extra_every_eval else None
     )
-    callback = TrialCallback(trial, run, loss, on_evaluated=every_eval)
+    scheduled = [schedule] if schedule is not None else []
+    callback = TrialCallback(trial, run, loss, on_evaluated=every_eval, reporters=scheduled)
     title = f"{cfg.study.name}, trial {trial.number}: {ui_links.trial_description(cfg.loss, trial.params)}"
     model_card.describe(p.model, cfg, title, p.data.training)  # before the trainer: its card callback reads it
     start = time.perf_counter()
@@ -165,7 +167,13 @@ def train(
             train_dataset=p.splits["train"],
             loss=loss,
             evaluator=p.validation,
-            callbacks=[callback, *training_callbacks(loss), *member_callbacks()],  # a packed trial takes turns
+            callbacks=[
+                callback,
+                *training_callbacks(loss),
+                *scheduled,
+                *early_stopping(cfg),
+                *member_callbacks(),  # a packed trial takes turns
+            ],
         )
         if quiet:
             trainer.remove_callback(PrinterCallback)
@@ -204,6 +212,7 @@ def score(
     metrics = {
         f"{TEST}_spearman": test_value,
         "train_seconds": trained.seconds,
+        "trained_steps": steps,  # below trial.max_steps when training stopped early (trial.early_stopping_patience)
         "train_samples_per_second": trained.output.metrics.get("train_samples_per_second"),
         "train_loss_mean": trained.output.metrics.get("train_loss"),
     }

@@ -29,7 +29,7 @@ from sweep.report.findings_page import findings_page
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 PAGE = RESULTS / "FINDINGS.md"
 DECIMAL = re.compile(r"-?\d+\.\d+")
-SECTION = re.compile(r"^## \((?P<letter>[a-f])\) ", re.MULTILINE)
+SECTION = re.compile(r"^## \((?P<letter>[a-g])\) ", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +43,10 @@ def test_the_committed_page_is_what_the_csvs_give(regenerated):
     assert committed == regenerated, "results/FINDINGS.md is stale: python -m sweep.report findings"
 
 
-def test_each_of_the_six_questions_has_its_six_parts_in_order():
+def test_each_of_the_seven_questions_has_its_six_parts_in_order():
     text = PAGE.read_text()
     starts = [match.start() for match in SECTION.finditer(text)]
-    assert [m.group("letter") for m in SECTION.finditer(text)] == list("abcdef")
+    assert [m.group("letter") for m in SECTION.finditer(text)] == list("abcdefg")
     for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
         section = text[start:end]
         positions = [section.find(f"**{part}.**") for part in PARTS]
@@ -136,4 +136,4 @@ def test_the_command_writes_the_page_and_an_empty_results_dir_is_untested(tmp_pa
     assert main(["findings", "--results", str(tmp_path), "--out", str(out)]) == 0
     text = out.read_text()
     assert capsys.readouterr().out.strip() == str(out)
-    assert text.count("**Strength.** **untested**") == 6 and "`mnrl_scale_datasize`: not yet run" in text
+    assert text.count("**Strength.** **untested**") == 7 and "`mnrl_scale_datasize`: not yet run" in text

@@ -132,6 +132,19 @@ def test_train_loss_panels_divide_mnrl_by_ln_candidates(captured: dict[str, Figu
     np.testing.assert_allclose(axes[0].get_lines()[0].get_ydata(), 1.0)  # scale 0 sits at chance
 
 
+def test_train_loss_of_a_schedule_study_has_one_panel_per_arm(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Each arm of a schedule study has its own first scale: one panel per arm, titled by its schedule, instead of
+    an arms x scales grid of mostly empty panels."""
+    arms = {"constant 10": 10.0, "cosine 5-50": 5.0, "linear 50-5": 50.0}
+    data = pd.DataFrame(
+        {"run_id": list(arms), "trial_number": [0, 1, 2], "state": "COMPLETE", "scale_schedule.spec": list(arms)}
+        | {"scale": list(arms.values()), "step": 10, "value": 1.0}
+    )
+    history_figures.write_train_loss_curves(data, context(), tmp_path)
+    axes = [ax for ax in captured["train_loss_curves"].axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == list(arms)
+
+
 def test_lr_schedule_linear_with_warmup() -> None:
     params = {
         "trial.learning_rate": 0.05,

@@ -414,7 +414,18 @@ MNRL_DATASIZE: Claims = [
     ("0.05", lambda: setting("mnrl_scale_datasize", "trial.learning_rate")),
 ]  # fmt: skip
 MNRL_ISOTROPIC: Claims = [("0.02", lambda: 1 / 50), ("0.01", lambda: DEFAULT_MARGIN)]
+SCHEDULE = "mnrl_scale_schedule"
+MNRL_SCHEDULE: Claims = [
+    ("0.732", lambda: pair(SCHEDULE, "constant 10", "spearman")),
+    *[(q, lambda a=a, c=c: pair(SCHEDULE, a, c)) for q, a, c in (
+        ("0.006", "linear 50-5", "diff_to_best"), ("-0.039", "linear 50-5", "ci_low"),
+        ("0.051", "linear 50-5", "ci_high"), ("0.010", "linear 5-50", "diff_to_best"),
+        ("-0.001", "linear 5-50", "ci_low"), ("0.022", "linear 5-50", "ci_high"),
+        ("0.035", "cosine 5-50", "diff_to_best"), ("0.022", "cosine 5-50", "ci_low"),
+        ("0.048", "cosine 5-50", "ci_high"))],
+]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
+    SCHEDULE: MNRL_SCHEDULE,
     "mnrl_scale_lr_low": MNRL_LR_LOW,
     "mnrl_scale_isotropic": MNRL_ISOTROPIC,
     "mnrl_scale_datasize": MNRL_DATASIZE,
@@ -780,3 +791,19 @@ def test_mnrl_scale_lr_low_finding_reads_back_from_its_tables() -> None:
         assert set(verdicts.index[verdicts["verdict"] == "worse"]) == {2.0, 5.0, 30.0, 50.0}
     test = table("mnrl_scale_lr_low/paired_comparison_test.csv")
     assert test[test["scale"] == 15.0]["in_confidence_set"].all()
+
+
+def test_mnrl_scale_schedule_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_schedule's finding: constant 10 best and confirmed on test; the two linear
+    ramps and constant 20 in the confidence set, not distinguishable; cosine 5-50 worse; no schedule above the best
+    constant; the constant arms re-run mnrl_scale's scales 10 and 20 (the same values)."""
+    arms = table(f"{SCHEDULE}/paired_comparison.csv").set_index("point")
+    assert arms.index[arms["best"]].tolist() == ["constant 10"]
+    held = set(arms.index[arms["in_confidence_set"]])
+    assert held == {"constant 10", "constant 20", "linear 5-50", "linear 50-5"}
+    assert set(arms.index[arms["verdict"] == "not distinguishable"]) == held - {"constant 10"}
+    assert arms.loc["cosine 5-50", "verdict"] == "worse"
+    test = table(f"{SCHEDULE}/paired_comparison_test.csv").set_index("point")
+    assert test.index[test["best"]].tolist() == ["constant 10"]
+    for scale in (10.0, 20.0):
+        assert math.isclose(arms.loc[f"constant {scale:g}", "spearman"], paired("mnrl_scale").loc[scale, "spearman"])

@@ -187,3 +187,42 @@ def test_a_collapsed_trial_in_the_paired_table_is_named_and_the_rest_compared(mo
     (line,) = lines
     assert line.startswith("STSB validation Spearman: best scale 10 (")
     assert line.endswith("; not scoreable (collapsed: cosine std < 0.0001 with some seed): 20")
+
+
+@pytest.mark.parametrize("swept", ["spec", "kind"])
+def test_the_arms_of_a_schedule_study_are_compared_as_points_labelled_in_words(monkeypatch, swept):
+    """A study of temperature schedules sets loss.scale to each schedule's first scale: its arms, not its scales,
+    are compared, each labelled by its schedule ("cosine 5-50"), whether a spec or the kind was swept (MLflow hands
+    the keys back as strings where a column mixes numbers and "None")."""
+    from sweep.report import paired_table
+    from sweep.report.summaries import swept_scales
+
+    gold = np.linspace(0, 5, 200)
+    arms = {  # words: (loss.scale, kind, min, max, start, end); the constant trains at its loss.scale
+        "constant 10": (10.0, "constant", "None", "None", "None", "None"),
+        "cosine 5-50": (5.0, "cosine", "5.0", "50.0", "None", "None"),
+        "linear 50-5": (50.0, "linear", "None", "None", "50.0", "5.0"),
+    }
+    noise = {"constant 10": 0.3, "cosine 5-50": 3.0, "linear 50-5": 3.0}
+    grid = [(arm, seed) for arm in arms for seed in (0, 1, 2)]
+    serve_predictions(monkeypatch, gold, {f"{a}-{s}": noisy(gold, noise[a], 7 * s + len(a)) for a, s in grid})
+    keys = ("kind", "min_scale", "max_scale", "start_scale", "end_scale")
+    trials = pd.DataFrame(
+        {
+            "run_id": [f"{a}-{s}" for a, s in grid],
+            "state": "COMPLETE",
+            "param.loss.scale": [arms[a][0] for a, _ in grid],
+            "param.trial.seed": [float(s) for _, s in grid],
+            "param.loss.scale_schedule.spec": [a if swept == "spec" else "None" for a, _ in grid],
+            **{f"param.loss.scale_schedule.{k}": [arms[a][i + 1] for a, _ in grid] for i, k in enumerate(keys)},
+            "param.loss.scale_schedule.period_steps": "None",
+            f"param.study.search_space.loss.scale_schedule.{swept}": "[...]",
+        }
+    )
+    if swept == "kind":  # a constant at loss.scale 10 beside schedules whose keys are fixed in the config
+        trials["param.loss.scale_schedule.min_scale"] = "5.0"
+    assert not swept_scales(trials)  # no curve against loss.scale: it is each schedule's first scale
+    table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=100)
+    assert "scale" not in table and sorted(table["point"]) == sorted(arms)
+    assert table.set_index("point").loc["constant 10", "best"]
+    assert lines[0].startswith("STSB validation Spearman: best point (constant 10)")

@@ -175,4 +175,8 @@ def test_a_trial_description_says_its_grid_point_in_words():
     assert (
         ui_links.trial_description(loss, params) == "`mnrl` at scale 10 (temperature 0.1), seed 1; trial.batch_size 64"
     )
+    scheduled = {**loss, "scale": 5.0, "temperature": 0.2, "scale_schedule": {"kind": "cosine"}}
+    assert ui_links.trial_description(scheduled, {"loss.scale_schedule.spec": "cosine 5-50"}) == (
+        "`mnrl` on a cosine scale schedule starting at scale 5 (temperature 0.2); loss.scale_schedule.spec cosine 5-50"
+    )
     assert ui_links.trial_outcome("PRUNED", "pruned at step 40", {}) == "**PRUNED**: pruned at step 40"

@@ -1,0 +1,94 @@
+"""The findings page's question (g): does a temperature schedule (`loss.scale_schedule`: a cosine between two scales,
+a linear warm-up or cool-down) beat the best constant scale? Read from `mnrl_scale_schedule`'s paired tables, whose
+rows are the study's arms (``point``: "constant 10", "cosine 5-50", ...) rather than scales."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from sweep.report.findings_evidence import (
+    Section,
+    against_best,
+    folder_facts,
+    num,
+    present,
+    scope,
+    status,
+    strength,
+    table,
+    untested,
+)
+
+FOLDER = "mnrl_scale_schedule"
+KUKLEVA = "Kukleva et al. 2023 (ICLR), temperature schedules for contrastive learning: a cosine schedule helps on"
+KUKLEVA += " long-tailed image data"
+JEONG = "Jeong et al. 2024: a cool-down from high to low temperature reported for sentence embeddings"
+
+
+def _is_constant(arm: str) -> bool:
+    return arm.startswith("constant")
+
+
+def question_g(results: Path) -> Section:
+    question = "(g) Does a temperature schedule beat the best constant scale?"
+    folder = results / FOLDER
+    if not present(folder):
+        return untested(question, [folder], f"run `+experiment={FOLDER}`")
+    arms = table(folder, "paired_comparison").set_index("point")
+    test = table(folder, "paired_comparison_test").set_index("point")
+    best = str(arms.index[arms["best"].astype(bool)][0])
+    constants = [a for a in arms.index if _is_constant(str(a))]
+    schedules = [a for a in arms.index if not _is_constant(str(a))]
+    top_constant = max(constants, key=lambda a: arms.loc[a, "spearman"])
+    beaten = [a for a in schedules if arms.loc[a, "spearman"] > arms.loc[top_constant, "spearman"]]
+    worse = [a for a in schedules if arms.loc[a, "verdict"] == "worse"]
+    held = [a for a in schedules if bool(arms.loc[a, "in_confidence_set"])]
+    evidence = [
+        f"`{FOLDER}`: best arm {best} ({num(arms.loc[best, 'spearman'])}); "
+        + "; ".join(
+            f"{a}: {num(arms.loc[a, 'spearman'])}, {against_best(arms.loc[a])}" for a in arms.index if a != best
+        ),
+        f"`{FOLDER}` on test: best arm {test.index[test['best'].astype(bool)][0]}; in its 95% confidence set: "
+        + ", ".join(str(a) for a in test.index[test["in_confidence_set"].astype(bool)]),
+        f"`{FOLDER}`: the constant arms re-run `mnrl_scale`'s scales with the same seeds (deterministic re-runs, "
+        "not replications)",
+    ]
+    if _is_constant(best) and not beaten:
+        answer = (
+            f"No, not on this set-up: the best constant arm, {top_constant}, is the best arm; "
+            + (f"{_listed(held)} stay in the confidence set, not distinguishable from it, " if held else "")
+            + (f"and {_listed(worse)} {'is' if len(worse) == 1 else 'are'} worse." if worse else "and none is worse.")
+        )
+        # "no schedule beats it" is shown only when each schedule is worse or equivalent, not merely not told apart
+        separates = bool(arms.loc[schedules, "verdict"].isin(["worse", "equivalent"]).all())
+    else:
+        answer = f"Possibly: {best} is the best arm ({num(arms.loc[best, 'spearman'])}), above every constant tried."
+        separates = bool(arms.loc[constants, "verdict"].eq("worse").all())
+    facts = folder_facts(folder)
+    return Section(
+        question,
+        answer,
+        strength([facts], separates, 1, ["the run length (120 steps; a schedule may need a longer run)"]),
+        evidence,
+        [scope(folder, facts.n_seeds)],
+        [f"{KUKLEVA}: not tested on that data here", f"{JEONG}: the cool-down {_verdict(arms, 'linear 5-50')} here"],
+        [
+            "longer training (a schedule has more room over thousands of steps), other periods of the cosine, "
+            f"schedules on a transformer ({status(results / 'mnrl_finetune_minilm')})",
+        ],
+    )
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _verdict(arms: pd.DataFrame, arm: str) -> str:
+    """How the named arm fared against the best arm, in words (``not run`` when the study lacks it)."""
+    if arm not in arms.index:
+        return "was not run"
+    verdict = str(arms.loc[arm, "verdict"])
+    return "is the best arm" if verdict == "best" else f"is {verdict} from the best arm"
