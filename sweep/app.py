@@ -240,8 +240,11 @@ def run(cfg: DictConfig) -> None:
     table = finish(sweep, interrupted=signal_name(interrupt) if interrupt else None)
     print(summary(sweep, table))
     if not interrupt and not sweep.stopped_reason:  # a stopped study (e.g. tracking down) has no paired answer
-        for line in paired_summary(sweep, table):
+        lines = paired_summary(sweep, table)
+        for line in lines:
             print(line)
+        kept_models.record_verdict(sweep.cfg, sweep.client, lines)  # the best model's card says what the study found
+        sweep.client.writer.flush()
     for point, reason in grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []:
         print(
             f"sweep: grid point {point} has no result and is left out of the answer: {reason}"

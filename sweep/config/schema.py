@@ -196,6 +196,8 @@ class TrackingConfig:
     artifact_location: str = MISSING
     registered_model_name: str | None = MISSING
     outage_timeout_s: float = MISSING
+    system_metrics: bool = MISSING
+    system_metrics_interval_s: float = MISSING
 
 
 @dataclass

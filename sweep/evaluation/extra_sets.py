@@ -133,6 +133,11 @@ def _binary_labels(dataset: Dataset, spec: DictConfig, key: str) -> Dataset:
     return kept
 
 
+def set_source(cfg: DictConfig, index: int) -> data_module.SplitSource:
+    """Where entry ``index`` of ``eval.extra`` is read from (its file or hub dataset)."""
+    return data_module.resolve_source(_as_data(cfg, specs(cfg)[index]), "set", where=f"eval.extra.{index}")
+
+
 def load_set(cfg: DictConfig, index: int) -> Dataset:
     """Entry ``index`` of ``eval.extra``: its columns, labels mapped to 0/1, a seeded ``max_samples`` subset."""
     spec, key = specs(cfg)[index], f"eval.extra.{index}"
@@ -180,15 +185,18 @@ class ExtraEvaluators:
     """The evaluators of a config's ``eval.extra`` sets."""
 
     entries: list[tuple[dict[str, Any], SentenceEvaluator]] = field(default_factory=list)
+    sets: dict[str, tuple[Dataset, data_module.SplitSource]] = field(default_factory=dict)  # by name: rows, source
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> ExtraEvaluators:
         batch_size = eval_batch_size(cfg)
-        entries = []
+        entries, sets = [], {}
         for index, spec in enumerate(specs(cfg)):
             plain = plain_dict(spec)
-            entries.append((plain, build_evaluator(plain, load_set(cfg, index), batch_size)))
-        return cls(entries)
+            dataset = load_set(cfg, index)
+            entries.append((plain, build_evaluator(plain, dataset, batch_size)))
+            sets[plain["name"]] = (dataset, set_source(cfg, index))
+        return cls(entries, sets)
 
     def score(self, model: SentenceTransformer) -> dict[str, float]:
         """``{<name>_<metric>: value}`` for every set."""

@@ -39,6 +39,7 @@ from sweep.names import (
     TAG_BEST_MODEL_RUN_ID,
     TAG_END_REASON,
     TAG_RACE,
+    TAG_RUN_DESCRIPTION,
 )
 from sweep.signals import check_stop, holding_stop_signals
 from sweep.study import grid_queue, packing
@@ -58,8 +59,9 @@ from sweep.study.setup import (
 )
 from sweep.study.summary import parent_summary, results_table
 from sweep.tracking import mlflow_client, ui_links
+from sweep.tracking.system_metrics import system_metrics
 from sweep.tracking.versions import version_params
-from sweep.training import kept_models
+from sweep.training import kept_models, logged_models
 from sweep.training.resources import StudyResources
 from sweep.training.trial import train_and_evaluate
 
@@ -139,26 +141,30 @@ class StudyRunner:
         if "scale" in cfg.loss:
             trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
             trial.set_user_attr(ATTR_TEMPERATURE, cfg.loss.temperature)
+        description = ui_links.trial_description(cfg.loss, params)
+        run.set_tags({TAG_RUN_DESCRIPTION: description})
         start = time.perf_counter()
         try:
             run.set_tags(placement)
             run.log_params({**flatten(cfg), **version_params()})
-            value = train_and_evaluate(
-                trial,
-                cfg,
-                self.resources,
-                run,
-                quiet=self.cfg.quiet,
-                on_trained=functools.partial(kept_models.keep, cfg, trial_number=trial.number, run=run),
-            )
+            with system_metrics(run, cfg.tracking):  # stops with the trial, however it ends
+                value = train_and_evaluate(
+                    trial,
+                    cfg,
+                    self.resources,
+                    run,
+                    quiet=self.cfg.quiet,
+                    on_trained=functools.partial(kept_models.keep, cfg, trial_number=trial.number, run=run),
+                )
         except optuna.TrialPruned as pruned:
-            self._end(trial, run, start, TrialState.PRUNED, str(pruned))
+            self._end(trial, run, start, TrialState.PRUNED, str(pruned), description)
             raise
         except BaseException as error:  # an interrupted trial's run ends KILLED, a failed one's FAILED
             reason = self.record_failure(trial, error)
-            self._end(trial, run, start, None if isinstance(error, KeyboardInterrupt) else TrialState.FAIL, reason)
+            state = None if isinstance(error, KeyboardInterrupt) else TrialState.FAIL
+            self._end(trial, run, start, state, reason, description)
             raise
-        self._end(trial, run, start, TrialState.COMPLETE, None)
+        self._end(trial, run, start, TrialState.COMPLETE, None, description)
         validation, test = (
             trial.user_attrs.get(key, math.nan) for key in (ATTR_VALIDATION_SPEARMAN, ATTR_TEST_SPEARMAN)
         )
@@ -175,11 +181,15 @@ class StudyRunner:
         start: float,
         state: TrialState | None,
         reason: str | None,
+        description: str,
     ) -> None:
-        """Record the wall time and end the trial's MLflow run (`state` None: interrupted, the run is KILLED)."""
+        """Record the wall time, end the trial's MLflow run (`state` None: interrupted, the run is KILLED) and say
+        how it ended after its grid point (`description`) in the run's Description."""
         wall = time.perf_counter() - start
         trial.set_user_attr(ATTR_WALL_TIME_S, wall)
         run.log_metrics({"trial_wall_time_s": wall})
+        outcome = ui_links.trial_outcome(state.name if state else "KILLED", reason, trial.user_attrs)
+        run.set_tags({TAG_RUN_DESCRIPTION: f"{description}\n\n{outcome}"})
         if state is None:
             mlflow_client.kill_trial_run(self.client, run.run_id, reason or "interrupted")
         else:
@@ -329,6 +339,7 @@ def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
     mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
     if TAG_BEST_MODEL_RUN_ID in tags:  # through the writer: a tracking outage delays it like any other write
-        mark = functools.partial(kept_models.mark_study_best, sweep.client, tags[TAG_BEST_MODEL_RUN_ID])
+        registered = sweep.cfg.tracking.registered_model_name
+        mark = functools.partial(logged_models.mark_study_best, sweep.client, tags[TAG_BEST_MODEL_RUN_ID], registered)
         sweep.client.writer.write("mark the best model", mark)
     return table

@@ -46,6 +46,7 @@ from sweep.config.checks import (
     plain_dict,
     require_auto_or_int,
     require_choice,
+    require_number,
     validate_study,
     with_values,
 )
@@ -220,6 +221,8 @@ def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
     validate_study(cfg.study)
     require_driver("study.storage", cfg.study.storage)
     require_driver("tracking.uri", cfg.tracking.uri)
+    interval = cfg.tracking.system_metrics_interval_s
+    require_number("tracking.system_metrics_interval_s", interval, low=0, strict=True, note="seconds between samples")
     make_sampler(cfg.study.sampler, space)
     make_pruner(cfg.study.pruner, cfg.trial.eval_steps)
     validate_race(cfg, space)

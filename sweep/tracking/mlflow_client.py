@@ -21,12 +21,12 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import optuna
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import DatasetInput, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
@@ -272,15 +272,25 @@ class TrialRun:
         }
         create = functools.partial(client.create_run, exp_id, tags=tags, run_name=run_name)
         self.run_id = client.writer.read("create trial run", create).info.run_id
+        self.experiment_id = exp_id
+        self.latest: dict[str, Metric] = {}  # the last value logged under each name (to link to a logged model)
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         log_params(self.client, self.run_id, params)
 
-    def log_metrics(self, metrics: Mapping[str, float], step: int = 0) -> None:
+    def log_metrics(self, metrics: Mapping[str, float], step: int = 0, defer: bool = False) -> None:
+        """Log `metrics` at `step`; `defer`: from a background thread, delivered by the trial's next write."""
         now = int(time.time() * 1000)
         entries = [Metric(key, float(value), now, step) for key, value in metrics.items() if value is not None]
         if entries:
-            self.client.writer.write("log metrics", lambda: self.client.log_batch(self.run_id, metrics=entries))
+            self.latest.update({entry.key: entry for entry in entries})
+            send = self.client.writer.defer if defer else self.client.writer.write
+            send("log metrics", lambda: self.client.log_batch(self.run_id, metrics=entries))
+
+    def log_inputs(self, datasets: Sequence[DatasetInput]) -> None:
+        """Record the datasets the trial reads (its training and evaluation data, name and digest) as run inputs."""
+        if datasets:
+            self.client.writer.write("log inputs", lambda: self.client.log_inputs(self.run_id, datasets=list(datasets)))
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         entries = [RunTag(key, str(value)) for key, value in tags.items()]

@@ -9,12 +9,17 @@ write that finds the server down returns at once (we default MLflow to no retrie
 on, and the writes are replayed in order (metrics keep the timestamp and step they were logged with) once the
 server answers. The buffer is bounded (`MAX_BUFFERED` writes): past it a write waits for the server, so memory
 stays bounded however long a trial is; and the outage limit is one number, the same for every call.
+
+The writer is shared by threads (a trial's system-metrics monitor, the members of a pack): a lock keeps the buffer
+in order. A background thread only `defer`s its writes, which the trial's own next write (or its end) delivers, so
+an error in a write the trial queued is raised in the trial, never in the monitor's thread.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -69,29 +74,38 @@ class BufferedWriter:
         self.failed_tries = 0
         self.gave_up: str | None = None  # the reason, once the outage outlasted the limit
         self.outages = 0  # outages survived (the server answered again)
+        self._lock = threading.RLock()
 
     def write(self, what: str, call: Callable[[], object]) -> None:
         """Run `call` now, or after the writes still waiting, or later when the server is unreachable."""
-        self.pending.append((what, call))
-        self._drain(wait=len(self.pending) > self.max_buffered)
+        with self._lock:
+            self.pending.append((what, call))
+            self._drain(wait=len(self.pending) > self.max_buffered)
+
+    def defer(self, what: str, call: Callable[[], object]) -> None:
+        """Queue `call` behind the waiting writes without running any: delivered by the next `write` or `flush`."""
+        with self._lock:
+            self.pending.append((what, call))
 
     def read(self, what: str, call: Callable[[], T]) -> T:
         """A call whose answer is needed now (creating a run, reading one): waits for the server, up to the limit."""
-        self.flush()
-        while True:
-            try:
-                with deferred():
-                    result = call()
-            except Exception as error:  # noqa: BLE001 - is_unreachable decides; other errors are raised
-                if not self._failed(what, error, wait=True):
-                    raise TrackingOutage(self.gave_up) from None
-                continue
-            self._answered()
-            return result
+        with self._lock:
+            self.flush()
+            while True:
+                try:
+                    with deferred():
+                        result = call()
+                except Exception as error:  # noqa: BLE001 - is_unreachable decides; other errors are raised
+                    if not self._failed(what, error, wait=True):
+                        raise TrackingOutage(self.gave_up) from None
+                    continue
+                self._answered()
+                return result
 
     def flush(self) -> None:
         """Deliver every waiting write, waiting for the server up to the limit (once given up: one try)."""
-        self._drain(wait=self.gave_up is None)
+        with self._lock:
+            self._drain(wait=self.gave_up is None)
 
     def _drain(self, wait: bool) -> None:
         while self.pending:

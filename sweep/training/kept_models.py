@@ -13,10 +13,11 @@ complete folder, never a half-written one; leftover ``.tmp-*`` folders are remov
 "better than the current best" compares with the ``sweep_model.json`` of ``best`` under an exclusive file lock, so
 two workers finishing together cannot both win, and a restarted study continues from what is on disk.
 
-Each kept model is also logged to its trial's MLflow run with the ``sentence_transformers`` flavor, named by its trial
-(``runs:/<run id>/trial-007``, recorded as the run's tag ``sweep.model_uri``) and, when it becomes the best and
-``tracking.registered_model_name`` is set, registered. When the study ends, the best one is tagged
-``sweep.study_best=true`` (its logged model and its run), so the UI's model list says which it is.
+Each kept model is also logged to its trial's MLflow run (`sweep.training.logged_models`): named by its trial
+(``runs:/<run id>/trial-007``, recorded as the run's tag ``sweep.model_uri``), its final scores linked to it, and, when
+it becomes the best and ``tracking.registered_model_name`` is set, registered with the alias ``best``. When the study
+ends, the best one is tagged ``sweep.study_best=true`` (its logged model and its run), so the UI's model list says
+which it is, and its card (README.md, `sweep.training.model_card`) gets the study's verdict, on disk and in MLflow.
 
 A trial whose model collapsed (`sweep.stats.collapse`: every evaluation pair scored alike) is never the best, whatever
 its Spearman: ``best`` mode keeps nothing of it, ``all`` mode keeps it under ``trials/`` (its ``sweep_model.json``
@@ -34,7 +35,6 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +47,12 @@ from sweep.names import (
     TAG_BEST_MODEL_RUN_ID,
     TAG_BEST_MODEL_TRIAL,
     TAG_BEST_MODEL_URI,
-    TAG_MODEL_ID,
-    TAG_MODEL_LOGGED,
     TAG_MODEL_URI,
-    TAG_STUDY_BEST,
 )
-from sweep.tracking.mlflow_client import TrialRun
+from sweep.tracking.mlflow_client import TrackingClient, TrialRun
+from sweep.training import model_card
+from sweep.training.logged_models import log_to_mlflow, model_name, publish_verdict
+from sweep.training.resources import TrackedData
 
 log = logging.getLogger(__name__)
 
@@ -149,9 +149,12 @@ def keep(
     *,
     trial_number: int,
     run: TrialRun,
+    step: int = 0,
+    data: TrackedData | None = None,
 ) -> Path | None:
     """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept).
-    ``collapsed``: why the model collapsed (never the best), or None."""
+    ``collapsed``: why the model collapsed (never the best), or None; `step` (the last training step) and `data`
+    (the trial's datasets): what the logged model's linked `metrics` are (`logged_models.log_to_mlflow`)."""
     mode = cfg.trial.save_model
     if mode == "none":
         return None
@@ -173,62 +176,17 @@ def keep(
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
     registered = cfg.tracking.registered_model_name if is_best else None
     # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial
-    upload = functools.partial(log_to_mlflow, cfg, model, run, trial_number, registered_model_name=registered)
+    upload = functools.partial(
+        log_to_mlflow, cfg, model, run, trial_number, registered, step=step, metrics=list(metrics), data=data
+    )
     run.client.writer.write("model", upload)
     return final
-
-
-def model_name(trial_number: int) -> str:
-    """A kept model's name: its folder under ``trials/`` and its logged model in MLflow (``trial-007``)."""
-    return f"trial-{trial_number:03d}"
-
-
-def log_to_mlflow(
-    cfg: DictConfig,
-    model: SentenceTransformer,
-    run: TrialRun,
-    trial_number: int,
-    registered_model_name: str | None = None,
-) -> str:
-    """Log ``model`` to the trial's run with MLflow's sentence_transformers flavor, named by its trial; return
-    ``runs:/<id>/trial-NNN``, also recorded as the run's tag ``sweep.model_uri`` (and the model id as
-    ``sweep.model_id``).
-
-    Requirements are given, not inferred (inference reloads the model in a subprocess)."""
-    import mlflow
-    import mlflow.sentence_transformers
-
-    requirements = [f"{package}=={metadata.version(package)}" for package in ("sentence-transformers", "torch")]
-    mlflow.set_tracking_uri(cfg.tracking.uri)
-    active = mlflow.active_run()
-    if active is not None and active.info.run_id != run.run_id:
-        raise RuntimeError(f"another MLflow run ({active.info.run_id}) is active in this process")
-    name = model_name(trial_number)
-    with mlflow.start_run(run_id=run.run_id, nested=False):
-        info = mlflow.sentence_transformers.log_model(
-            model,
-            name=name,
-            pip_requirements=requirements,
-            registered_model_name=registered_model_name,
-        )
-    uri = f"runs:/{run.run_id}/{name}"
-    for key, value in ((TAG_MODEL_URI, uri), (TAG_MODEL_ID, info.model_id), (TAG_MODEL_LOGGED, "true")):
-        run.client.set_tag(run.run_id, key, value)  # in the same (buffered) call as the upload
-    return uri
 
 
 def model_uri(client: MlflowClient, run_id: str) -> str:
     """The ``runs:/`` URI of the model kept on a trial run (its ``sweep.model_uri`` tag; ``runs:/<id>/model`` for
     runs from before models were named by trial)."""
     return str(client.get_run(run_id).data.tags.get(TAG_MODEL_URI, f"runs:/{run_id}/{LEGACY_ARTIFACT}"))
-
-
-def mark_study_best(client: MlflowClient, run_id: str) -> None:
-    """Tag the study's best kept model, its logged model and its trial run, ``sweep.study_best=true``."""
-    client.set_tag(run_id, TAG_STUDY_BEST, "true")
-    model_id = client.get_run(run_id).data.tags.get(TAG_MODEL_ID)
-    if model_id:
-        client.set_logged_model_tags(model_id, {TAG_STUDY_BEST: "true"})
 
 
 def parent_tags(cfg: DictConfig) -> dict[str, str]:
@@ -243,3 +201,22 @@ def parent_tags(cfg: DictConfig) -> dict[str, str]:
         TAG_BEST_MODEL_URI: f"runs:/{meta['mlflow_run_id']}/{model_name(meta['trial_number'])}",
         TAG_BEST_MODEL_TRIAL: str(meta["trial_number"]),
     }
+
+
+def record_verdict(cfg: DictConfig, client: TrackingClient, lines: list[str]) -> Path | None:
+    """At the end of a study, put its verdict `lines` into the card of its best kept model (`model_card`), on disk
+    and in MLflow, and into its Description there (`logged_models.publish_verdict`); return that README (None when no
+    model is kept)."""
+    directory = study_dir(cfg.paths.root, cfg.study.name)
+    if cfg.trial.save_model == "none" or not directory.is_dir():
+        return None
+    with _locked(directory):
+        meta = read_meta(directory / BEST)
+        if meta is None:
+            return None
+        section = model_card.study_section(cfg.study.name, meta["trial_number"], meta["value"], lines)
+        readme = model_card.write_study_section((directory / BEST).resolve(), section)
+    registered = cfg.tracking.registered_model_name
+    publish = functools.partial(publish_verdict, client, meta["mlflow_run_id"], readme, section, registered)
+    client.writer.write("model card", publish)
+    return readme

@@ -1,5 +1,5 @@
-"""What a study loads once and shares between its trials: datasets, STSB evaluators, base models with their
-tokenization cache, and each base model's step-0 evaluation."""
+"""What a study loads once and shares between its trials: datasets (and their MLflow records), STSB evaluators, base
+models with their tokenization cache, and each base model's step-0 evaluation."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 from datasets import Dataset
-from omegaconf import DictConfig, OmegaConf
+from mlflow.entities import DatasetInput
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 
 from sweep.evaluation import extra_sets
@@ -18,6 +19,7 @@ from sweep.evaluation.layer_grid import stsb_layer_grid
 from sweep.inputs import data as data_module
 from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
+from sweep.inputs.tracked_data import EVALUATION, TRAINING, TrackedSplit, split_name, tracked_split
 from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
 
 VALIDATION = "stsb_validation"
@@ -30,7 +32,8 @@ def device_of(cfg: DictConfig) -> str | None:
 
 def _cache_key(*parts: Any) -> str:
     return json.dumps(
-        [OmegaConf.to_container(p, resolve=True) if isinstance(p, DictConfig) else p for p in parts], sort_keys=True
+        [OmegaConf.to_container(p, resolve=True) if isinstance(p, (DictConfig, ListConfig)) else p for p in parts],
+        sort_keys=True,
     )
 
 
@@ -48,8 +51,9 @@ def stsb_evaluator(dataset: Dataset, name: str, batch_size: int) -> EmbeddingKee
     )
 
 
-def spearman(evaluator: EmbeddingKeepingEvaluator, model: SentenceTransformer) -> float:
-    return float(evaluator(model)[f"{evaluator.name}_spearman_cosine"])
+def spearman(evaluator: EmbeddingKeepingEvaluator, model: SentenceTransformer, step: int = -1) -> float:
+    """The evaluator's cosine Spearman; `step` (the training step it scores) goes with it onto the model's card."""
+    return float(evaluator(model, steps=step)[f"{evaluator.name}_spearman_cosine"])
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,41 @@ class InitialEvaluation:
     validation_spearman: float
     encodings: Encodings | None  # for the ``_init`` statistics
     layer_grid: pd.DataFrame | None
+
+
+@dataclass(frozen=True)
+class TrackedData:
+    """A trial's datasets as MLflow records them, each with the prefix of the metric names scored on it."""
+
+    splits: list[tuple[TrackedSplit, str | None]]
+    training: dict[str, str]  # the training data as a model card names it: its name, and its hub id when read there
+
+    @property
+    def inputs(self) -> list[DatasetInput]:
+        return [split.input for split, _ in self.splits]
+
+    def scored_on(self, metric: str) -> TrackedSplit | None:
+        """The dataset a metric was computed on (``stsb_test_spearman``: the STSB test split), if one."""
+        return next((split for split, prefix in self.splits if prefix and metric.startswith(prefix)), None)
+
+
+def track_data(cfg: DictConfig, splits: dict[str, Dataset], extra: extra_sets.ExtraEvaluators) -> TrackedData:
+    """The training rows, STSB validation and test, the held-out pairs and the extra sets as MLflow datasets."""
+    sources = {split: data_module.resolve_source(cfg.data, split) for split in data_module.DATA_SPLITS}
+    names = {split: split_name(source, cfg.data[split].local_file) for split, source in sources.items()}
+    tracked: list[tuple[TrackedSplit, str | None]] = [
+        (tracked_split(splits["train"], names["train"], sources["train"], TRAINING), "train_loss"),
+        (tracked_split(splits["validation"], names["validation"], sources["validation"], EVALUATION), VALIDATION),
+        (tracked_split(splits["test"], names["test"], sources["test"], EVALUATION), TEST),
+    ]
+    if "heldout" in splits:  # the statistics' positive and negative pairs
+        tracked.append(
+            (tracked_split(splits["heldout"], f"{names['train']}-heldout", sources["train"], EVALUATION), None)
+        )
+    for name, (dataset, source) in extra.sets.items():
+        tracked.append((tracked_split(dataset, name, source, EVALUATION), f"{name}_"))
+    hub = sources["train"].hub
+    return TrackedData(tracked, {"name": names["train"], **({"id": hub[0]} if hub else {})})
 
 
 @dataclass
@@ -71,6 +110,7 @@ class StudyResources:
     _evaluators: dict[str, tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]] = field(default_factory=dict)
     _preprocess: dict[str, PreprocessCache] = field(default_factory=dict)
     _initial: dict[str, InitialEvaluation] = field(default_factory=dict)
+    _tracked: dict[str, TrackedData] = field(default_factory=dict)
     extra: extra_sets.ExtraCache = field(default_factory=extra_sets.ExtraCache)
 
     def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
@@ -78,6 +118,14 @@ class StudyResources:
         if key not in self._datasets:
             self._datasets[key] = data_module.load_all(data, heldout_pairs)
         return self._datasets[key]
+
+    def tracked_data(self, cfg: DictConfig) -> TrackedData:
+        """The trial's datasets as MLflow records them (`track_data`), built once per distinct data config."""
+        key = _cache_key(cfg.data, cfg.stats.heldout_pairs, cfg.eval.extra)
+        if key not in self._tracked:
+            splits = self.datasets(cfg.data, cfg.stats.heldout_pairs)
+            self._tracked[key] = track_data(cfg, splits, self.extra.get(cfg))
+        return self._tracked[key]
 
     def evaluators(
         self, data: DictConfig, heldout_pairs: int, batch_size: int
@@ -120,7 +168,7 @@ class StudyResources:
             cfg.trial.eval_batch_size,
         )
         if key not in self._initial:
-            value = spearman(validation, model)
+            value = spearman(validation, model, step=0)
             self._initial[key] = InitialEvaluation(
                 validation_spearman=value,
                 encodings=probe.encode(model, validation) if probe is not None else None,

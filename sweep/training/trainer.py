@@ -1,6 +1,7 @@
-"""The sentence-transformers side of a trial: its `SentenceTransformerTrainer` (without model-card tracking), the
-training arguments read from ``trial.*``, the callback that sends loss and Spearman to MLflow and the pruner, and what
-the console shows of training (a line per evaluation; the trainer's bar only on a terminal, never its raw dicts)."""
+"""The sentence-transformers side of a trial: the training arguments read from ``trial.*``, early stopping, the
+callback that sends loss and Spearman to MLflow and the pruner, and what the console shows of training (a line per
+evaluation; the trainer's bar only on a terminal, never its raw dicts). The trainer is sentence-transformers' own,
+its model-card callback included (it records the training data and the loss with its parameters on the card)."""
 
 from __future__ import annotations
 
@@ -110,14 +111,6 @@ def show_progress(trainer: SentenceTransformerTrainer, trial_number: int, bars: 
     if bars:
         trainer.add_callback(BarWithoutDicts)
     trainer.add_callback(ProgressLines(trial_number))
-
-
-class TrialTrainer(SentenceTransformerTrainer):
-    """The trainer without model-card tracking: trial models are never published, and the model-card
-    callback samples training rows for widget examples on every trial."""
-
-    def add_model_card_callback(self, default_args_dict: dict[str, Any]) -> None:
-        return None
 
 
 def early_stopping(cfg: DictConfig) -> list[TrainerCallback]:

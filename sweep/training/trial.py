@@ -1,6 +1,6 @@
-"""One trial as a few named steps: prepare (data, model, probe, untrained evaluation), train, check the outcome
-(diverged or pruned), score the trained model (STSB, statistics, layer grid, extra sets; a collapsed model is
-flagged) and record the objective."""
+"""One trial as a few named steps: prepare (data and its MLflow inputs, model, probe, untrained evaluation), train
+(the model card filled first), check the outcome (diverged or pruned), score the trained model (STSB, statistics,
+layer grid, extra sets; a collapsed model is flagged) and record the objective."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from datasets import Dataset
 from omegaconf import DictConfig
-from sentence_transformers import SentenceTransformer
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from transformers import set_seed
 from transformers.trainer_callback import PrinterCallback
 
@@ -40,15 +40,18 @@ from sweep.names import (
 )
 from sweep.stats.collapse import collapse_reason
 from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, loss_scales
+from sweep.tracking import ui_links
 from sweep.tracking.mlflow_client import TrialRun
+from sweep.training import model_card
 from sweep.training.lockstep import member_callbacks
-from sweep.training.resources import TEST, VALIDATION, StudyResources, device_of, spearman
-from sweep.training.trainer import TrialCallback, TrialTrainer, early_stopping, show_progress, training_arguments
+from sweep.training.resources import TEST, VALIDATION, StudyResources, TrackedData, device_of, spearman
+from sweep.training.trainer import TrialCallback, early_stopping, show_progress, training_arguments
 
 log = logging.getLogger(__name__)
 
-# (model, objective, metrics, why the model collapsed or None)
-OnTrained = Callable[[SentenceTransformer, float, dict[str, float], str | None], object]
+# (model, objective, metrics, why the model collapsed or None), with the keywords step (the last training step, where
+# the final metrics are logged) and data (the trial's datasets as MLflow records them)
+OnTrained = Callable[..., object]
 
 
 def probe_at_evaluation(
@@ -74,9 +77,11 @@ def probe_at_evaluation(
 
 @dataclass
 class Prepared:
-    """What a trial trains and scores: its splits, STSB evaluators, model and (with statistics on) probe."""
+    """What a trial trains and scores: its splits (and their MLflow records), STSB evaluators, model and (with
+    statistics on) probe."""
 
     splits: dict[str, Dataset]
+    data: TrackedData
     validation: EmbeddingKeepingEvaluator
     test: EmbeddingKeepingEvaluator
     model: SentenceTransformer
@@ -103,6 +108,8 @@ def prepare(cfg: DictConfig, resources: StudyResources, run: TrialRun) -> Prepar
     stats = cfg.stats
     heldout_pairs = stats.heldout_pairs  # held out with statistics on or off: they never change what is trained
     splits = resources.datasets(cfg.data, heldout_pairs)
+    data = resources.tracked_data(cfg)
+    run.log_inputs(data.inputs)
     validation, test = resources.evaluators(cfg.data, heldout_pairs, cfg.trial.eval_batch_size)
     model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
     probe = None
@@ -124,7 +131,7 @@ def prepare(cfg: DictConfig, resources: StudyResources, run: TrialRun) -> Prepar
         log_layer_grid(run, initial.layer_grid, "validation", step=0)
     if probe is not None and initial.encodings is not None:
         probe.log(initial.encodings, run, step=0, suffix="_init")
-    return Prepared(splits, validation, test, model, probe)
+    return Prepared(splits, data, validation, test, model, probe)
 
 
 def train(
@@ -150,9 +157,11 @@ def train(
     )
     scheduled = [schedule] if schedule is not None else []
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval, reporters=scheduled)
+    title = f"{cfg.study.name}, trial {trial.number}: {ui_links.trial_description(cfg.loss, trial.params)}"
+    model_card.describe(p.model, cfg, title, p.data.training)  # before the trainer: its card callback reads it
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
-        trainer = TrialTrainer(
+        trainer = SentenceTransformerTrainer(
             model=p.model,
             args=training_arguments(cfg, output_dir, bars=not quiet and sys.stderr.isatty()),
             train_dataset=p.splits["train"],
@@ -193,12 +202,12 @@ def score(
     if last_eval is not None and last_eval[0] == steps:
         val = last_eval[1]
     else:
-        val = spearman(p.validation, p.model)
+        val = spearman(p.validation, p.model, step=steps)
         run.log_metrics({f"{VALIDATION}_spearman": val}, step=steps)
     if p.probe is not None and not (cfg.stats.every_eval and last_eval and last_eval[0] == steps):
         p.probe.measure(p.model, p.validation, run, step=steps)
     collapsed = collapse_reason(log_predictions(run, p.validation, "validation"))  # the last call: the final model
-    test_value = spearman(p.test, p.model)
+    test_value = spearman(p.test, p.model, step=steps)
     log_predictions(run, p.test, "test")
     metrics = {
         f"{TEST}_spearman": test_value,
@@ -256,7 +265,8 @@ def train_and_evaluate(
     trial.set_user_attr(ATTR_TRAIN_SECONDS, trained.seconds)
     extra_sets.record(trial, extra_scores)
     if on_trained is not None:
-        on_trained(prepared.model, objective, {f"{VALIDATION}_spearman": val, **metrics, **extra_scores}, collapsed)
+        scores = {f"{VALIDATION}_spearman": val, **metrics, **extra_scores}
+        on_trained(prepared.model, objective, scores, collapsed, step=steps, data=prepared.data)
     return objective
 
 

@@ -116,6 +116,7 @@ def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
         (["study.outage_timeout_s=0"], "study.outage_timeout_s"),
         (["study.pack_memory_gib=-2"], "study.pack_memory_gib"),
         (["study.pack_memory_gib=lots"], "study.pack_memory_gib"),
+        (["tracking.system_metrics_interval_s=0"], "tracking.system_metrics_interval_s"),
     ],
 )
 def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overrides, key):

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from datasets import Dataset
 from mlflow.tracking import MlflowClient
-from sentence_transformers import SentenceTransformerTrainingArguments
+from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, MatryoshkaLoss
 
 from sweep.config import search_space
@@ -25,7 +25,6 @@ from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingL
 from sweep.names import ROLE_TRIAL, TAG_ROLE
 from sweep.study.run_loop import finish, open_sweep
 from sweep.study.setup import validate
-from sweep.training.trainer import TrialTrainer
 
 LOSS_CONFIGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "loss").glob("*.yaml"))
 SCORED = ("data=stsb_pairs",)
@@ -206,7 +205,7 @@ def test_trainer_optimizer_holds_logit_scale_with_its_own_learning_rate(compose_
         learning_rate_mapping=learning_rate_mapping(cfg),
     )
     train = Dataset.from_dict({"anchor": S1, "positive": S2})
-    optimizer = TrialTrainer(model=model, args=args, train_dataset=train, loss=loss).create_optimizer()
+    optimizer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss).create_optimizer()
     (group,) = [g for g in optimizer.param_groups if any(p is loss.logit_scale for p in g["params"])]
     assert group["lr"] == 0.5 and len(group["params"]) == 1
 

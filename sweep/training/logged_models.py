@@ -1,0 +1,150 @@
+"""A kept model in MLflow: logged to its trial's run with the ``sentence_transformers`` flavor and named by its trial,
+the trial's final scores linked to it (each with the dataset it was computed on), registered under
+``tracking.registered_model_name`` with the alias ``best`` on the study's best version, and, when the study ends, the
+best one tagged ``sweep.study_best=true`` and its card (README.md) replaced by the one that carries the study's
+verdict. The Description of a logged model (and of its registered version) is its card's title (the study, the trial
+and its grid point); the best one's becomes the study's verdict.
+
+Why the logged model is created first and logged without an active run: MLflow's ``log_model`` inside a run links to
+the model every metric the run logged at the model's step, without the datasets (a run's metrics do not keep them),
+and including whatever else shares that step number (the ``system/*`` samples count their own steps). Here the
+trial's final scores are linked with the same timestamps and steps (MLflow keeps one copy in the run's history) and
+the name and digest of their dataset, which the model page shows beside each value.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+
+from mlflow.entities import LoggedModelOutput, Metric
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
+from sentence_transformers import SentenceTransformer
+
+from sweep.names import (
+    MODEL_ALIAS_BEST,
+    TAG_MODEL_ID,
+    TAG_MODEL_LOGGED,
+    TAG_MODEL_URI,
+    TAG_RUN_DESCRIPTION,
+    TAG_STUDY_BEST,
+)
+from sweep.tracking.mlflow_client import TrialRun
+from sweep.training.resources import TrackedData
+
+CARD_FOLDER = "model.sentence_transformer"  # where the flavor puts the sentence-transformers folder in the model
+TAG_DESCRIPTION = TAG_RUN_DESCRIPTION  # a logged model's Description on its page is the same tag as a run's
+
+
+def model_name(trial_number: int) -> str:
+    """A kept model's name: its folder under ``trials/`` and its logged model in MLflow (``trial-007``)."""
+    return f"trial-{trial_number:03d}"
+
+
+def link_metrics(run: TrialRun, model_id: str, keys: Iterable[str], data: TrackedData | None) -> None:
+    """Link the last value the run logged under each of `keys` to the logged model, with the dataset it was scored
+    on (`TrackedData.scored_on`); same timestamp and step, so the run's history keeps one copy."""
+    entries = []
+    for key in keys:
+        metric = run.latest.get(key)
+        split = data.scored_on(key) if data is not None else None
+        if metric is not None:
+            entries.append(
+                Metric(
+                    key,
+                    metric.value,
+                    metric.timestamp,
+                    metric.step,
+                    model_id=model_id,
+                    dataset_name=split.name if split else None,
+                    dataset_digest=split.digest if split else None,
+                )
+            )
+    if entries:
+        run.client.log_batch(run.run_id, metrics=entries)
+
+
+def log_to_mlflow(
+    cfg: DictConfig,
+    model: SentenceTransformer,
+    run: TrialRun,
+    trial_number: int,
+    registered_model_name: str | None = None,
+    *,
+    step: int = 0,
+    metrics: Iterable[str] = (),
+    data: TrackedData | None = None,
+) -> str:
+    """Log ``model`` to the trial's run with MLflow's sentence_transformers flavor, named by its trial, as the run's
+    output at training step `step`, with the run's last values of `metrics` linked to it (`link_metrics`); register
+    it under `registered_model_name` (when given) and point the alias ``best`` at that version. Returns
+    ``runs:/<id>/trial-NNN``, also recorded as the run's tag ``sweep.model_uri`` (the model id as ``sweep.model_id``).
+
+    Requirements are given, not inferred (inference reloads the model in a subprocess)."""
+    import mlflow
+    import mlflow.sentence_transformers
+
+    requirements = [f"{package}=={metadata.version(package)}" for package in ("sentence-transformers", "torch")]
+    mlflow.set_tracking_uri(cfg.tracking.uri)
+    client, name = run.client, model_name(trial_number)
+    params = client.get_run(run.run_id).data.params  # what log_model copies onto a model it creates itself
+    logged = client.create_logged_model(run.experiment_id, name=name, source_run_id=run.run_id, params=params)
+    info = mlflow.sentence_transformers.log_model(
+        model,
+        name=name,
+        model_id=logged.model_id,
+        pip_requirements=requirements,
+        registered_model_name=registered_model_name,
+    )
+    client.log_outputs(run.run_id, [LoggedModelOutput(logged.model_id, step)])
+    link_metrics(run, logged.model_id, metrics, data)
+    title = str(model.model_card_data.model_name or name)  # the card's title: study, trial and grid point
+    client.set_logged_model_tags(logged.model_id, {TAG_DESCRIPTION: title})
+    if registered_model_name and info.registered_model_version is not None:  # each registered model is a new best
+        version = str(info.registered_model_version)
+        client.update_model_version(registered_model_name, version, description=title)
+        client.set_registered_model_alias(registered_model_name, MODEL_ALIAS_BEST, version)
+    uri = f"runs:/{run.run_id}/{name}"
+    for key, value in ((TAG_MODEL_URI, uri), (TAG_MODEL_ID, logged.model_id), (TAG_MODEL_LOGGED, "true")):
+        client.set_tag(run.run_id, key, value)  # in the same (buffered) call as the upload
+    return uri
+
+
+def study_version(client: MlflowClient, run_id: str, registered_model_name: str | None) -> str | None:
+    """The latest version of `registered_model_name` registered from run `run_id` (None when there is none)."""
+    if not registered_model_name:
+        return None
+    versions = client.search_model_versions(f"name='{registered_model_name}' and run_id='{run_id}'")
+    return str(max(int(v.version) for v in versions)) if versions else None
+
+
+def mark_study_best(client: MlflowClient, run_id: str, registered_model_name: str | None) -> None:
+    """Tag the study's best kept model, its logged model and its trial run, ``sweep.study_best=true``, and point the
+    registered model's alias ``best`` at its version (again: a rerun may have registered others since)."""
+    client.set_tag(run_id, TAG_STUDY_BEST, "true")
+    model_id = client.get_run(run_id).data.tags.get(TAG_MODEL_ID)
+    if model_id:
+        client.set_logged_model_tags(model_id, {TAG_STUDY_BEST: "true"})
+    if (version := study_version(client, run_id, registered_model_name)) is not None:
+        client.set_registered_model_alias(str(registered_model_name), MODEL_ALIAS_BEST, version)
+
+
+def publish_verdict(
+    client: MlflowClient, run_id: str, readme: Path, section: str, registered_model_name: str | None
+) -> None:
+    """The study's verdict on the model logged on run `run_id` (the study's best): its card (README.md) replaced by
+    `readme`, and the card's `section` (without its heading) as the Description of the logged model and of its
+    registered version."""
+    model_id = client.get_run(run_id).data.tags.get(TAG_MODEL_ID)
+    if not model_id:
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / readme.name).write_bytes(readme.read_bytes())
+        client.log_model_artifacts(model_id, folder, artifact_path=CARD_FOLDER)
+    description = section.partition("\n\n")[2]  # a version's first line is its preview in the versions table
+    client.set_logged_model_tags(model_id, {TAG_DESCRIPTION: description})
+    if (version := study_version(client, run_id, registered_model_name)) is not None:
+        client.update_model_version(str(registered_model_name), version, description=description)

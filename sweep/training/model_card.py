@@ -1,0 +1,93 @@
+"""The model card (``README.md``) of a kept model, filled through sentence-transformers' own card data
+(`SentenceTransformerModelCardData`): a title naming the study, the trial and its grid point; the base model with the
+language and license of its own card; the training data by name (its size, columns, examples and the loss with its
+parameters, the scale among them, come from the trainer's model-card callback); the trial's STSB and extra-set
+scores (from its evaluators). For the study's best model, the study's verdict lines are added when the study ends.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import ModelCard, try_to_load_from_cache
+from omegaconf import DictConfig
+from sentence_transformers import SentenceTransformer, SentenceTransformerModelCardData
+
+from sweep.inputs.model import resolve_path
+
+README = "README.md"
+# The study's section of a kept model's card, between these markers so that a later verdict replaces it.
+STUDY_START, STUDY_END = "<!-- sweep: the study -->", "<!-- /sweep: the study -->"
+BEFORE = "## Model Details"  # the study's section goes above it, under the card's first paragraph
+
+
+def pretrained_base(model: DictConfig) -> str | None:
+    """The hub name of the checkpoint whose trained weights the model starts from (None for random weights or a
+    local folder, which the card cannot link to)."""
+    random = model.reinit or (model.kind == "static" and model.static_init == "random")
+    return None if random or Path(model.name_or_path).expanduser().exists() else str(model.name_or_path)
+
+
+def base_card(model: DictConfig) -> ModelCard | None:
+    """The base checkpoint's own card, read from its local folder or the Hugging Face cache (never downloaded)."""
+    path = Path(resolve_path(model)) / README
+    local = path if path.is_file() else try_to_load_from_cache(str(model.name_or_path), README)
+    return ModelCard.load(local) if isinstance(local, (str, Path)) else None
+
+
+class TrialCardData(SentenceTransformerModelCardData):
+    """sentence-transformers' card data without the Hub's inference widget: a kept model is not published, and the
+    widget's examples are drawn with Python's global random state behind a progress bar (a line of redraws in a log
+    file)."""
+
+    def set_widget_examples(self, dataset: Any) -> None:
+        return None
+
+
+def describe(model: SentenceTransformer, cfg: DictConfig, title: str, training: dict[str, str]) -> None:
+    """Give `model` the card data of its trial, before its trainer is built (whose card callback adds the training
+    rows' statistics, the loss with its parameters and the hyperparameters): `title`, the training dataset
+    `training` (``{"name": ..., "id": hub id}``) and, for pretrained weights, the base model with the language and
+    license of its card."""
+    base = pretrained_base(cfg.model)
+    found = base_card(cfg.model) if base else None
+    card = TrialCardData(
+        language=(found.data.get("language") if found else None) or [],
+        license=found.data.get("license") if found else None,
+        model_name=title,
+        train_datasets=[training],
+        local_files_only=True,  # no Hub lookups while training or saving: the base model and data are named here
+    )
+    card.base_model = base
+    card.register_model(model)
+    model.model_card_data = card
+
+
+def study_section(study: str, trial_number: int, value: float, lines: list[str]) -> str:
+    """The study's verdict for its best model's card: which trial it is and the study's answer lines."""
+    verdict = "\n".join(f"- {line}" for line in lines) or "- (no paired comparison: one scale, or stats.paired off)"
+    return (
+        f"## The study\n\nThe best model of the sweep study `{study}`: trial {trial_number}, objective {value:.4f}. "
+        f"The study's verdict:\n\n{verdict}"
+    )
+
+
+def write_study_section(folder: Path, section: str) -> Path:
+    """Put `section` into the card of the model in `folder`, replacing the one an earlier end of the study wrote."""
+    readme = folder / README
+    text = readme.read_text()
+    block = f"{STUDY_START}\n{section}\n{STUDY_END}\n"
+    if STUDY_START in text:
+        head, _, rest = text.partition(STUDY_START)
+        text = head + block + rest.partition(STUDY_END)[2].lstrip("\n")
+    elif BEFORE in text:
+        head, _, rest = text.partition(BEFORE)
+        text = f"{head}{block}\n{BEFORE}{rest}"
+    else:
+        text = f"{text.rstrip()}\n\n{block}"
+    replacement = readme.with_name(f".{README}.tmp")
+    replacement.write_text(text)
+    os.replace(replacement, readme)  # atomic: a reader sees the old card or the new one
+    return readme
