@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sweep.report.findings_evidence import STSB_VALIDATION, tidy
 from sweep.report.results_folder import flat_config, read_csv
+from sweep.stats.interactions import DifferenceInDifferences, difference_in_differences
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -424,7 +426,31 @@ MNRL_SCHEDULE: Claims = [
         ("0.035", "cosine 5-50", "diff_to_best"), ("0.022", "cosine 5-50", "ci_low"),
         ("0.048", "cosine 5-50", "ci_high"))],
 ]  # fmt: skip
+CONVERGENCE = "mnrl_scale_convergence"
+
+
+def gap_change(high: float) -> DifferenceInDifferences:
+    """How the gap 10 - ``high`` changes from mnrl_scale's 120 steps to mnrl_scale_convergence's stop (by seed)."""
+    both = pd.concat(
+        [
+            tidy(RESULTS / "mnrl_scale", STSB_VALIDATION).assign(condition="120 steps"),
+            tidy(RESULTS / CONVERGENCE, STSB_VALIDATION).assign(condition="stop"),
+        ]
+    )
+    return difference_in_differences(both, 10.0, high, "120 steps", "stop")
+
+
+MNRL_CONVERGENCE: Claims = [
+    ("0.761", lambda: pair(CONVERGENCE, 10.0, "spearman")),
+    *[(q, lambda s=s, c=c: pair(CONVERGENCE, s, c)) for q, s, c in (
+        ("0.011", 20.0, "diff_to_best"), ("-0.004", 20.0, "ci_low"), ("0.027", 20.0, "ci_high"),
+        ("0.078", 50.0, "diff_to_best"), ("0.012", 50.0, "ci_low"), ("0.144", 50.0, "ci_high"))],
+    ("0.186", lambda: gap_change(50.0).gap1), ("0.078", lambda: gap_change(50.0).gap2),
+    ("-0.108", lambda: gap_change(50.0).estimate), ("-0.112", lambda: gap_change(50.0).ci_low),
+    ("-0.103", lambda: gap_change(50.0).ci_high),
+]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
+    CONVERGENCE: MNRL_CONVERGENCE,
     SCHEDULE: MNRL_SCHEDULE,
     "mnrl_scale_lr_low": MNRL_LR_LOW,
     "mnrl_scale_isotropic": MNRL_ISOTROPIC,
@@ -807,3 +833,20 @@ def test_mnrl_scale_schedule_finding_reads_back_from_its_tables() -> None:
     assert test.index[test["best"]].tolist() == ["constant 10"]
     for scale in (10.0, 20.0):
         assert math.isclose(arms.loc[f"constant {scale:g}", "spearman"], paired("mnrl_scale").loc[scale, "spearman"])
+
+
+def test_mnrl_scale_convergence_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_convergence's finding: 10 best, above mnrl_scale's, and confirmed on test; 20
+    not distinguishable; 50 worse though its gap closes; 2 and 50 at the step cap in most seeds with nearly flat
+    curves (under 0.005 gained over their last 200 steps); the paired change is by seed."""
+    verdicts = paired(CONVERGENCE)
+    assert best(CONVERGENCE) == 10 and verdicts.loc[10.0, "spearman"] > paired("mnrl_scale").loc[10.0, "spearman"]
+    assert verdicts.loc[20.0, "verdict"] == "not distinguishable" and verdicts.loc[50.0, "verdict"] == "worse"
+    test = table(f"{CONVERGENCE}/paired_comparison_test.csv").set_index("scale")
+    assert test.index[test["best"]].tolist() == [10.0]
+    assert gap_change(50.0).design == "paired" and gap_change(50.0).ci_high < 0
+    trials = table(f"{CONVERGENCE}/trials.csv").query("state == 'COMPLETE'")
+    capped = trials[trials["trained_steps"] == setting(CONVERGENCE, "trial.max_steps")]
+    assert capped.groupby("loss.scale").size().reindex([2.0, 50.0]).ge(2).all(), "at the cap in most seeds"
+    curves = table(f"{CONVERGENCE}/spearman_vs_step.csv").pivot_table("mean", "step", "scale")
+    assert (curves[[2.0, 50.0]].iloc[-1] - curves[[2.0, 50.0]].iloc[-6]).abs().lt(0.005).all()
