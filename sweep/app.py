@@ -38,7 +38,8 @@ from sweep.signals import (
     worker_threads,
 )
 from sweep.study import grid_queue
-from sweep.study.run_loop import StudyRunner, finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
+from sweep.study.run_loop import StudyRunner
 from sweep.study.setup import unwritable
 from sweep.study.summary import (
     COLLAPSED,

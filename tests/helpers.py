@@ -74,7 +74,7 @@ def sweep_process(*args: str, home: Path, experiment: str = "mnrl_scale", **env:
 
 def run_study(cfg: DictConfig) -> tuple[Any, pd.DataFrame]:
     """Open, run and finish a study in this process: (its `sweep.study.run_loop.StudyRunner`, its results table)."""
-    from sweep.study.run_loop import finish, open_sweep  # torch and the trainer: only for tests that train
+    from sweep.study.lifecycle import finish, open_sweep  # torch and the trainer: only for tests that train
 
     sweep = open_sweep(cfg)
     sweep.run()

@@ -9,7 +9,7 @@ import pytest
 
 from sweep.config.checks import ConfigError
 from sweep.config.database_drivers import POSTGRES_FIX, require_driver
-from sweep.study.run_loop import open_sweep
+from sweep.study.lifecycle import open_sweep
 
 
 @pytest.fixture

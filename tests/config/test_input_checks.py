@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from sweep.config.checks import ConfigError
-from sweep.study.run_loop import open_sweep
+from sweep.study.lifecycle import open_sweep
 from tests.conftest import TINY
 from tests.helpers import run_sweep
 

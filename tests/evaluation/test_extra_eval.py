@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from sweep.config.checks import ConfigError
 from sweep.report.__main__ import main as report_main
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 
 NLI = {
     "name": "nli_pairs",

@@ -17,8 +17,8 @@ from sweep.config.checks import CONFIG_DIR
 from sweep.inputs.model import build_model
 from sweep.losses import build_loss
 from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_END_REASON, TAG_OPTUNA_STATE
+from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.preflight import resolve_trial_config
-from sweep.study.run_loop import finish, open_sweep
 
 SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler}
 

@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
 from sweep.names import ATTR_FAIL_REASON, ATTR_MLFLOW_RUN_ID
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 from tests.faults.harness import figures
 
 

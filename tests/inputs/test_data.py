@@ -70,7 +70,7 @@ def test_subset_and_heldout_are_seeded_and_disjoint(compose_cfg):
 def test_unreadable_hub_dataset_fails_before_any_trial(compose_cfg):
     """A hub split that cannot be read (offline, or no such dataset) is a config error naming the split and the
     fix, raised by open_sweep before the study or any MLflow run exists."""
-    from sweep.study.run_loop import open_sweep
+    from sweep.study.lifecycle import open_sweep
 
     cfg = compose_cfg("data.source=hub", "data.train.hub_name=sweep-tests/no-such-dataset")
     with pytest.raises(ConfigError, match=r"data\.train=.*no-such-dataset.*cannot be read.*SWEEP_DATA_DIR"):

@@ -23,7 +23,7 @@ from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
 from sweep.names import ROLE_TRIAL, TAG_ROLE
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.setup import validate
 
 LOSS_CONFIGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "loss").glob("*.yaml"))

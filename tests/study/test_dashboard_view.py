@@ -9,7 +9,7 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from sweep.evaluation.objective import objective_name
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 from tests.helpers import run_study
 
 GRID = ("+study.search_space.loss.scale=[2,10]", "study.seeds=[0,1]", "stats.enabled=false")

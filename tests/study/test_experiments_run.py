@@ -13,7 +13,7 @@ from sweep.config.checks import CONFIG_DIR
 from sweep.evaluation.layer_grid import stsb_layer_grid, validate_layer_grid
 from sweep.inputs.data import load_split
 from sweep.inputs.model import build_model
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 
 EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
 SHORT = [

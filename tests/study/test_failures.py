@@ -20,7 +20,7 @@ from sweep.config.checks import ConfigError
 from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_BEST_PARAMS, TAG_END_REASON
 from sweep.signals import Interrupted, StopSignals
 from sweep.study.grid_queue import unresolved_points
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.summary import parent_summary
 from sweep.tracking import mlflow_client
 from sweep.training.trial import DivergenceError

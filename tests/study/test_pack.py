@@ -214,7 +214,7 @@ def test_a_stop_signal_inside_a_members_ask_fails_every_member_and_queues_its_po
     import signal
 
     from sweep.signals import StopSignals
-    from sweep.study.run_loop import finish, open_sweep
+    from sweep.study.lifecycle import finish, open_sweep
 
     monkeypatch.setattr(study_module, "train_and_evaluate", lambda *args, **kwargs: 0.5)
     sweep = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,2]", "name=pack_signal", "study.pack=2"))

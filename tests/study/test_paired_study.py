@@ -13,7 +13,7 @@ from sweep.app import paired_summary
 from sweep.evaluation.predictions import load_predictions
 from sweep.names import TAG_PAIRED_COMPARISON
 from sweep.report.__main__ import main as report_main
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 
 
 def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cfg, tmp_path):

@@ -25,7 +25,7 @@ from sweep.names import (
 )
 from sweep.stats.race import SEEDS_USED
 from sweep.study import grid_queue
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 from tests.conftest import TINY
 from tests.helpers import run_study, trial_runs
 

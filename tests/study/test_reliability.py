@@ -15,7 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_END_REASON, TAG_PARENT_RUN_ID
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 from tests.helpers import child_runs, completed_points, require_postgres_driver, sweep_process, wait_for_training
 
 POSTGRES_URL = os.environ.get("SWEEP_TEST_POSTGRES_URL")

@@ -15,7 +15,7 @@ from sweep.names import (
     TAG_SCALE_ZERO,
     TAG_STUDY_NAME,
 )
-from sweep.study.run_loop import open_sweep
+from sweep.study.lifecycle import open_sweep
 from sweep.tracking.ui_links import SWEPT
 from tests.helpers import run_study, trial_runs
 

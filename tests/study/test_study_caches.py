@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
-from sweep.study.run_loop import open_sweep
+from sweep.study.lifecycle import open_sweep
 
 SENTENCES = ["a man is playing a guitar", "a woman slices an onion", "the cat sleeps", "a man is playing a guitar"]
 

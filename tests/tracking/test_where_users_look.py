@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
-from sweep.study.run_loop import open_sweep
+from sweep.study.lifecycle import open_sweep
 from sweep.tracking import ui_links
 
 

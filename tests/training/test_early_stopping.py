@@ -7,7 +7,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.config.checks import ConfigError
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 
 
 def trial_history(cfg) -> tuple[list[tuple[int, float]], float]:

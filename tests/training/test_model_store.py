@@ -23,7 +23,7 @@ from sweep.evaluate import main as evaluate_main
 from sweep.evaluate import stsb_scores
 from sweep.inputs.model import build_model
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_URI, TAG_MODEL_LOGGED
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 from sweep.training import kept_models
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mlflow.tracking import MlflowClient
 
-from sweep.study.run_loop import finish, open_sweep
+from sweep.study.lifecycle import finish, open_sweep
 
 
 def train_losses(cfg) -> list[float]:

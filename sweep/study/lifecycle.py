@@ -1,0 +1,96 @@
+"""Opening (`open_sweep`: validate, then create or load the Optuna study, its grid queue and the MLflow parent run)
+and closing (`finish`: the parent run's summary, tags and status, the study's best model marked) a study that a
+`sweep.study.run_loop.StudyRunner` runs."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from sweep.config import search_space
+from sweep.config.checks import flatten, with_values
+from sweep.config.input_checks import check_swept_overrides
+from sweep.evaluation import extra_sets
+from sweep.inputs import data as data_module
+from sweep.inputs.model import check_available
+from sweep.names import ARTIFACT_CONFIG, ATTR_READY, ATTR_SEARCH_SPACE, TAG_BEST_MODEL_RUN_ID, TAG_END_REASON, TAG_RACE
+from sweep.study import grid_queue
+from sweep.study import race as seed_race
+from sweep.study.run_loop import StudyRunner
+from sweep.study.setup import (
+    absolute_paths,
+    check_declared_space,
+    create_or_load,
+    declared_space,
+    fail_stale_trials,
+    open_storage,
+    validate,
+    wait_until_ready,
+)
+from sweep.study.summary import parent_summary, results_table
+from sweep.tracking import mlflow_client, ui_links
+from sweep.tracking.versions import version_params
+from sweep.training import kept_models, logged_models
+
+
+def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
+    """Validate the config (and the command-line `overrides` it was composed with), then open (or create) the
+    Optuna study, its grid queue and MLflow parent run."""
+    # before the paths become this machine's; the learning rate as a number (a results folder reads it), not the
+    # interpolation of the model's rate that trial/cpu.yaml gives it
+    config_yaml = OmegaConf.to_yaml(with_values(cfg, {"trial.learning_rate": cfg.trial.learning_rate}))
+    cfg = absolute_paths(cfg)
+    declared = declared_space(cfg)
+    check_swept_overrides(cfg, overrides, declared)
+    space = search_space.parse(declared)
+    for model in validate(cfg, space):
+        check_available(model)
+    data_module.check_available(cfg.data)
+    extra_sets.check_sets(cfg)
+    client = mlflow_client.open_tracking(cfg)
+    versions = version_params()  # pinned at start (read once per process)
+    holder: dict[str, StudyRunner] = {}
+    storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
+    study, created = create_or_load(cfg, storage, space)
+    exp_id = mlflow_client.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
+    ui_links.mark_model_development(client, exp_id)
+    if created:
+        study.set_user_attr(ATTR_SEARCH_SPACE, declared)
+        base = ui_links.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
+        parent = mlflow_client.parent_run(client, study, exp_id, {**base, "study.search_space": declared, **versions})
+        mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
+        seed_race.pin(study, cfg, created)
+        if space and search_space.is_grid(space):
+            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed, seed_race.first_seeds(cfg))
+        study.set_user_attr(ATTR_READY, True)
+    else:
+        wait_until_ready(study)
+        check_declared_space(study, declared, cfg.study.storage)
+        seed_race.pin(study, cfg, created)
+        parent = mlflow_client.parent_run(client, study, exp_id, {})
+    sweep = StudyRunner(cfg, space, study, client, exp_id, parent)
+    holder["sweep"] = sweep
+    fail_stale_trials(study)
+    return sweep
+
+
+def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
+    """Close the parent run with the study's best value and the results table as an artifact; an interrupted
+    (`interrupted`: the signal's name) or stopped study's run ends KILLED or FAILED with the reason as a tag."""
+    table = results_table(sweep.study)
+    summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric, sweep.cfg.eval.objective)
+    status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
+    reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
+    tags.update({**kept_models.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
+    if sweep.race is not None:
+        tags[TAG_RACE] = "; ".join(sweep.race.lines())[:5000]
+    mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
+    mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
+    if TAG_BEST_MODEL_RUN_ID in tags:  # through the writer: a tracking outage delays it like any other write
+        registered = sweep.cfg.tracking.registered_model_name
+        mark = functools.partial(logged_models.mark_study_best, sweep.client, tags[TAG_BEST_MODEL_RUN_ID], registered)
+        sweep.client.writer.write("mark the best model", mark)
+    return table
