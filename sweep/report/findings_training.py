@@ -83,12 +83,21 @@ def batch_evidence(results: Path) -> Evidence | None:
     bests = [float(b) for b in gaps["best"]]
     others = [b for b in bests if b != DEFAULT]
     a = max(set(others), key=others.count) if others else 10.0
-    line, separates, _ = did_line(folder, frame, a, "does the best scale move with ln C")
-    stsb = gap_by_condition(tidy(folder, "stsb_validation_spearman"))
+    line, separates, change = did_line(folder, frame, a, "does the best scale move with ln C")
+    stsb = gap_by_condition(tidy(folder, "stsb_validation_spearman")).sort_values(
+        "condition", key=lambda c: c.map(_batch_size)
+    )
     on_stsb = "; ".join(
         f"batch {_batch_size(str(c))}: {b:g}" for c, b in zip(stsb["condition"], stsb["best"], strict=True)
     )
     moves = len(set(bests)) > 1
+    sizes = sorted(_batch_size(str(c)) for c in gaps["condition"].unique())
+    where = "moves" if moves else f"stays at {a:g}"
+    trend = ("shrinks" if change.startswith("-") else "grows") if separates else "does not change distinguishably"
+    summary = (
+        f" Across batch sizes {sizes[0]}-{sizes[-1]} (`{BATCH}`, {metric}) the best scale {where}, while 20's gap "
+        f"to {a:g} {trend} with the batch (difference in differences {change})."
+    )
     return Evidence(
         [
             f"`{BATCH}` ({metric}, paired t over seeds): {'; '.join(parts)}",
@@ -101,6 +110,7 @@ def batch_evidence(results: Path) -> Evidence | None:
         ["the batch size tied to the number of steps (one pass over the same 30,000 pairs at one learning rate)"]
         if moves
         else [],
+        summary,
     )
 
 

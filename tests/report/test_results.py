@@ -362,6 +362,8 @@ STSB_TRAIN_ROWS = 5749  # STSB train pairs (the study's log; in no CSV)
 LR, SIZE = "learning_rate={}", "train.max_samples={}"
 TOP: Claims = [
     ("0.645", lambda: sp(*UNTRAINED)), *MEASURED_CLAIMS[3:4],
+    *[(q, lambda i=i: math.log(sorted(set(table("mnrl_scale_batch/trials.csv")["trial.batch_size"]))[i]))
+      for i, q in enumerate(("2.77", "4.16", "5.55"))],  # ln C of the batch sizes the study ran
     ("0.732", lambda: sp("mnrl_scale", 10)), ("0.731", lambda: sp("mnrl_scale", 15)),
     ("0.719", lambda: sp("mnrl_scale", 20)), ("0.014", lambda: pair("mnrl_scale", 20, "diff_to_best")),
     ("-0.026", lambda: pair("mnrl_scale", 20, "ci_low")), ("0.054", lambda: pair("mnrl_scale", 20, "ci_high")),
@@ -449,7 +451,31 @@ MNRL_CONVERGENCE: Claims = [
     ("-0.108", lambda: gap_change(50.0).estimate), ("-0.112", lambda: gap_change(50.0).ci_low),
     ("-0.103", lambda: gap_change(50.0).ci_high),
 ]  # fmt: skip
+BATCH = "mnrl_scale_batch"
+
+
+def batch_verdicts(metric: str = DATASIZE_OBJECTIVE) -> dict[int, pd.DataFrame]:
+    """mnrl_scale_batch's objective_comparison.csv rows of ``metric`` per batch size, indexed by scale."""
+    frame = table(f"{BATCH}/objective_comparison.csv")
+    frame = frame[frame["metric"] == metric]
+    sizes = frame["condition"].str.removeprefix("batch_size=").astype(int)
+    return {int(size): rows.set_index("scale") for size, rows in frame.groupby(sizes)}
+
+
+def batch_did() -> DifferenceInDifferences:
+    frame = tidy(RESULTS / BATCH, DATASIZE_OBJECTIVE)
+    return difference_in_differences(frame, 10.0, 20.0, "batch_size=16", "batch_size=256")
+
+
+MNRL_BATCH: Claims = [
+    *[(q, lambda b=b, c=c: batch_verdicts()[b].loc[20.0, c]) for q, b, c in (
+        ("0.026", 16, "diff_to_best"), ("0.002", 16, "ci_low"), ("0.049", 16, "ci_high"),
+        ("0.006", 256, "diff_to_best"), ("-0.011", 256, "ci_low"), ("0.022", 256, "ci_high"))],
+    ("-0.020", lambda: batch_did().estimate), ("-0.033", lambda: batch_did().ci_low),
+    ("-0.007", lambda: batch_did().ci_high),
+]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
+    BATCH: MNRL_BATCH,
     CONVERGENCE: MNRL_CONVERGENCE,
     SCHEDULE: MNRL_SCHEDULE,
     "mnrl_scale_lr_low": MNRL_LR_LOW,
@@ -850,3 +876,20 @@ def test_mnrl_scale_convergence_finding_reads_back_from_its_tables() -> None:
     assert capped.groupby("loss.scale").size().reindex([2.0, 50.0]).ge(2).all(), "at the cap in most seeds"
     curves = table(f"{CONVERGENCE}/spearman_vs_step.csv").pivot_table("mean", "step", "scale")
     assert (curves[[2.0, 50.0]].iloc[-1] - curves[[2.0, 50.0]].iloc[-6]).abs().lt(0.005).all()
+
+
+def test_mnrl_scale_batch_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_scale_batch's finding: 10 best at every batch size and confirmed on test; 20 worse
+    at 16 and 64, not distinguishable at 256; the confidence set reaches higher scales as the batch grows, up to 50 at
+    256, and holds 3 to 5 scales; 117 and 1,875 steps are one pass over 30,000 pairs."""
+    validation = batch_verdicts()
+    test = batch_verdicts("captions30k_test_ndcg_at_10")
+    for size, rows in validation.items():
+        assert rows.index[rows["best"]].tolist() == [10.0] and test[size].loc[10.0, "in_confidence_set"]
+    assert [validation[b].loc[20.0, "verdict"] for b in (16, 64, 256)] == ["worse", "worse", "not distinguishable"]
+    held = {b: set(rows.index[rows["in_confidence_set"]]) for b, rows in validation.items()}
+    assert [max(held[b]) for b in (16, 64, 256)] == sorted(max(held[b]) for b in (16, 64, 256))
+    assert max(held[256]) == 50.0 and sorted(len(h) for h in held.values()) == [3, 4, 5]
+    pairs = setting(BATCH, "data.train.max_samples")
+    assert (int(pairs) // 256, int(pairs) // 16) == (117, 1875)
+    assert batch_did().design == "paired" and batch_did().ci_high < 0
