@@ -12,7 +12,6 @@ import pandas as pd
 
 from sweep.report.findings_evidence import (
     DEFAULT,
-    Facts,
     against_best,
     best_row,
     by_number,
@@ -36,13 +35,11 @@ STEPS = "trained_steps"  # the metric a trial logs: below trial.max_steps when i
 
 @dataclass
 class Evidence:
-    """What one study adds to a question: its lines, its folder's facts and scope, whether the claim it makes
-    separates, and the confounds it leaves."""
+    """What one study adds to a question: its evidence lines, its scope, the confounds it leaves and a sentence for
+    the answer."""
 
     lines: list[str] = field(default_factory=list)
-    facts: list[Facts] = field(default_factory=list)
     scopes: list[str] = field(default_factory=list)
-    separates: bool = False
     confounds: list[str] = field(default_factory=list)
     summary: str = ""  # a sentence for the question's answer
 
@@ -104,9 +101,7 @@ def batch_evidence(results: Path) -> Evidence | None:
             line,
             f"`{BATCH}`: best scale by batch size on STSB validation (not chosen on): {on_stsb}",
         ],
-        [folder_facts(folder)],
         [scope(folder, folder_facts(folder).n_seeds)],
-        separates,
         ["the batch size tied to the number of steps (one pass over the same 30,000 pairs at one learning rate)"]
         if moves
         else [],
@@ -134,7 +129,6 @@ def convergence_evidence(results: Path) -> Evidence | None:
         return None
     paired = table(folder, "paired_comparison")
     best = best_row(paired)
-    facts = folder_facts(folder)
     lines = [
         f"`{CONVERGENCE}`: steps trained before validation stopped improving (5 evaluations of 40 steps without a "
         f"new best, cap 1,200), per scale min-max over seeds: {_steps_by_scale(folder)}",
@@ -143,7 +137,6 @@ def convergence_evidence(results: Path) -> Evidence | None:
             f"{s:g}: {against_best(row)}" for s in (DEFAULT, 30.0, 50.0) if (row := row_at(paired, s)) is not None
         ),
     ]
-    separates = False
     at20 = row_at(paired, DEFAULT)
     summary = (
         f" Trained until validation stops improving (`{CONVERGENCE}`), {best['scale']:g} is still the best scale"
@@ -163,8 +156,6 @@ def convergence_evidence(results: Path) -> Evidence | None:
         for high in (30.0, 50.0):
             if {a, high} <= shared and a != high:
                 did = difference_in_differences(both, a, high, "120 steps (mnrl_scale)", "to convergence")
-                closes = did.ci_low > 0 or did.ci_high < 0
-                separates = separates or bool(closes)
                 lines.append(
                     f"gap {a:g} - {high:g}: {signed(did.gap1)} at 120 steps, {signed(did.gap2)} at convergence; change "
                     f"{signed(did.estimate)} {interval(did.ci_low, did.ci_high)} ({did.design} t over {did.n1} seeds, "
@@ -179,4 +170,4 @@ def convergence_evidence(results: Path) -> Evidence | None:
                 f"; scale 50 is {slower} and {worse}: its gap to {a:g} goes from {num(did.gap1)} at 120 steps to "
                 f"{num(did.gap2)} once trained to a stop"
             )
-    return Evidence(lines, [facts], [scope(folder, facts.n_seeds)], separates, summary=summary + ".")
+    return Evidence(lines, [scope(folder, folder_facts(folder).n_seeds)], summary=summary + ".")
