@@ -32,6 +32,10 @@ ANGLE_PAPER = ((1.0, 1.0, 1.0), (20.0, 20.0, 1.0))  # AnglE paper: w1-w3, scales
 ANGLE_RELEASED = ((0.0, 20.0, 1.0), (20.0, 20.0, 20.0))  # angle-emb training defaults (issue 22): w, all scales 20
 ANGLE_SOURCE = "angle-emb's defaults changed between releases (w 1/1/1 first, later 0/1/0.02)"
 MINILM_SCALE = 20.0  # all-MiniLM-L6-v2 was trained with MNRL at scale 20 (its model card: sentence-transformers)
+START_MODEL = (
+    f"the start model all-MiniLM-L6-v2 was trained with MNRL at scale {MINILM_SCALE:g} "
+    f"(temperature {1 / MINILM_SCALE:g})"
+)
 TWO_DMSE_ONE_LAYER = 0.80  # 2DMSE (Li et al. 2024): about 80% of the full performance from one layer
 ST_ADAPTIVE = (86.0, 75.0)  # sentence-transformers docs: mpnet-base on AllNLI, full vs half the layers (AdaptiveLayer)
 

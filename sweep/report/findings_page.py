@@ -2,7 +2,7 @@
 exists to answer, each with its answer, evidence (numbers read from the results folders' CSVs, never typed), strength
 by the rule stated at the top (`sweep.report.findings_evidence.STRENGTH_RULE`), scope, literature and what would
 change it. Questions (a)-(b) are in `sweep.report.findings_mnrl`, (c) in `sweep.report.findings_concentration`, (g)
-in `sweep.report.findings_schedule`; (d)-(f) and the page are here.
+in `sweep.report.findings_schedule`, (d) in `sweep.report.findings_finetune`; (e)-(f) and the page are here.
 ``tests/report/test_findings_page.py`` regenerates the page from the committed CSVs and compares."""
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from sweep.report.findings_evidence import (
     ANGLE_PAPER,
     ANGLE_RELEASED,
     ANGLE_SOURCE,
-    BGE_ADVICE,
-    BGE_TRAINED,
     DEFAULT,
-    MINILM_SCALE,
     ST_ADAPTIVE,
+    START_MODEL,
     STRENGTH_RULE,
     TWO_DMSE_ONE_LAYER,
     Section,
@@ -33,80 +31,14 @@ from sweep.report.findings_evidence import (
     row_at,
     scope,
     signed,
-    status,
     strength,
     table,
-    temperature,
     untested,
 )
+from sweep.report.findings_finetune import question_d
 from sweep.report.findings_mnrl import question_a, question_b
 from sweep.report.findings_schedule import question_g
 from sweep.report.results_folder import flat_config
-
-START_MODEL = (
-    f"the start model all-MiniLM-L6-v2 was trained with MNRL at scale {MINILM_SCALE:g} "
-    f"(temperature {1 / MINILM_SCALE:g})"
-)
-FINETUNE_FOLDERS = (("mnrl_finetune_minilm", ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))
-
-
-def _advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:
-    """Best scale, and each scale inside BGE's temperature range against it: the line, the best scale, and whether
-    the warm end wins and the coldest scale tried in the range is worse."""
-    paired = table(folder, "paired_comparison")
-    best = best_row(paired, condition)
-    low, high = 1 / BGE_ADVICE[1], 1 / BGE_ADVICE[0]
-    rows = paired[(paired["condition"].astype("string").fillna("") == condition) & paired["scale"].between(low, high)]
-    parts = [f"{temperature(r['scale'])} (scale {r['scale']:g}): {against_best(r)}" for _, r in rows.iterrows()]
-    coldest = rows.loc[rows["scale"].idxmax()] if not rows.empty else None
-    holds = bool(low <= best["scale"] <= high and coldest is not None and coldest["verdict"] == "worse")
-    label = f"`{folder.name}`" + (f" ({condition})" if condition else "")
-    line = (
-        f"{label}: best temperature {temperature(best['scale'])} (scale {best['scale']:g}, {num(best['spearman'])}); "
-        f"in BGE's range: {'; '.join(parts) or 'no scale tried'}"
-    )
-    return line, float(best["scale"]), holds
-
-
-def question_d(results: Path) -> Section:
-    question = f"(d) BGE's advice: fine-tune a normalized model at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g}"
-    used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
-    if not used:
-        return untested(question, [results / name for name, _ in FINETUNE_FOLDERS], "run mnrl_finetune_minilm")
-    lines, bests, holds = zip(*(_advice_line(folder, condition) for folder, condition in used), strict=True)
-    evidence = [*lines]
-    if not present(results / "mnrl_finetune_minilm"):
-        evidence.append(f"{status(results / 'mnrl_finetune_minilm')}: MNRL fine-tuning of the full model untested")
-    static = results / "mnrl_scale"
-    if present(static):
-        line, _, _ = _advice_line(static, "")
-        evidence.append(f"for contrast, static embeddings trained from their start (not a fine-tune): {line}")
-    inside = all(1 / BGE_ADVICE[1] <= b <= 1 / BGE_ADVICE[0] for b in bests)
-    temps = " and ".join(f"{temperature(b)} in {f.name}" for b, (f, _) in zip(bests, used, strict=True))
-    answer = (
-        f"{'Only its warm end' if inside else 'Not here'}: fine-tuning all-MiniLM-L6-v2 the best temperature is "
-        f"{temps}"
-        + (", and the colder end of the range is worse" if all(holds) else "")
-        + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'."
-    )
-    facts = [folder_facts(folder) for folder, _ in used]
-    return Section(
-        question,
-        answer,
-        strength(facts, all(holds), sum(holds), [START_MODEL]),
-        evidence,
-        [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)],
-        [
-            f"BGE fine-tunes at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g} (its models were trained at "
-            f"{BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "
-            f"{'agrees at the warm end only' if inside else 'disagrees'} for a model trained at "
-            f"{1 / MINILM_SCALE:g}",
-        ],
-        [
-            f"fine-tuning a model trained at another temperature (e.g. a BGE model at 0.01-0.02), the full model "
-            f"with MNRL ({status(results / 'mnrl_finetune_minilm')}), more steps",
-        ],
-    )
 
 
 def _weights(point: str) -> tuple[float, ...]:

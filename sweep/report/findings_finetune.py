@@ -1,0 +1,172 @@
+"""Question (d) of the findings page (`sweep.report.findings_page`): BGE's advice to fine-tune a normalized model at
+temperature 0.01-0.05, read from the studies that fine-tune all-MiniLM-L6-v2: which temperature each one chooses on
+its own objective, and, for the MNRL fine-tune on in-domain pairs, what each temperature gains in its domain and costs
+outside it against the untrained model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from sweep.report.best_scale_figures import metric_words
+from sweep.report.findings_evidence import (
+    BGE_ADVICE,
+    BGE_TRAINED,
+    MINILM_SCALE,
+    START_MODEL,
+    STSB_TEST,
+    STSB_VALIDATION,
+    Section,
+    against_best,
+    best_row,
+    folder_facts,
+    interval,
+    num,
+    objective,
+    present,
+    scope,
+    signed,
+    status,
+    strength,
+    table,
+    temperature,
+    tidy,
+    untested,
+)
+from sweep.report.results_folder import TRIALS_CSV, read_csv
+from sweep.stats.seed_paired import mean_interval
+
+FINETUNE = "mnrl_finetune_minilm"
+FINETUNE_FOLDERS = ((FINETUNE, ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))
+# in the domain trained for, then outside it: what the fine-tune gains and what it costs
+COST_METRICS = ("captions30k_test_ndcg_at_10", STSB_TEST, "sts_ood_spearman")
+LEVEL = 0.95
+
+
+def chosen_table(folder: Path) -> pd.DataFrame:
+    """The verdict table of the metric the study chose on: ``objective_comparison`` (paired by seed) when
+    ``eval.objective`` is not the STSB validation Spearman, else ``paired_comparison``."""
+    return table(folder, "objective_comparison" if objective(folder) != STSB_VALIDATION else "paired_comparison")
+
+
+def _advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:
+    """Best scale, and each scale inside BGE's temperature range against it: the line, the best scale, and whether
+    the warm end wins and the coldest scale tried in the range is worse."""
+    paired = chosen_table(folder)
+    best = best_row(paired, condition)
+    low, high = 1 / BGE_ADVICE[1], 1 / BGE_ADVICE[0]
+    rows = paired[(paired["condition"].astype("string").fillna("") == condition) & paired["scale"].between(low, high)]
+    parts = [f"{temperature(r['scale'])} (scale {r['scale']:g}): {against_best(r)}" for _, r in rows.iterrows()]
+    coldest = rows.loc[rows["scale"].idxmax()] if not rows.empty else None
+    holds = bool(low <= best["scale"] <= high and coldest is not None and coldest["verdict"] == "worse")
+    label = f"`{folder.name}`" + (f" ({condition})" if condition else "")
+    line = (
+        f"{label}: best temperature {temperature(best['scale'])} (scale {best['scale']:g}, "
+        f"{metric_words(objective(folder))} {num(best['spearman'])}); "
+        f"in BGE's range: {'; '.join(parts) or 'no scale tried'}"
+    )
+    return line, float(best["scale"]), holds
+
+
+def against_untrained(scores: pd.DataFrame, level: float = LEVEL) -> pd.DataFrame:
+    """Each trained scale minus the untrained model (scale 0: zero gradient), paired by seed, from ``scores`` (one
+    value per scale and seed): mean and a Student-t interval over seeds at ``level``, Bonferroni over the scales
+    compared (columns scale, untrained, n_seeds, mean, ci_low, ci_high); empty when there is no scale 0."""
+    frame = scores.pivot_table("value", "seed", "scale")
+    if 0.0 not in frame.columns:
+        return pd.DataFrame()
+    trained = [s for s in frame.columns if s != 0.0]
+    corrected = 1 - (1 - level) / max(len(trained), 1)
+    rows = []
+    for scale in trained:
+        both = frame[[0.0, scale]].dropna()
+        mean, low, high = mean_interval((both[scale] - both[0.0]).to_numpy(), corrected)
+        rows.append((scale, float(both[0.0].mean()), len(both), mean, low, high))
+    return pd.DataFrame(rows, columns=["scale", "untrained", "n_seeds", "mean", "ci_low", "ci_high"])
+
+
+def cost_lines(folder: Path) -> list[str]:
+    """One evidence line per metric of `COST_METRICS` the study logged: every temperature against the untrained
+    model, paired by seed."""
+    columns = read_csv(folder / TRIALS_CSV).columns
+    lines = []
+    for metric in (m for m in COST_METRICS if m in columns):
+        diffs = against_untrained(tidy(folder, metric))
+        if diffs.empty:
+            continue
+        parts = [
+            f"{temperature(r['scale'])}: {signed(r['mean'])} {interval(r['ci_low'], r['ci_high'])}"
+            for _, r in diffs.sort_values("scale", ascending=False).iterrows()
+        ]
+        lines.append(
+            f"`{folder.name}`, {metric_words(metric)} by temperature minus the untrained model's "
+            f"{num(diffs['untrained'].iloc[0])} (paired t over {diffs['n_seeds'].min():g} seeds, "
+            f"Bonferroni over {len(diffs)} temperatures): {'; '.join(parts)}"
+        )
+    return lines
+
+
+def cost_summary(folder: Path, scale: float) -> str:
+    """``; at temperature 0.05 in-domain ... +0.05 [..] over the untrained model, STSB test -0.01 [..], ...``"""
+    columns = read_csv(folder / TRIALS_CSV).columns
+    parts = []
+    for metric in (m for m in COST_METRICS if m in columns):
+        diffs = against_untrained(tidy(folder, metric))
+        row = diffs[diffs["scale"] == scale] if not diffs.empty else diffs
+        if not row.empty:
+            r = row.iloc[0]
+            parts.append(f"{metric_words(metric)} {signed(r['mean'])} {interval(r['ci_low'], r['ci_high'])}")
+    if not parts:
+        return ""
+    return (
+        f"; in `{folder.name}` its temperature {temperature(scale)} moves, against the untrained model, "
+        + ", ".join(parts)
+    )
+
+
+def question_d(results: Path) -> Section:
+    question = f"(d) BGE's advice: fine-tune a normalized model at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g}"
+    used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
+    if not used:
+        return untested(question, [results / name for name, _ in FINETUNE_FOLDERS], f"run {FINETUNE}")
+    lines, bests, holds = zip(*(_advice_line(folder, condition) for folder, condition in used), strict=True)
+    evidence = [*lines]
+    finetune = results / FINETUNE
+    if present(finetune):
+        evidence += cost_lines(finetune)
+    else:
+        evidence.append(f"{status(finetune)}: MNRL fine-tuning of the full model untested")
+    static = results / "mnrl_scale"
+    if present(static):
+        line, _, _ = _advice_line(static, "")
+        evidence.append(f"for contrast, static embeddings trained from their start (not a fine-tune): {line}")
+    inside = all(1 / BGE_ADVICE[1] <= b <= 1 / BGE_ADVICE[0] for b in bests)
+    temps = " and ".join(f"{temperature(b)} in {f.name}" for b, (f, _) in zip(bests, used, strict=True))
+    cost = cost_summary(finetune, bests[0]) if present(finetune) else ""
+    answer = (
+        f"{'Only its warm end' if inside else 'Not here'}: fine-tuning all-MiniLM-L6-v2 the best temperature is "
+        f"{temps}"
+        + (", and the colder end of the range is worse" if all(holds) else "")
+        + cost
+        + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'."
+    )
+    facts = [folder_facts(folder) for folder, _ in used]
+    return Section(
+        question,
+        answer,
+        strength(facts, all(holds), sum(holds), [START_MODEL]),
+        evidence,
+        [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)],
+        [
+            f"BGE fine-tunes at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g} (its models were trained at "
+            f"{BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "
+            f"{'agrees at the warm end only' if inside else 'disagrees'} for a model trained at "
+            f"{1 / MINILM_SCALE:g}",
+        ],
+        [
+            f"fine-tuning a model trained at another temperature (e.g. a BGE model at 0.01-0.02), the full model "
+            f"fine-tuned with MNRL on more data or other domains ({status(finetune)}), more steps, a tuned "
+            f"learning rate",
+        ],
+    )
