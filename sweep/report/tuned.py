@@ -30,6 +30,8 @@ from sweep.stats.tuned_condition import SCALE as SCALE_COLUMN
 from sweep.stats.tuned_condition import SEED as SEED_COLUMN
 
 PROG = "python -m sweep.report tuned"
+VALIDATION_METRIC, TEST_METRIC = "stsb_validation_spearman", "stsb_test_spearman"  # the choice, its confirmation
+DEFAULTS = {"--validation": VALIDATION_METRIC, "--test": TEST_METRIC, "--level": 0.95, "--margin": DEFAULT_MARGIN}
 
 
 class Refused(ValueError):
@@ -188,8 +190,8 @@ class TunedReport:
 def tuned_report(
     folders: list[Path],
     condition: str,
-    validation: str = "stsb_validation_spearman",
-    test: str = "stsb_test_spearman",
+    validation: str = VALIDATION_METRIC,
+    test: str = TEST_METRIC,
     level: float = 0.95,
     margin: float = DEFAULT_MARGIN,
 ) -> TunedReport:
@@ -201,7 +203,9 @@ def tuned_report(
     except ValueError as error:
         raise Refused(str(error)) from error
     numbers, shown = tables(result, condition)
-    command = shlex.join([*PROG.split(), *map(str, folders), "--condition", condition])
+    options = {"--validation": validation, "--test": test, "--level": level, "--margin": margin}
+    given = [str(item) for key, value in options.items() if value != DEFAULTS[key] for item in (key, value)]
+    command = shlex.join([*PROG.split(), *map(str, folders), "--condition", condition, *given])
     return TunedReport(
         numbers, shown, answer_line(result, condition, METRIC_LABELS.get(validation, validation)), command
     )
