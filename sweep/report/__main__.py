@@ -1,5 +1,6 @@
-"""``python -m sweep.report {loss-vs-scale,study,pooled,findings}``: write figures (PNG + SVG) and the CSV behind
-each, pool one comparison of scales over results folders, or write the findings page (``results/FINDINGS.md``)."""
+"""``python -m sweep.report {loss-vs-scale,study,pooled,tuned,findings}``: write figures (PNG + SVG) and the CSV
+behind each, pool one comparison of scales over results folders, compare each scale at its own best learning rate
+(or other condition), or write the findings page (``results/FINDINGS.md``)."""
 
 from __future__ import annotations
 
@@ -75,6 +76,13 @@ def study_command(args: argparse.Namespace) -> list[Path]:
 def pooled_command(args: argparse.Namespace) -> list[Path]:
     """Scale a vs b pooled over the distinct conditions of results folders (`sweep.report.pooled`)."""
     from sweep.report.pooled import pooled_command as run
+
+    return run(args)
+
+
+def tuned_command(args: argparse.Namespace) -> list[Path]:
+    """Each scale at its own best value of a condition, compared with the best over seeds (`sweep.report.tuned`)."""
+    from sweep.report.tuned import tuned_command as run
 
     return run(args)
 
@@ -199,6 +207,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pooled.add_argument("--out", type=Path, help="also write pooled_<a>_vs_<b>.csv and .md here")
     pooled.set_defaults(run=pooled_command, from_csv=None)
+
+    tuned = commands.add_parser(
+        "tuned",
+        help="each scale at its own best learning rate (or other condition), compared with the best scale",
+        description="Over results folders of one set-up (same seeds, configs that differ only in the condition's "
+        "values and the grid): for each scale the value of --condition with the highest mean validation score, then "
+        "best - this per scale, paired by seed, with t intervals Bonferroni-corrected over the comparisons with the "
+        "best, on validation and on test (the honest read: nothing was chosen on it). Prints the table and one "
+        "answer line; --out writes own_best_<condition>.csv and .md.",
+    )
+    tuned.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="results folders (with trials.csv)")
+    tuned.add_argument(
+        "--condition",
+        required=True,
+        help="the config key tuned per scale, e.g. trial.learning_rate (a trials.csv "
+        "column, or a config.yaml key for a folder that ran one value)",
+    )
+    tuned.add_argument(
+        "--validation", default="stsb_validation_spearman", help="the metric the choice is made on (higher is better)"
+    )
+    tuned.add_argument("--test", default="stsb_test_spearman", help="the metric that confirms it (higher is better)")
+    tuned.add_argument("--level", type=float, default=0.95, help="simultaneous level of the intervals (0.95)")
+    tuned.add_argument(
+        "--margin", type=float, default=DEFAULT_MARGIN, help="equivalence margin in Spearman (stats.paired.margin)"
+    )
+    tuned.add_argument(
+        "--out",
+        dest="tuned_out",
+        type=Path,
+        help="also write own_best_<condition>.csv and .md here (no provenance.json: the markdown names its command)",
+    )
+    tuned.set_defaults(run=tuned_command, from_csv=None, out=None)
 
     findings = commands.add_parser(
         "findings",
