@@ -75,6 +75,11 @@ def tied(folder: str) -> set[float]:
     return set(frame.index[frame["indistinguishable"]])
 
 
+def own_lr(scale: float, column: str) -> float:
+    """A cell of ``python -m sweep.report tuned``'s table: each scale at its own best learning rate."""
+    return float(table("mnrl_scale_lr_low/own_best_learning_rate.csv").set_index("scale").loc[scale, column])
+
+
 def lr_of(folder: str, agg: str) -> float:
     return float(getattr(table(f"{folder}/trials.csv")["trial.learning_rate"], agg)())
 
@@ -311,6 +316,13 @@ MNRL_LR: Claims = [
 MNRL_LR_LOW: Claims = [
     ("0.003", lambda: lr_of("mnrl_scale_lr_low", "max")), ("0.001", lambda: lr_of("mnrl_scale_lr_low", "min")),
     ("0.01", lambda: lr_of("mnrl_scale_lr", "min")),  # also the margin, DEFAULT_MARGIN
+    ("0.782", lambda: own_lr(15.0, "validation mean")), ("0.659", lambda: own_lr(15.0, "test mean")),
+    *[(q, lambda s=s, c=c: own_lr(s, c)) for q, s, c in (
+        ("0.004", 20.0, "best - this on test"), ("-0.005", 20.0, "test CI low"), ("0.012", 20.0, "test CI high"),
+        ("0.006", 10.0, "best - this on test"), ("0.001", 10.0, "test CI low"),
+        ("0.012", 10.0, "test CI high"))],
+    ("0.674", lambda: cell("mnrl_scale_lr/trials.csv", "stsb_test_spearman", "mean", loss__scale=10.0,
+                           trial__learning_rate=0.01)),
 ]  # fmt: skip
 MNRL_DATA: Claims = [
     ("7.8", lambda: TRAIN_ROWS / 1000),
