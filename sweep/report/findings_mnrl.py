@@ -90,6 +90,7 @@ def question_a(results: Path) -> Section:
                 f"`mnrl_scale_lr_low` {condition}: best scale {top['scale']:g} ({num(top['spearman'])}); "
                 f"equivalent to it within the margin: {equal}"
             )
+        evidence += _own_learning_rate_line(low)
     moves = len(set(bests)) > 1
     beats = bool(row["ci_low"] > 0)
     confounds = ["the learning rate (the best scale moves with it)"] if moves else []
@@ -138,6 +139,29 @@ def question_a(results: Path) -> Section:
             "small studies; a pooled interval reaching 0 with more seeds or conditions",
         ],
     )
+
+
+def _own_learning_rate_line(folder: Path) -> list[str]:
+    """Each scale at its own best learning rate (``python -m sweep.report tuned``'s table, when the folder has it):
+    the best scale, and 20 against it on test, which chose nothing."""
+    own = table(folder, "own_best_learning_rate")
+    if own.empty:
+        return []
+    top = own[own["verdict on test"] == "best"].iloc[0]
+    at20 = own[own["scale"] == DEFAULT]
+    place = str(top["place of best learning rate"])
+    place = "inside the rates tried" if place == "inside" else place
+    line = (
+        f"`{folder.name}` with `mnrl_scale_lr`, each scale at its own best learning rate (chosen on validation): best "
+        f"scale {top['scale']:g} (lr {top['best learning rate']:g}, {place})"
+    )
+    if not at20.empty:
+        r = at20.iloc[0]
+        line += (
+            f"; on test 20 is {num(r['best - this on test'])} below it "
+            f"{interval(r['test CI low'], r['test CI high'])}, {r['verdict on test']}"
+        )
+    return [line]
 
 
 def _size_lines(folder: Path, frame: pd.DataFrame, metric: str) -> list[str]:
