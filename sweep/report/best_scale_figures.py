@@ -47,13 +47,17 @@ def _tick_label(name: str, value: float) -> str:
 
 
 def metric_words(metric: str) -> str:
-    """``captions30k_val_ndcg_at_10`` -> ``captions30k validation NDCG@10``; STSB's Spearman by its label."""
+    """``captions30k_val_ndcg_at_10`` -> ``captions30k validation NDCG@10``, ``sts_ood_spearman`` -> ``sts_ood
+    Spearman`` (the set keeps its name); STSB's Spearman by its label."""
     if metric in METRIC_LABELS:
         return METRIC_LABELS[metric]
     words = metric.replace("_val_", " validation ").replace("_test_", " test ")
-    return re.sub(r"(ndcg|mrr|map|recall|precision)_at_(\d+)", lambda m: f"{m[1].upper()}@{m[2]}", words).replace(
-        "_", " "
+    words = re.sub(
+        r"(^|[ _])(ndcg|mrr|map|recall|precision)_at_(\d+)",
+        lambda m: f"{' ' if m[1] else ''}{m[2].upper()}@{m[3]}",
+        words,
     )
+    return re.sub(r"_(spearman|pearson)$", lambda m: f" {m[1].capitalize()}", words)
 
 
 def best_scale_table(comparison: pd.DataFrame) -> pd.DataFrame:
