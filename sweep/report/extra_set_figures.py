@@ -16,7 +16,16 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from sweep.evaluation.extra_sets import KINDS, metric_names
-from sweep.report.axes import DOUBLE_COLUMN_WIDTH, PAPER_RC, format_swept_axis, legend_below, new_figure, save_figure
+from sweep.report.axes import (
+    DOUBLE_COLUMN_WIDTH,
+    PAPER_RC,
+    condition_title,
+    format_swept_axis,
+    legend_below,
+    new_figure,
+    plain_number,
+    save_figure,
+)
 from sweep.report.best_scale_figures import metric_words
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import METRIC_LABELS, SCALE, complete_trials, condition_columns, t_interval
@@ -95,7 +104,14 @@ def write_extra_sets_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]
         rows_of_metric = summary[summary.metric == metric]
         groups = rows_of_metric.groupby(conditions, dropna=False) if conditions else [("", rows_of_metric)]
         for colour, (condition, group) in enumerate(groups):
-            words = ", ".join(map(str, condition)) if isinstance(condition, tuple) else str(condition)
+            values = condition if isinstance(condition, tuple) else (condition,) if conditions else ()
+            words = condition_title(
+                ", ".join(
+                    f"{name}={plain_number(v) if isinstance(v, float) else v}"
+                    for name, v in zip(conditions, values, strict=True)
+                ),
+                ", ",
+            )
             points = group[group["scale"] != UNTRAINED_SCALE]
             errors = [points["mean"] - points["ci_low"], points["ci_high"] - points["mean"]]
             ax.errorbar(
@@ -119,6 +135,6 @@ def write_extra_sets_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]
                 )
         _show_references(ax, rows_of_metric.loc[rows_of_metric["scale"] == UNTRAINED_SCALE, "mean"])
         ax.set_title(metric_words(metric))
-        format_swept_axis(ax, sorted(trained["scale"].unique()))
-    legend_below(list(axes[: len(metrics)]), ", ".join(conditions) if conditions else "")
+        format_swept_axis(ax, sorted(trained["scale"].unique()), min_gap=0.1)  # narrow panels: fewer ticks
+    legend_below(list(axes[: len(metrics)]), "")
     return save_figure(fig, summary, out_dir, "extra_sets_vs_scale")

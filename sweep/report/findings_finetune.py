@@ -47,7 +47,11 @@ LEVEL = 0.95
 def chosen_table(folder: Path) -> pd.DataFrame:
     """The verdict table of the metric the study chose on: ``objective_comparison`` (paired by seed) when
     ``eval.objective`` is not the STSB validation Spearman, else ``paired_comparison``."""
-    return table(folder, "objective_comparison" if objective(folder) != STSB_VALIDATION else "paired_comparison")
+    metric = objective(folder)
+    if metric == STSB_VALIDATION:
+        return table(folder, "paired_comparison")
+    both = table(folder, "objective_comparison")  # the chosen metric's rows, then its test partner's
+    return both[both["metric"] == metric] if "metric" in both else both
 
 
 def _advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:

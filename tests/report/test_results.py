@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from sweep.report.findings_evidence import STSB_VALIDATION, tidy
+from sweep.report.findings_finetune import against_untrained
 from sweep.report.results_folder import flat_config, read_csv
 from sweep.stats.interactions import DifferenceInDifferences, difference_in_differences
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN
@@ -486,7 +487,43 @@ MNRL_BATCH: Claims = [
     ("-0.020", lambda: batch_did().estimate), ("-0.033", lambda: batch_did().ci_low),
     ("-0.007", lambda: batch_did().ci_high),
 ]  # fmt: skip
+FINETUNE = "mnrl_finetune_minilm"
+IN_DOMAIN = "captions30k_val_ndcg_at_10"
+
+
+def objective_cell(scale: float, column: str, metric: str = IN_DOMAIN) -> float:
+    """A cell of a study's seed-paired table of its objective (or of the objective's test partner)."""
+    frame = table(f"{FINETUNE}/objective_comparison.csv")
+    return float(frame[(frame["metric"] == metric) & (frame["scale"] == scale)][column].iloc[0])
+
+
+def over_untrained(metric: str, scale: float, column: str) -> float:
+    """A temperature minus the untrained model on ``metric``, paired by seed (the findings page's cost lines)."""
+    return float(against_untrained(tidy(RESULTS / FINETUNE, metric)).set_index("scale").loc[scale, column])
+
+
+FT_TEST, FT_STSB, FT_OOD = "captions30k_test_ndcg_at_10", "stsb_test_spearman", "sts_ood_spearman"
+MNRL_FINETUNE: Claims = [
+    *[(q, lambda s=s: 1 / s) for q, s in (("0.05", 20.0), ("0.02", 50.0), ("0.01", 100.0), ("0.1", 10.0),
+                                          ("0.2", 5.0))],
+    ("0.752", lambda: objective_cell(20.0, "spearman")),
+    *[(q, lambda m=m, s=s, c=c: over_untrained(m, s, c)) for q, m, s, c in (
+        ("0.030", FT_TEST, 20.0, "mean"), ("0.017", FT_TEST, 20.0, "ci_low"), ("0.042", FT_TEST, 20.0, "ci_high"),
+        ("-0.004", FT_TEST, 10.0, "mean"), ("-0.016", FT_TEST, 10.0, "ci_low"), ("0.008", FT_TEST, 10.0, "ci_high"),
+        ("-0.005", FT_STSB, 20.0, "mean"), ("-0.013", FT_STSB, 20.0, "ci_low"), ("0.002", FT_STSB, 20.0, "ci_high"),
+        ("-0.003", FT_OOD, 20.0, "mean"), ("-0.006", FT_OOD, 20.0, "ci_low"), ("0.000", FT_OOD, 20.0, "ci_high"))],
+    # quoted as costs (what the fine-tune loses): the negated difference and interval
+    *[(q, lambda m=m, s=s, c=c: -over_untrained(m, s, c)) for q, m, s, c in (
+        ("0.072", FT_TEST, 5.0, "mean"), ("0.058", FT_STSB, 5.0, "mean"),
+        ("0.023", FT_STSB, 100.0, "mean"), ("0.003", FT_STSB, 100.0, "ci_high"), ("0.043", FT_STSB, 100.0, "ci_low"))],
+    *[(q, lambda s=s, c=c: objective_cell(s, c)) for q, s, c in (
+        ("0.004", 50.0, "diff_to_best"), ("0.001", 50.0, "ci_low"), ("0.008", 50.0, "ci_high"),
+        ("0.010", 100.0, "diff_to_best"), ("0.003", 100.0, "ci_low"), ("0.018", 100.0, "ci_high"))],
+    ("0.267", lambda: spread(FINETUNE, 0.0)), ("0.286", lambda: spread(FINETUNE, 20.0)),
+    ("0.382", lambda: spread(FINETUNE, 100.0)),
+]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
+    FINETUNE: MNRL_FINETUNE,
     BATCH: MNRL_BATCH,
     CONVERGENCE: MNRL_CONVERGENCE,
     SCHEDULE: MNRL_SCHEDULE,
@@ -905,3 +942,21 @@ def test_mnrl_scale_batch_finding_reads_back_from_its_tables() -> None:
     pairs = setting(BATCH, "data.train.max_samples")
     assert (int(pairs) // 256, int(pairs) // 16) == (117, 1875)
     assert batch_did().design == "paired" and batch_did().ci_high < 0
+
+
+def test_mnrl_finetune_minilm_finding_reads_back_from_its_tables() -> None:
+    """The words of results/mnrl_finetune_minilm's finding: 0.05 best in-domain and best on test; 0.02 equivalent,
+    0.01 worse; the untrained model not told apart on validation but worse on test; 0.1 gains nothing in-domain; at
+    0.05 no distinguishable cost on STSB test or sts_ood, at 0.01 one; STSB validation best untrained with 0.05
+    equivalent; the random-pair band wider at the colder temperatures than untrained."""
+    verdict = {s: table(f"{FINETUNE}/objective_comparison.csv").query(f"metric == '{IN_DOMAIN}' and scale == {s}")
+               ["verdict"].iloc[0] for s in (0.0, 20.0, 50.0, 100.0)}  # fmt: skip
+    assert verdict == {0.0: "not distinguishable", 20.0: "best", 50.0: "equivalent", 100.0: "worse"}
+    assert objective_cell(20.0, "best", FT_TEST) and not objective_cell(0.0, "in_confidence_set", FT_TEST)
+    assert over_untrained(FT_TEST, 10.0, "ci_low") < 0 < over_untrained(FT_TEST, 10.0, "ci_high")
+    for metric in (FT_STSB, FT_OOD):
+        assert over_untrained(metric, 20.0, "ci_low") < 0 <= round(over_untrained(metric, 20.0, "ci_high"), 3)
+    assert over_untrained(FT_STSB, 100.0, "ci_high") < 0
+    stsb = paired(FINETUNE)
+    assert best(FINETUNE) == 0 and stsb.loc[20.0, "verdict"] == "equivalent"
+    assert spread(FINETUNE, 0.0) < spread(FINETUNE, 20.0) < spread(FINETUNE, 100.0)
