@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweep.report.best_scale_figures import metric_words
 from sweep.report.findings_evidence import (
     DEFAULT,
     against_best,
@@ -92,12 +93,12 @@ def batch_evidence(results: Path) -> Evidence | None:
     where = "moves" if moves else f"stays at {a:g}"
     trend = ("shrinks" if change.startswith("-") else "grows") if separates else "does not change distinguishably"
     summary = (
-        f" Across batch sizes {sizes[0]}-{sizes[-1]} (`{BATCH}`, {metric}) the best scale {where}, while 20's gap "
-        f"to {a:g} {trend} with the batch (difference in differences {change})."
+        f" Across batch sizes {sizes[0]}-{sizes[-1]} (`{BATCH}`, chosen on {metric_words(metric)}) the best scale "
+        f"{where}, while 20's gap to {a:g} {trend} with the batch (difference in differences {change})."
     )
     return Evidence(
         [
-            f"`{BATCH}` ({metric}, paired t over seeds): {'; '.join(parts)}",
+            f"`{BATCH}` ({metric_words(metric)}, paired t over seeds): {'; '.join(parts)}",
             line,
             f"`{BATCH}`: best scale by batch size on STSB validation (not chosen on): {on_stsb}",
         ],
