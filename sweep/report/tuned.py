@@ -17,6 +17,7 @@ from sweep.report.pooled import IGNORED_KEYS, IGNORED_PREFIXES, SEED
 from sweep.report.results_folder import TRIALS_CSV, flat_config, load_results_folder
 from sweep.report.summaries import METRIC_LABELS, SCALE, complete_trials, condition_columns, markdown_table
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE
+from sweep.stats.seed_paired import verdict_groups
 from sweep.stats.tuned_condition import (
     BETTER,
     CONDITION,
@@ -156,15 +157,7 @@ def answer_line(result: TunedComparison, condition: str, metric: str) -> str:
     validation and the scales whose chosen value is at the edge of what was tried."""
     words, t, best = condition_words(condition), result.table, result.best
     edge = f", the {best['position']} for it, so not bracketed" if best["position"] in EDGES else ""
-    groups = [
-        f"{name}: {', '.join(f'{s:g}' for s in t.loc[t['test_verdict'] == verdict, 'scale']) or 'none'}"
-        for verdict, name in (
-            (EQUIVALENT, f"equivalent to it (within +-{result.margin:g})"),
-            (NOT_DISTINGUISHABLE, NOT_DISTINGUISHABLE),
-            (BETTER, BETTER),
-            (WORSE, WORSE),
-        )
-    ]
+    groups = verdict_groups(t, "test_verdict", result.margin, (EQUIVALENT, NOT_DISTINGUISHABLE, BETTER, WORSE))
     not_bracketed = [f"{row['scale']:g} ({row['position']})" for _, row in t.iterrows() if row["position"] in EDGES]
     comparisons = f"{result.n_comparisons} comparison{'s' if result.n_comparisons != 1 else ''}"
     return (

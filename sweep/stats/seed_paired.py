@@ -97,14 +97,20 @@ def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: floa
     head += f"({best['mean']:.3f})"
     if n_seeds < 2:
         return f"{head}; one seed: no interval over seeds (set study.seeds=[0,1,2] to compare scales)"
-    groups = [
-        f"{name}: {', '.join(f'{s:g}' for s in table.loc[table['verdict'] == verdict, 'scale']) or 'none'}"
-        for verdict, name in (
-            (EQUIVALENT, f"equivalent to it (within +-{margin:g})"),
-            (NOT_DISTINGUISHABLE, NOT_DISTINGUISHABLE),
-            (WORSE, WORSE),
-        )
-    ]
+    groups = verdict_groups(table, "verdict", margin)
     return (
         f"{head}; {'; '.join(groups)} (paired t over seeds, Bonferroni over the comparisons with the best, {level:.0%})"
     )
+
+
+LINE_VERDICTS = (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE)
+
+
+def verdict_groups(
+    table: pd.DataFrame, column: str, margin: float, verdicts: tuple[str, ...] = LINE_VERDICTS
+) -> list[str]:
+    """``equivalent to it (within +-0.01): 10, 20``, one part per verdict of ``verdicts``: the scales of ``table``
+    whose ``column`` holds it (``none`` when no scale does)."""
+    names = {EQUIVALENT: f"equivalent to it (within +-{margin:g})"}
+    listed = {v: ", ".join(f"{s:g}" for s in table.loc[table[column] == v, "scale"]) for v in verdicts}
+    return [f"{names.get(verdict, verdict)}: {listed[verdict] or 'none'}" for verdict in verdicts]
