@@ -220,7 +220,9 @@ def test_the_printed_summary_picks_the_best_by_the_study_direction():
             "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
         }
     )
-    sweep = SimpleNamespace(cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1")
+    sweep = SimpleNamespace(
+        cfg=cfg, study=SimpleNamespace(study_name="x"), parent_run_id="p", experiment_id="1", race=None
+    )
     assert "best single trial by objective (grid_mean): trial 1 (scale 20.0)" in summary(sweep, table)
 
 

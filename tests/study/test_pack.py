@@ -10,6 +10,7 @@ import pytest
 import torch
 from optuna.trial import TrialState
 
+import sweep.study.lifecycle as lifecycle
 import sweep.study.packing as pack_module
 import sweep.study.run_loop as study_module
 from sweep.config import search_space
@@ -112,10 +113,10 @@ def test_a_diverged_or_pruned_member_leaves_the_pack_and_the_others_go_on(compos
     alone_cfg = compose_cfg("+study.search_space.loss.scale=[5]", "name=alone5", "stats.enabled=false")
     run_study(alone_cfg)
     cfg = compose_cfg("+study.search_space.loss.scale=[5,50,1e40]", "name=mixed", "study.pack=3", "stats.enabled=false")
-    sweep = study_module.open_sweep(cfg)
+    sweep = lifecycle.open_sweep(cfg)
     sweep.study.pruner = PruneScale(50.0)
     sweep.run()
-    study_module.finish(sweep)  # as run_study did for the one alone: it tags the study's best kept model
+    lifecycle.finish(sweep)  # as run_study did for the one alone: it tags the study's best kept model
     trials = by_scale(cfg)
     assert trials[50.0]["trial"].state == TrialState.PRUNED
     assert trials[1e40]["trial"].state == TrialState.FAIL

@@ -27,7 +27,7 @@ from sweep.stats.race import SEEDS_USED
 from sweep.study import grid_queue
 from sweep.study.lifecycle import finish, open_sweep
 from tests.conftest import TINY
-from tests.helpers import run_study, trial_runs
+from tests.helpers import USER_STATE_VARIABLES, run_study, trial_runs
 
 # The static MiniLM embeddings (scale 0, zero gradient: the untrained control) are clearly below any trained scale
 # after 16 steps; scales 19 and 20 train alike. The margin 0.001 keeps the tie from ending the race early as
@@ -49,8 +49,12 @@ SAME_METRICS = (ATTR_VALIDATION_SPEARMAN, ATTR_TEST_SPEARMAN, "train_loss")
 
 
 def compose_race(root: Path, *overrides: str):
+    """The config of a race study under ``root``, its tracking URI pinned: the module-scoped fixture runs before the
+    function-scoped ``no_user_state``, so a ``MLFLOW_TRACKING_URI`` left by an earlier test (``mlflow.set_tracking_uri``
+    sets it) would otherwise decide where the studies log, and the tests read another database."""
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return compose("config", overrides=[*TINY, f"paths.root={root}", *overrides])
+        uri = f"tracking.uri=sqlite:///{root}/mlflow.db"
+        return compose("config", overrides=[*TINY, f"paths.root={root}", uri, *overrides])
 
 
 def points(study: optuna.Study) -> Counter:
@@ -64,6 +68,13 @@ def studies(tmp_path_factory):
     """The raced study, stopped once between its first decision and its next round, then rerun; the same grid
     unraced."""
     root = tmp_path_factory.mktemp("race")
+    with pytest.MonkeyPatch.context() as clean:
+        for variable in USER_STATE_VARIABLES:
+            clean.delenv(variable, raising=False)
+        return _race_studies(root)
+
+
+def _race_studies(root: Path) -> dict:
     cfg = compose_race(root, *RACED, "name=raced")
     first = open_sweep(cfg)
     with pytest.MonkeyPatch.context() as patch:
