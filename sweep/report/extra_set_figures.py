@@ -23,12 +23,18 @@ from sweep.report.axes import (
     format_swept_axis,
     legend_below,
     new_figure,
-    plain_number,
     save_figure,
 )
 from sweep.report.best_scale_figures import metric_words
 from sweep.report.study_context import UNTRAINED_SCALE
-from sweep.report.summaries import METRIC_LABELS, SCALE, complete_trials, condition_columns, t_interval
+from sweep.report.summaries import (
+    METRIC_LABELS,
+    SCALE,
+    complete_trials,
+    condition_columns,
+    condition_label,
+    t_interval,
+)
 
 EXTRA_PARAM = "param.eval.extra"
 
@@ -105,13 +111,7 @@ def write_extra_sets_vs_scale(trials: pd.DataFrame, out_dir: Path) -> list[Path]
         groups = rows_of_metric.groupby(conditions, dropna=False) if conditions else [("", rows_of_metric)]
         for colour, (condition, group) in enumerate(groups):
             values = condition if isinstance(condition, tuple) else (condition,) if conditions else ()
-            words = condition_title(
-                ", ".join(
-                    f"{name}={plain_number(v) if isinstance(v, float) else v}"
-                    for name, v in zip(conditions, values, strict=True)
-                ),
-                ", ",
-            )
+            words = condition_title(condition_label(conditions, values), ", ")
             points = group[group["scale"] != UNTRAINED_SCALE]
             errors = [points["mean"] - points["ci_low"], points["ci_high"] - points["mean"]]
             ax.errorbar(

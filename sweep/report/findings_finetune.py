@@ -90,43 +90,39 @@ def against_untrained(scores: pd.DataFrame, level: float = LEVEL) -> pd.DataFram
     return pd.DataFrame(rows, columns=["scale", "untrained", "n_seeds", "mean", "ci_low", "ci_high"])
 
 
-def cost_lines(folder: Path) -> list[str]:
-    """One evidence line per metric of `COST_METRICS` the study logged: every temperature against the untrained
-    model, paired by seed."""
+def untrained_differences(folder: Path) -> dict[str, pd.DataFrame]:
+    """`against_untrained` for each metric of `COST_METRICS` the study logged (those with an untrained arm)."""
     columns = read_csv(folder / TRIALS_CSV).columns
+    diffs = {metric: against_untrained(tidy(folder, metric)) for metric in COST_METRICS if metric in columns}
+    return {metric: frame for metric, frame in diffs.items() if not frame.empty}
+
+
+def cost_lines(name: str, diffs: dict[str, pd.DataFrame]) -> list[str]:
+    """One evidence line per metric: every temperature of study ``name`` against the untrained model."""
     lines = []
-    for metric in (m for m in COST_METRICS if m in columns):
-        diffs = against_untrained(tidy(folder, metric))
-        if diffs.empty:
-            continue
+    for metric, frame in diffs.items():
         parts = [
             f"{temperature(r['scale'])}: {signed(r['mean'])} {interval(r['ci_low'], r['ci_high'])}"
-            for _, r in diffs.sort_values("scale", ascending=False).iterrows()
+            for _, r in frame.sort_values("scale", ascending=False).iterrows()
         ]
         lines.append(
-            f"`{folder.name}`, {metric_words(metric)} by temperature minus the untrained model's "
-            f"{num(diffs['untrained'].iloc[0])} (paired t over {diffs['n_seeds'].min():g} seeds, "
-            f"Bonferroni over {len(diffs)} temperatures): {'; '.join(parts)}"
+            f"`{name}`, {metric_words(metric)} by temperature minus the untrained model's "
+            f"{num(frame['untrained'].iloc[0])} (paired t over {frame['n_seeds'].min():g} seeds, "
+            f"Bonferroni over {len(frame)} temperatures): {'; '.join(parts)}"
         )
     return lines
 
 
-def cost_summary(folder: Path, scale: float) -> str:
-    """``; at temperature 0.05 in-domain ... +0.05 [..] over the untrained model, STSB test -0.01 [..], ...``"""
-    columns = read_csv(folder / TRIALS_CSV).columns
-    parts = []
-    for metric in (m for m in COST_METRICS if m in columns):
-        diffs = against_untrained(tidy(folder, metric))
-        row = diffs[diffs["scale"] == scale] if not diffs.empty else diffs
-        if not row.empty:
-            r = row.iloc[0]
-            parts.append(f"{metric_words(metric)} {signed(r['mean'])} {interval(r['ci_low'], r['ci_high'])}")
+def cost_summary(name: str, diffs: dict[str, pd.DataFrame], scale: float) -> str:
+    """``; in `name` its temperature 0.05 moves, against the untrained model, <metric> +0.030 [..], ...``"""
+    parts = [
+        f"{metric_words(metric)} {signed(r['mean'])} {interval(r['ci_low'], r['ci_high'])}"
+        for metric, frame in diffs.items()
+        for _, r in frame[frame["scale"] == scale].iterrows()
+    ]
     if not parts:
         return ""
-    return (
-        f"; in `{folder.name}` its temperature {temperature(scale)} moves, against the untrained model, "
-        + ", ".join(parts)
-    )
+    return f"; in `{name}` its temperature {temperature(scale)} moves, against the untrained model, " + ", ".join(parts)
 
 
 def question_d(results: Path) -> Section:
@@ -137,8 +133,9 @@ def question_d(results: Path) -> Section:
     lines, bests, holds = zip(*(_advice_line(folder, condition) for folder, condition in used), strict=True)
     evidence = [*lines]
     finetune = results / FINETUNE
+    diffs = untrained_differences(finetune) if present(finetune) else {}
     if present(finetune):
-        evidence += cost_lines(finetune)
+        evidence += cost_lines(FINETUNE, diffs)
     else:
         evidence.append(f"{status(finetune)}: MNRL fine-tuning of the full model untested")
     static = results / "mnrl_scale"
@@ -147,7 +144,8 @@ def question_d(results: Path) -> Section:
         evidence.append(f"for contrast, static embeddings trained from their start (not a fine-tune): {line}")
     inside = all(1 / BGE_ADVICE[1] <= b <= 1 / BGE_ADVICE[0] for b in bests)
     temps = " and ".join(f"{temperature(b)} in {f.name}" for b, (f, _) in zip(bests, used, strict=True))
-    cost = cost_summary(finetune, bests[0]) if present(finetune) else ""
+    chosen = {folder.name: b for b, (folder, _) in zip(bests, used, strict=True)}
+    cost = cost_summary(FINETUNE, diffs, chosen[FINETUNE]) if FINETUNE in chosen else ""
     answer = (
         f"{'Only its warm end' if inside else 'Not here'}: fine-tuning all-MiniLM-L6-v2 the best temperature is "
         f"{temps}"
