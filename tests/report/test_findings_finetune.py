@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sweep.report.findings_evidence import STSB_VALIDATION, objective
-from sweep.report.findings_finetune import against_untrained, chosen_table
+from sweep.report.findings_finetune import against_untrained, chosen_table, untrained_against_best
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 TRUE_DIFFS = {5.0: 0.04, 10.0: 0.03, 20.0: 0.0, 50.0: -0.02, 100.0: -0.05}
@@ -55,3 +55,10 @@ def test_the_advice_reads_the_table_of_the_metric_the_study_chose_on() -> None:
     batch, static = RESULTS / "mnrl_scale_batch", RESULTS / "mnrl_scale"
     assert objective(batch) != STSB_VALIDATION and set(chosen_table(batch)["metric"]) == {objective(batch)}
     assert objective(static) == STSB_VALIDATION and "metric" not in chosen_table(static)
+
+
+def test_the_untrained_model_is_read_against_the_best_of_the_chosen_table() -> None:
+    short = RESULTS / "mnrl_scale_minilm"
+    untrained = chosen_table(short).set_index("scale").loc[0.0]
+    assert untrained_against_best(short).endswith(f", {untrained['verdict']}")
+    assert untrained_against_best(RESULTS / "gist_temperature_guide") == ""  # no untrained arm in its table
