@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 
 from sweep.report.axes import (
     PAPER_RC,
+    condition_title,
     facets,
     format_swept_axis,
     interval_errors,
@@ -102,14 +103,15 @@ def mechanism_summary(trials: pd.DataFrame) -> pd.DataFrame:
     return table.assign(untrained=_untrained_from_scale_zero(table, conditions)) if rows else table
 
 
-def _draw(ax: Axes, rows: pd.DataFrame, colour: str, label: str, reference: tuple[str, str]) -> None:
+def _draw(ax: Axes, rows: pd.DataFrame, colour: str, label: str, reference: tuple[str, str] | None) -> None:
     """One condition's statistic vs scale (markers at the scales run, error bars where n > 1) and its untrained
-    value: a horizontal dashed line, or a dashed curve where it depends on the scale it is measured at."""
+    value (unless ``reference`` is None): a horizontal dashed line, or a dashed curve where it depends on the scale
+    it is measured at."""
     trained = rows[rows["scale"] != UNTRAINED_SCALE].sort_values("scale")
     errors = interval_errors(trained) if (trained["n"] > 1).any() else None
     ax.errorbar(trained["scale"], trained["mean"], yerr=errors, marker="o", capsize=2, color=colour, label=label)
     untrained = trained.dropna(subset=["untrained"])["untrained"]
-    if untrained.empty:
+    if untrained.empty or reference is None:
         return
     reference_colour, text = reference
     style: dict[str, Any] = {"color": reference_colour, "linestyle": "--", "linewidth": 0.8, "label": text, "zorder": 0}
@@ -117,6 +119,16 @@ def _draw(ax: Axes, rows: pd.DataFrame, colour: str, label: str, reference: tupl
         ax.axhline(untrained.iloc[0], **style)
     else:
         ax.plot(trained.loc[untrained.index, "scale"], untrained, **style)
+
+
+def _shared_start(trained: pd.DataFrame, conditions: list[str]) -> set[str]:
+    """The statistics whose untrained value every condition has, the same at each scale (the conditions share one
+    start model and the statistic does not depend on the condition, e.g. alignment across batch sizes)."""
+    known = trained.dropna(subset=["untrained"]).groupby(["statistic", "scale"])["untrained"]
+    every = known.count() == len(trained[conditions].drop_duplicates())
+    same = (known.max() - known.min() <= 1e-9) & every
+    held = same.groupby(level="statistic").all()
+    return set(held.index[held])
 
 
 @mpl.rc_context(PAPER_RC)
@@ -133,13 +145,16 @@ def write_mechanism_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_di
     fig, axes = facets(len(statistics), height=1.75, sharey=False)
     columns = panel_shape(len(statistics))[1]
     merged = merge_identical(by_condition(summary, conditions), ["scale", "statistic", "n"])  # arms of one loss
+    shared = _shared_start(trained, conditions) if len(merged) > 1 else set()
     for index, (labels, rows) in enumerate(merged):
-        condition = identical_title(labels, str)
+        condition = identical_title(labels, lambda label: condition_title(label, ", "))
         colour = f"C{index % 10}"
         n = rows.loc[rows["scale"] != UNTRAINED_SCALE, "n"]
         label = f"{condition or 'after training'} ({n_label(n)}{', mean, 95% t-CI' if (n > 1).any() else ''})"
-        reference = ("0.45", "untrained") if not condition else (colour, f"untrained, {condition}")
+        own = ("0.45", "untrained") if not condition else (colour, f"untrained, {condition}")
         for ax, statistic in zip(axes, statistics, strict=True):
+            # a start shared by every condition is drawn once, in grey, not once per condition on top of itself
+            reference = (None if index else ("0.45", "untrained, every condition")) if statistic in shared else own
             if not (selected := rows[rows["statistic"] == statistic]).empty:
                 _draw(ax, selected, colour, label, reference)
     for index, (ax, statistic) in enumerate(zip(axes, statistics, strict=True)):

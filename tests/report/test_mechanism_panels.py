@@ -139,7 +139,8 @@ def test_nothing_is_drawn_where_no_trial_ran(captured: dict[str, Figure], tmp_pa
     curves = [line for line in uniformity.get_lines() if line.get_marker() == "o"]
     assert [list(line.get_xdata()) for line in curves] == [[1.0, 10.0, 50.0], [10.0, 50.0]]
     labels = [text.get_text() for text in captured["mechanism_vs_scale"].legends[0].get_texts()]
-    assert "learning_rate=0.01 (n=1-3, mean, 95% t-CI)" in labels and "untrained, learning_rate=0.1" in labels
+    assert "learning rate 0.01 (n=1-3, mean, 95% t-CI)" in labels and "untrained, learning rate 0.1" in labels
+    assert not any("learning_rate" in label for label in labels)  # conditions in words, not config keys
 
 
 def test_old_trials_draw_what_they_have_and_nothing_without_it(captured: dict[str, Figure], tmp_path: Path) -> None:
@@ -206,6 +207,23 @@ def test_spearman_by_step_gets_one_panel_per_condition(captured: dict[str, Figur
     visible = [ax for ax in captured["spearman_vs_step"].axes if ax.get_visible()]
     assert [ax.get_title() for ax in visible] == ["learning rate 0.01", "learning rate 0.1"]  # in words, not keys
     assert [line.get_label() for line in visible[1].get_lines()] == ["10"]
+
+
+def test_a_start_every_condition_shares_is_drawn_once(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Two learning rates from one start model: the same untrained values at every scale, so one grey reference
+    per panel instead of two coloured ones drawn on top of each other."""
+    trials = with_condition(
+        trials_frame(**{"trial.learning_rate": 0.01}),
+        trials_frame({1.0: [0], 10.0: [0, 1, 2], 50.0: [0, 1]}, **{"trial.learning_rate": 0.1}),
+    )
+    write_mechanism_vs_scale(mechanism_summary(trials), trials, tmp_path)
+    figure = captured["mechanism_vs_scale"]
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert "untrained, every condition" in labels and not any(
+        label.startswith("untrained, learning") for label in labels
+    )
+    uniformity = next(ax for title, ax in panels(figure).items() if "uniformity" in title)
+    assert [line.get_label() for line in uniformity.get_lines()].count("untrained, every condition") == 1
 
 
 def test_a_study_writes_both_panels_live_and_redraws_them_from_its_folder(tmp_path: Path) -> None:
