@@ -38,6 +38,7 @@ from sweep.report.results_folder import flat_config
 from sweep.stats.interactions import gap_by_condition
 
 MNRL_FOLDERS = ("mnrl_scale", "mnrl_scale_lr", "mnrl_scale_lr_low", "mnrl_scale_data", "normalize")
+PRETRAINED = "mnrl_scale_minilm"  # the full all-MiniLM-L6-v2 briefly fine-tuned: (b)'s far end of the data axis
 
 
 def question_a(results: Path) -> Section:
@@ -220,6 +221,7 @@ def question_b(results: Path) -> Section:
         evidence.append(f"{status(size)}: the one-pass data-size study")
         head = f"Untested with real data ({status(size)}); at a fixed {steps} steps, where more rows only means less "
         head += "repetition,"
+    evidence += _pretrained_line(results / PRETRAINED)
     costs = _worst_costs(frame)
     trend = ("shrinks" if estimate.startswith("-") else "grows") if separates else "does not change distinguishably"
     answer = (
@@ -239,6 +241,20 @@ def question_b(results: Path) -> Section:
             "size, a gap whose difference in differences excludes 0",
         ],
     )
+
+
+def _pretrained_line(folder: Path) -> list[str]:
+    """Each scale of the full MiniLM's short fine-tune against its best: the far end of the data axis (a model
+    already trained on about a billion pairs), confounded by the scale it was trained at."""
+    if not present(folder):
+        return []
+    rows = table(folder, "paired_comparison")
+    parts = [f"{r['scale']:g}: {against_best(r)}" for _, r in rows[rows["scale"] != 0].iterrows()]
+    steps = flat_config(folder).get("trial.max_steps")
+    return [
+        f"far beyond these sizes, a model already trained at scale 20 on about a billion pairs and fine-tuned "
+        f"{steps} steps on NLI (`{folder.name}`, confounded by that pretraining scale): {'; '.join(parts)}"
+    ]
 
 
 def _worst_costs(frame: pd.DataFrame) -> list[float]:
