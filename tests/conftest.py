@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from sweep.config.checks import CONFIG_DIR
-from tests.helpers import USER_STATE_VARIABLES
+from tests.helpers import clear_user_state
 
 # A 2-layer, 32-dim BERT from a config, a few steps on a small slice of the real offline data.
 TINY = [
@@ -38,8 +38,7 @@ Compose = Callable[..., DictConfig]
 def no_user_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process tests never write into the user's MLflow server or state folder (the config reads both from the
     environment)."""
-    for variable in USER_STATE_VARIABLES:
-        monkeypatch.delenv(variable, raising=False)
+    clear_user_state(monkeypatch)
 
 
 @pytest.fixture(scope="module")

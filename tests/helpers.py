@@ -25,6 +25,13 @@ REPO = Path(__file__).resolve().parents[1]
 USER_STATE_VARIABLES = ("MLFLOW_TRACKING_URI", "SWEEP_HOME", "SWEEP_TRACKING_URI", "SWEEP_EXPERIMENT")
 
 
+def clear_user_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset `USER_STATE_VARIABLES` for the life of ``monkeypatch``: in-process studies then log under their own
+    config, never into the user's MLflow server or state folder."""
+    for variable in USER_STATE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+
+
 def require_postgres_driver() -> None:
     """The PostgreSQL tests need psycopg (the `postgres` extra, pulled by `dev`): CI fails without it, a checkout
     installed without it skips them."""

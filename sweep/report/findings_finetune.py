@@ -151,9 +151,9 @@ def question_d(results: Path) -> Section:
     else:
         evidence.append(f"{status(finetune)}: MNRL fine-tuning of the full model untested")
     short = results / SHORT_FINETUNE
+    moved = untrained_against_best(short) if present(short) else ""
     if present(short):
         line, _, _ = _advice_line(short, "")
-        moved = untrained_against_best(short)
         evidence.append(f"a short fine-tune on data like the start model's own: {line}; {moved}")
         evidence += cost_lines(SHORT_FINETUNE, untrained_differences(short))
     static = results / "mnrl_scale"
@@ -169,7 +169,7 @@ def question_d(results: Path) -> Section:
         f"{temps}"
         + (", and the colder end of the range is worse" if all(holds) else "")
         + cost
-        + (f"; in `{SHORT_FINETUNE}`, a short fine-tune, {untrained_against_best(short)}" if present(short) else "")
+        + (f"; in `{SHORT_FINETUNE}`, a short fine-tune, {moved}" if moved else "")
         + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'."
     )
     facts = [folder_facts(folder) for folder, _ in used]

@@ -10,6 +10,7 @@ import pandas as pd
 
 from sweep.report.findings_evidence import (
     DEFAULT,
+    MINILM_SCALE,
     SIMCSE,
     SIMCSE_DEV,
     ST_3054,
@@ -252,8 +253,8 @@ def _pretrained_line(folder: Path) -> list[str]:
     parts = [f"{r['scale']:g}: {against_best(r)}" for _, r in rows[rows["scale"] != 0].iterrows()]
     steps = flat_config(folder).get("trial.max_steps")
     return [
-        f"far beyond these sizes, a model already trained at scale 20 on about a billion pairs and fine-tuned "
-        f"{steps} steps on NLI (`{folder.name}`, confounded by that pretraining scale): {'; '.join(parts)}"
+        f"far beyond these sizes, a model already trained at scale {MINILM_SCALE:g} on about a billion pairs and "
+        f"fine-tuned {steps} steps on NLI (`{folder.name}`, confounded by that pretraining scale): {'; '.join(parts)}"
     ]
 
 

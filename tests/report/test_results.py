@@ -497,9 +497,9 @@ def objective_cell(scale: float, column: str, metric: str = IN_DOMAIN) -> float:
     return float(frame[(frame["metric"] == metric) & (frame["scale"] == scale)][column].iloc[0])
 
 
-def over_untrained(metric: str, scale: float, column: str) -> float:
+def over_untrained(metric: str, scale: float, column: str, folder: str = FINETUNE) -> float:
     """A temperature minus the untrained model on ``metric``, paired by seed (the findings page's cost lines)."""
-    return float(against_untrained(tidy(RESULTS / FINETUNE, metric)).set_index("scale").loc[scale, column])
+    return float(against_untrained(tidy(RESULTS / folder, metric)).set_index("scale").loc[scale, column])
 
 
 FT_TEST, FT_STSB, FT_OOD = "captions30k_test_ndcg_at_10", "stsb_test_spearman", "sts_ood_spearman"
@@ -525,23 +525,17 @@ MNRL_FINETUNE: Claims = [
 SHORT_FINETUNE = "mnrl_scale_minilm"
 
 
-def over_untrained_stsb(split: str, scale: float, column: str) -> float:
-    """A scale of the short NLI fine-tune minus the untrained model on STSB ``split``, paired by seed."""
-    scores = tidy(RESULTS / SHORT_FINETUNE, f"stsb_{split}_spearman")
-    return float(against_untrained(scores).set_index("scale").loc[scale, column])
-
-
 MNRL_SHORT_FINETUNE: Claims = [
     ("0.2", lambda: 1 / 5), ("0.01", lambda: DEFAULT_MARGIN),
     ("0.8672", lambda: sp(SHORT_FINETUNE, 0)), ("0.8203", lambda: sp(SHORT_FINETUNE, 0, split="test")),
     ("0.870", lambda: sp(SHORT_FINETUNE, 20)),
     *[(q, lambda c=c: pair(SHORT_FINETUNE, 5.0, c)) for q, c in (
         ("0.019", "diff_to_best"), ("0.010", "ci_low"), ("0.028", "ci_high"))],
-    *[(q, lambda s=s, c=c: over_untrained_stsb(s, 20.0, c)) for q, s, c in (
+    *[(q, lambda s=s, c=c: over_untrained(f"stsb_{s}_spearman", 20.0, c, SHORT_FINETUNE)) for q, s, c in (
         ("0.003", "validation", "mean"), ("-0.001", "validation", "ci_low"), ("0.007", "validation", "ci_high"),
         ("0.004", "test", "mean"), ("0.002", "test", "ci_low"), ("0.006", "test", "ci_high"))],
     # quoted as a cost (what the fine-tune loses): the negated difference and interval
-    *[(q, lambda c=c: -over_untrained_stsb("test", 5.0, c)) for q, c in (
+    *[(q, lambda c=c: -over_untrained(FT_STSB, 5.0, c, SHORT_FINETUNE)) for q, c in (
         ("0.023", "mean"), ("0.032", "ci_low"), ("0.014", "ci_high"))],
     ("0.267", lambda: spread(SHORT_FINETUNE, 0.0)), ("0.275", lambda: spread(SHORT_FINETUNE, 20.0)),
     ("0.332", lambda: spread(SHORT_FINETUNE, 5.0)),

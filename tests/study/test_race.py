@@ -27,7 +27,7 @@ from sweep.stats.race import SEEDS_USED
 from sweep.study import grid_queue
 from sweep.study.lifecycle import finish, open_sweep
 from tests.conftest import TINY
-from tests.helpers import USER_STATE_VARIABLES, run_study, trial_runs
+from tests.helpers import clear_user_state, run_study, trial_runs
 
 # The static MiniLM embeddings (scale 0, zero gradient: the untrained control) are clearly below any trained scale
 # after 16 steps; scales 19 and 20 train alike. The margin 0.001 keeps the tie from ending the race early as
@@ -69,8 +69,7 @@ def studies(tmp_path_factory):
     unraced."""
     root = tmp_path_factory.mktemp("race")
     with pytest.MonkeyPatch.context() as clean:
-        for variable in USER_STATE_VARIABLES:
-            clean.delenv(variable, raising=False)
+        clear_user_state(clean)
         return _race_studies(root)
 
 
