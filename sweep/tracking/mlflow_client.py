@@ -182,10 +182,11 @@ def end_orphaned_runs(client: TrackingClient, study: optuna.Study, exp_id: str, 
 
 
 def write_shared(write: Callable[[], object], attempts: int = 3) -> None:
-    """A write to the study's parent run, which every worker that finishes at the same moment also writes.
+    """A write to rows every worker writes: the study's parent run (tags, latest metrics) when workers finish at the
+    same moment, or the experiment's datasets when their first trials start at the same moment.
 
-    MLflow's SQL store inserts a tag (or latest metric) after checking that it is absent, so two workers can
-    collide on the unique key (IntegrityError); a retry then updates the row the other worker inserted.
+    MLflow's SQL store inserts such a row after checking that it is absent, so two workers can collide on the
+    unique key (IntegrityError); a retry then updates, or links, the row the other worker inserted.
     """
     for attempt in range(attempts):
         try:
@@ -288,9 +289,11 @@ class TrialRun:
             send("log metrics", lambda: self.client.log_batch(self.run_id, metrics=entries))
 
     def log_inputs(self, datasets: Sequence[DatasetInput]) -> None:
-        """Record the datasets the trial reads (its training and evaluation data, name and digest) as run inputs."""
+        """Record the datasets the trial reads (its training and evaluation data, name and digest) as run inputs.
+        The dataset rows belong to the experiment, which every worker's first trial writes: `write_shared`."""
         if datasets:
-            self.client.writer.write("log inputs", lambda: self.client.log_inputs(self.run_id, datasets=list(datasets)))
+            link = functools.partial(self.client.log_inputs, self.run_id, datasets=list(datasets))
+            self.client.writer.write("log inputs", functools.partial(write_shared, link))
 
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         entries = [RunTag(key, str(value)) for key, value in tags.items()]

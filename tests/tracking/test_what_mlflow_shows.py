@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import mlflow.artifacts
+import pandas as pd
 import pytest
 
 from sweep.names import MODEL_ALIAS_BEST, TAG_MODEL_ID, TAG_RUN_DESCRIPTION
@@ -180,3 +181,29 @@ def test_a_trial_description_says_its_grid_point_in_words():
         "`mnrl` on a cosine scale schedule starting at scale 5 (temperature 0.2); loss.scale_schedule.spec cosine 5-50"
     )
     assert ui_links.trial_outcome("PRUNED", "pruned at step 40", {}) == "**PRUNED**: pruned at step 40"
+
+
+def test_a_dataset_another_worker_inserts_at_the_same_moment_is_still_logged(compose_cfg, monkeypatch):
+    """Two workers logging the same dataset at once collide on the experiment's unique (name, digest) key, as in a
+    CI run of the tracking-server fault test (the trial failed and was re-queued); a retry finds the other worker's
+    row and links it to this run."""
+    from mlflow.data.pandas_dataset import from_pandas
+    from mlflow.entities import DatasetInput
+    from mlflow.exceptions import MlflowException
+
+    client = open_tracking(compose_cfg("name=inputs"))
+    run = TrialRun(client, experiment_id(client, "inputs", None), "no-parent", "inputs", 0, "trial 0")
+    dataset = from_pandas(pd.DataFrame({"anchor": ["a"], "positive": ["b"]}), name="pairs")._to_mlflow_entity()
+    real, calls = client.log_inputs, []
+
+    def collides_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, ...")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "log_inputs", collides_once)
+    run.log_inputs([DatasetInput(dataset)])
+    client.writer.flush()
+    assert len(calls) == 2
+    assert [d.dataset.name for d in client.get_run(run.run_id).inputs.dataset_inputs] == ["pairs"]
