@@ -24,7 +24,10 @@ def environment_of(pid: int) -> dict[str, str]:
 
 
 def running_devices(storage: str) -> set[str]:
-    return {t.user_attrs[ATTR_DEVICE] for t in load_trials(storage) if t.state.name == "RUNNING" and t.user_attrs}
+    """The devices of the running trials that have recorded theirs (a grid trial carries its queue's attributes,
+    grid point and attempt, from before it starts: non-empty attributes do not mean a device yet)."""
+    trials = load_trials(storage)
+    return {t.user_attrs[ATTR_DEVICE] for t in trials if t.state.name == "RUNNING" and ATTR_DEVICE in t.user_attrs}
 
 
 def test_each_worker_trains_on_the_one_gpu_it_was_given(tmp_path):
