@@ -1,13 +1,17 @@
 """`python -m sweep ...`: run a study (see `python -m sweep --help`)."""
 
-import signal
 import sys
 
-# A signal while the libraries import (seconds) ends the process quietly; sweep.app then installs the clean handlers.
-for _signum in (signal.SIGINT, signal.SIGTERM):
-    signal.signal(_signum, lambda signum, frame: sys.exit(128 + signum))
+from sweep.signals import exit_code, signal_name, stop_while_importing
 
-from sweep.app import main  # noqa: E402 - after the handlers above
+# A signal while the libraries import (seconds) ends the process quietly; sweep.app then installs the clean handlers.
+stop_while_importing()
 
 if __name__ == "__main__":
-    main()
+    try:
+        from sweep.app import main
+
+        main()
+    except KeyboardInterrupt as interrupt:  # before sweep.app's handlers (or after its own clean-up): nothing to undo
+        print(f"sweep: interrupted by {signal_name(interrupt)}", file=sys.stderr)
+        sys.exit(exit_code(interrupt))

@@ -29,6 +29,7 @@ from sweep.report.paired_table import STSB_VALIDATION_LABEL
 from sweep.signals import (
     StopSignals,
     Worker,
+    check_stop,
     exit_code,
     follow_parent,
     quiet_interrupt_tracebacks,
@@ -211,6 +212,7 @@ def run(cfg: DictConfig) -> None:
     _quiet_libraries()
     quiet_interrupt_tracebacks()
     try:
+        check_stop()  # a signal while importing that a finalizer dropped (sweep.signals.stop_while_importing)
         extra, trains = _extra_workers(cfg)
         threads = None
         if extra:  # every worker process gets its share of the cores

@@ -44,6 +44,7 @@ class _Deferral:
     depth = 0
     pending: int | None = None
     received: int | None = None
+    held = False  # a trial was asked and no `check_stop` has run since (`holding_stop_signals`)
 
 
 def check_stop() -> None:
@@ -53,24 +54,47 @@ def check_stop() -> None:
     "Exception ignored in ..."): a SIGTERM that landed in SQLAlchemy's ``_collection_gced`` was lost that way and
     the run trained to the end. Raised here once, so a signal whose first raise did arrive costs nothing: the study
     has stopped before the next safe point."""
-    if _Deferral.received is None or _Deferral.depth or threading.current_thread() is not threading.main_thread():
+    if _Deferral.depth or threading.current_thread() is not threading.main_thread():
+        return
+    _Deferral.held = False
+    if _Deferral.received is None:
         return
     signum, _Deferral.received = _Deferral.received, None
     raise Interrupted(signum)
 
 
-def quiet_swallowed_interrupts(
-    previous: Callable[[sys.UnraisableHookArgs], object],
-) -> Callable[[sys.UnraisableHookArgs], None]:
+class QuietSwallowedInterrupts:
     """An unraisable hook that keeps Python from printing "Exception ignored ... Traceback" for a stop signal raised
     inside a weakref callback or ``__del__`` (`check_stop` raises it again); every other exception goes to
     `previous`."""
 
-    def hook(unraisable: sys.UnraisableHookArgs) -> None:
-        if not isinstance(unraisable.exc_value, Interrupted):
-            previous(unraisable)
+    def __init__(self, previous: Callable[[sys.UnraisableHookArgs], object]) -> None:
+        self.previous = previous
 
-    return hook
+    def __call__(self, unraisable: sys.UnraisableHookArgs) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            self.previous(unraisable)
+
+
+def quiet_swallowed_interrupts() -> None:
+    """Wrap ``sys.unraisablehook`` in `QuietSwallowedInterrupts`, once."""
+    if not isinstance(sys.unraisablehook, QuietSwallowedInterrupts):
+        sys.unraisablehook = QuietSwallowedInterrupts(sys.unraisablehook)
+
+
+def stop_while_importing() -> None:
+    """Until `StopSignals.install`: a stop signal raises `Interrupted` (``python -m sweep`` ends quietly with its exit
+    code). ``python -m sweep`` calls this before the heavy imports, which run finalizers: a signal that lands in one is
+    dropped by Python, so it is also remembered, and the `check_stop` right after `StopSignals.install` raises it
+    before anything trains (a worker signalled while it imported torch trained a trial until it was killed)."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _interrupt_while_importing)
+    quiet_swallowed_interrupts()
+
+
+def _interrupt_while_importing(signum: int, frame: FrameType | None) -> None:
+    _Deferral.received = signum
+    raise Interrupted(signum)
 
 
 @contextmanager
@@ -99,13 +123,15 @@ def deferred(*, until_check_stop: bool = False) -> Iterator[None]:
 def holding_stop_signals(ask: Callable[..., T]) -> Callable[..., T]:
     """`ask` (Optuna's ``Study.ask``) with a stop signal deferred until the objective's `check_stop`. Optuna marks a
     queued trial RUNNING inside ask, before the objective (which records an interrupted trial and queues its point
-    again) starts: a signal raised in between left the trial RUNNING without a heartbeat, which Optuna never
-    fails, so the point was lost and every worker waited for it forever."""
+    again) starts: a signal raised in between, inside ask or in Optuna's code after it (starting the heartbeat
+    thread), left the trial RUNNING, so its point waited for a heartbeat's grace or was lost."""
 
     @functools.wraps(ask)
     def held_ask(*args: object, **kwargs: object) -> T:
         with deferred(until_check_stop=True):
-            return ask(*args, **kwargs)
+            trial = ask(*args, **kwargs)
+            _Deferral.held = threading.current_thread() is threading.main_thread()
+        return trial
 
     return held_ask
 
@@ -138,7 +164,7 @@ class StopSignals:
     def install(self) -> None:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._handle)
-        sys.unraisablehook = quiet_swallowed_interrupts(sys.unraisablehook)
+        quiet_swallowed_interrupts()
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
@@ -146,6 +172,8 @@ class StopSignals:
             _Deferral.received = signum
             if _Deferral.depth:
                 _Deferral.pending = signum
+                return
+            if _Deferral.held:  # a trial asked but not started: its objective's check_stop raises the signal
                 return
             raise Interrupted(signum)
         if self.count >= FORCE_AFTER:

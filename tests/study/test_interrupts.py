@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 
 import pytest
 
 from sweep.names import ATTR_ATTEMPT, TAG_END_REASON
-from tests.helpers import child_pids, is_alive, load_trials, mlflow_runs, point_of, sweep_process, wait_for_training
+from tests.helpers import (
+    REPO,
+    child_pids,
+    clean_env,
+    is_alive,
+    load_trials,
+    mlflow_runs,
+    point_of,
+    sweep_process,
+    wait_for_training,
+)
 
 # Two points, one per worker, each long enough to be interrupted mid-trial.
 LONG_GRID = ("study.search_space.loss.scale=[20,50]", "trial.max_steps=3000", "trial.eval_steps=1500")
@@ -123,3 +134,87 @@ def test_a_signal_whose_raise_was_swallowed_is_raised_at_the_next_safe_point(mon
     gc.collect()
     assert other_ref() is None
     assert [type(args.exc_value) for args in passed_on] == [ZeroDivisionError]
+
+
+# `python -m sweep ARGS` with SIGTERM delivered as it starts importing the app (the heavy imports): DELIVERY is the
+# line that sends it, directly or from a finalizer, where Python drops whatever a signal handler raises.
+SIGNAL_WHILE_IMPORTING = """
+import os, runpy, signal, sys
+
+class SignalInAFinalizer:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):  # the handler runs here, between two bytecodes of the finalizer
+            pass
+
+class OnImportOfTheApp:
+    def find_spec(self, name, path=None, target=None):
+        if name == "sweep.app":
+            sys.meta_path.remove(self)
+            DELIVERY
+        return None
+
+sys.meta_path.insert(0, OnImportOfTheApp())
+sys.argv[0] = "sweep"
+runpy.run_module("sweep", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "delivery",
+    [
+        "os.kill(os.getpid(), signal.SIGTERM)",
+        "SignalInAFinalizer()",  # made and collected at once
+    ],
+    ids=["directly", "in-a-finalizer"],
+)
+def test_a_signal_while_importing_stops_before_training_quietly(tmp_path, delivery):
+    """A worker that its parent signals while it still imports torch must stop, not train (seen in CI: the signal
+    landed in a ``__del__``, the SystemExit it raised was dropped, and the worker trained the point its parent had
+    just queued again until the parent's grace ran out and killed it, leaving that trial RUNNING)."""
+    from tests.conftest import TINY
+
+    code = SIGNAL_WHILE_IMPORTING.replace("DELIVERY", delivery)
+    command = [sys.executable, "-c", code, "+experiment=mnrl_scale", *TINY, "stats.enabled=false", "study.seeds=[0]"]
+    env = clean_env(SWEEP_HOME=str(tmp_path))
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    output = done.stdout + done.stderr
+    assert done.returncode == 143, output[-3000:]
+    assert "interrupted by SIGTERM" in output, output[-3000:]
+    assert "Traceback" not in output and "Exception ignored" not in output, output[-3000:]
+    assert not (tmp_path / "optuna.db").exists(), "a study opened after the signal"
+
+
+def test_a_signal_between_the_ask_and_the_objective_fails_the_trial_it_asked(monkeypatch):
+    """Optuna starts the heartbeat thread after ask has marked the trial RUNNING and before the objective runs: a
+    signal there must end that trial through the objective (FAIL, its point queued again), not leave it RUNNING."""
+    import optuna
+    from optuna.study import _optimize
+    from optuna.trial import TrialState
+
+    from sweep.signals import Interrupted, StopSignals, check_stop, holding_stop_signals
+    from sweep.study.optuna_access import wrap_ask
+
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)  # pytest keeps its own handlers
+    handler = StopSignals()
+    handler.install()
+    starting_heartbeat = _optimize.get_heartbeat_thread
+
+    def signal_then_start(*args: object, **kwargs: object):
+        handler._handle(signal.SIGTERM, None)  # as the signal lands between the ask and the objective
+        return starting_heartbeat(*args, **kwargs)
+
+    monkeypatch.setattr(_optimize, "get_heartbeat_thread", signal_then_start)
+    study = optuna.create_study()
+    wrap_ask(study, holding_stop_signals)
+    started: list[int] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        check_stop()  # as the study's objective does first
+        started.append(trial.number)
+        return 1.0
+
+    with pytest.raises(Interrupted):
+        study.optimize(objective, n_trials=1)
+    assert [t.state for t in study.trials] == [TrialState.FAIL] and started == []
+    check_stop()  # raised once: the next safe point goes on
