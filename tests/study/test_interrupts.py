@@ -196,6 +196,7 @@ def test_a_signal_between_the_ask_and_the_objective_fails_the_trial_it_asked(mon
     from sweep.study.optuna_access import wrap_ask
 
     monkeypatch.setattr(signal, "signal", lambda signum, handler: None)  # pytest keeps its own handlers
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # and its own hook, after the test
     handler = StopSignals()
     handler.install()
     starting_heartbeat = _optimize.get_heartbeat_thread
