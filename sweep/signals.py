@@ -98,12 +98,12 @@ def _interrupt_while_importing(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def deferred(*, until_check_stop: bool = False) -> Iterator[None]:
+def deferred() -> Iterator[None]:
     """A block that a stop signal must not cut in half (an MLflow or Optuna write holding a SQLite transaction: an
     exception raised inside it turns into "database is locked" and the interrupt is lost). The first signal that
-    arrives inside is raised as `Interrupted` once the outermost block has finished, or with `until_check_stop` by
-    the next `check_stop`. Signals reach the main thread only, so other threads' blocks (the storage heartbeat)
-    pass through."""
+    arrives inside is raised as `Interrupted` once the outermost block has finished, or, while an asked trial is
+    held (`holding_stop_signals`), by the next `check_stop`. Signals reach the main thread only, so other threads'
+    blocks (the storage heartbeat) pass through."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -116,19 +116,20 @@ def deferred(*, until_check_stop: bool = False) -> Iterator[None]:
             raise Interrupted(signum) from error
         raise
     signum = _leave_deferral()
-    if signum is not None and not until_check_stop:
+    if signum is not None and not _Deferral.held:
         raise Interrupted(signum)
 
 
 def holding_stop_signals(ask: Callable[..., T]) -> Callable[..., T]:
     """`ask` (Optuna's ``Study.ask``) with a stop signal deferred until the objective's `check_stop`. Optuna marks a
     queued trial RUNNING inside ask, before the objective (which records an interrupted trial and queues its point
-    again) starts: a signal raised in between, inside ask or in Optuna's code after it (starting the heartbeat
-    thread), left the trial RUNNING, so its point waited for a heartbeat's grace or was lost."""
+    again) starts: a signal raised in between, inside ask, in Optuna's code after it (starting the heartbeat
+    thread) or in the packer's storage calls between its asks, left the trial RUNNING, so its point waited for a
+    heartbeat's grace or was lost."""
 
     @functools.wraps(ask)
     def held_ask(*args: object, **kwargs: object) -> T:
-        with deferred(until_check_stop=True):
+        with deferred():  # held before the block ends: a signal inside waits for the check_stop too
             trial = ask(*args, **kwargs)
             _Deferral.held = threading.current_thread() is threading.main_thread()
         return trial

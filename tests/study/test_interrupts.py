@@ -219,3 +219,29 @@ def test_a_signal_between_the_ask_and_the_objective_fails_the_trial_it_asked(mon
         study.optimize(objective, n_trials=1)
     assert [t.state for t in study.trials] == [TrialState.FAIL] and started == []
     check_stop()  # raised once: the next safe point goes on
+
+
+def test_a_signal_inside_a_storage_call_while_a_trial_is_held_waits_for_the_check_stop(monkeypatch):
+    """The packer asks its leader's pack-mates and reads the queue between the asks, and every storage call is a
+    deferred block: a signal inside one was raised as the call ended, before the packer's clean-up, which left the
+    asked trials RUNNING with their points not queued again. While an asked trial waits for its check_stop, so does
+    the signal."""
+    from sweep import signals
+    from sweep.signals import Interrupted, StopSignals, check_stop, deferred, holding_stop_signals
+
+    for name in ("depth", "pending", "received", "held"):  # whatever this test leaves, the next test starts clean
+        monkeypatch.setattr(signals._Deferral, name, getattr(signals._Deferral, name))
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)  # pytest keeps its own handlers
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # and its own hook, after the test
+    handler = StopSignals()
+    handler.install()
+    holding_stop_signals(lambda: "a trial")()  # the pack's first mate, asked
+    try:
+        with deferred():  # the packer's read of the queue before the next ask
+            handler._handle(signal.SIGTERM, None)
+    except Interrupted:
+        pytest.fail("the signal was raised as the storage call ended, outside the packer's clean-up")
+    with pytest.raises(Interrupted):
+        check_stop()
+    with deferred():  # nothing held or pending any more: the next call goes through
+        pass
