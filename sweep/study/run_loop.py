@@ -115,17 +115,17 @@ class StudyRunner:
         run = mlflow_client.TrialRun(
             self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
         )
-        placement = trial_records(cfg.trial.device)  # its device (and SLURM task): attributes and tags alike
-        for name, where in placement.items():
-            trial.set_user_attr(name, where)
-        trial.set_user_attr(ATTR_MLFLOW_RUN_ID, run.run_id)
-        if "scale" in cfg.loss:
-            trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
-            trial.set_user_attr(ATTR_TEMPERATURE, cfg.loss.temperature)
         description = ui_links.trial_description(cfg.loss, params)
-        run.set_tags({TAG_RUN_DESCRIPTION: description})
         start = time.perf_counter()
-        try:
+        try:  # from the run's creation on, however the trial ends, its run ends with it
+            placement = trial_records(cfg.trial.device)  # its device (and SLURM task): attributes and tags alike
+            for name, where in placement.items():
+                trial.set_user_attr(name, where)
+            trial.set_user_attr(ATTR_MLFLOW_RUN_ID, run.run_id)
+            if "scale" in cfg.loss:
+                trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
+                trial.set_user_attr(ATTR_TEMPERATURE, cfg.loss.temperature)
+            run.set_tags({TAG_RUN_DESCRIPTION: description})
             run.set_tags(placement)
             run.log_params({**flatten(cfg), **version_params()})
             with system_metrics(run, cfg.tracking):  # stops with the trial, however it ends

@@ -314,3 +314,25 @@ def test_a_point_queued_twice_trains_once(compose_cfg, monkeypatch):
     assert complete.number == 0
     _, _, children = trial_runs(cfg)
     assert len(children) == 1
+
+
+def test_a_stop_signal_just_after_the_trial_run_exists_ends_that_run_killed(compose_cfg, monkeypatch):
+    """A signal while the trial records its device and run id, after its MLflow run was created and before training,
+    ends that run KILLED as interrupted (seen in a loop of the interrupt test: the run was left RUNNING, and the
+    study's clean-up ended it FAILED as if the trial had failed)."""
+    records = study_module.trial_records
+
+    def signalled(device):
+        records(device)
+        raise Interrupted(signal.SIGTERM)  # as the signal arrives while the trial records where it runs
+
+    monkeypatch.setattr(study_module, "trial_records", signalled)
+    fake_training(monkeypatch, lambda: 0.5)
+    sweep = open_sweep(compose_cfg(ONE_POINT, "name=after_run"))
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run()
+    finish(sweep, interrupted="SIGTERM")
+    _, _, (child,) = trial_runs(sweep.cfg)
+    assert child.info.status == "KILLED" and child.data.tags[TAG_END_REASON].startswith("interrupted (SIGTERM)")
+    (waiting,) = in_state(sweep.study, TrialState.WAITING)
+    assert point_of(waiting) == {"loss.scale": 20} and waiting.user_attrs[ATTR_ATTEMPT] == 1
