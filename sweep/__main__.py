@@ -12,6 +12,6 @@ if __name__ == "__main__":
         from sweep.app import main
 
         main()
-    except KeyboardInterrupt as interrupt:  # before sweep.app's handlers (or after its own clean-up): nothing to undo
+    except KeyboardInterrupt as interrupt:  # before sweep.app's handlers, or one its clean-up did not catch
         print(f"sweep: interrupted by {signal_name(interrupt)}", file=sys.stderr)
         sys.exit(exit_code(interrupt))
