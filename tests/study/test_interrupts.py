@@ -34,6 +34,21 @@ def kill_all(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.fixture
+def stop_signals(monkeypatch: pytest.MonkeyPatch):
+    """sweep's handler installed in this process as `python -m sweep` installs it, with pytest's own signal handlers
+    and unraisable hook, and the signal state, as they were after the test."""
+    from sweep import signals
+
+    for name in ("depth", "pending", "received", "held"):
+        monkeypatch.setattr(signals._Deferral, name, getattr(signals._Deferral, name))
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    handler = signals.StopSignals()
+    handler.install()
+    return handler
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_to_the_parent_ends_every_run_and_queues_the_points_again(tmp_path, signum, code):
     storage = f"sqlite:///{tmp_path}/optuna.db"
@@ -185,24 +200,20 @@ def test_a_signal_while_importing_stops_before_training_quietly(tmp_path, delive
     assert not (tmp_path / "optuna.db").exists(), "a study opened after the signal"
 
 
-def test_a_signal_between_the_ask_and_the_objective_fails_the_trial_it_asked(monkeypatch):
+def test_a_signal_between_the_ask_and_the_objective_fails_the_trial_it_asked(monkeypatch, stop_signals):
     """Optuna starts the heartbeat thread after ask has marked the trial RUNNING and before the objective runs: a
     signal there must end that trial through the objective (FAIL, its point queued again), not leave it RUNNING."""
     import optuna
     from optuna.study import _optimize
     from optuna.trial import TrialState
 
-    from sweep.signals import Interrupted, StopSignals, check_stop, holding_stop_signals
+    from sweep.signals import Interrupted, check_stop, holding_stop_signals
     from sweep.study.optuna_access import wrap_ask
 
-    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)  # pytest keeps its own handlers
-    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # and its own hook, after the test
-    handler = StopSignals()
-    handler.install()
     starting_heartbeat = _optimize.get_heartbeat_thread
 
     def signal_then_start(*args: object, **kwargs: object):
-        handler._handle(signal.SIGTERM, None)  # as the signal lands between the ask and the objective
+        stop_signals._handle(signal.SIGTERM, None)  # as the signal lands between the ask and the objective
         return starting_heartbeat(*args, **kwargs)
 
     monkeypatch.setattr(_optimize, "get_heartbeat_thread", signal_then_start)
@@ -221,24 +232,17 @@ def test_a_signal_between_the_ask_and_the_objective_fails_the_trial_it_asked(mon
     check_stop()  # raised once: the next safe point goes on
 
 
-def test_a_signal_inside_a_storage_call_while_a_trial_is_held_waits_for_the_check_stop(monkeypatch):
+def test_a_signal_inside_a_storage_call_while_a_trial_is_held_waits_for_the_check_stop(stop_signals):
     """The packer asks its leader's pack-mates and reads the queue between the asks, and every storage call is a
     deferred block: a signal inside one was raised as the call ended, before the packer's clean-up, which left the
     asked trials RUNNING with their points not queued again. While an asked trial waits for its check_stop, so does
     the signal."""
-    from sweep import signals
-    from sweep.signals import Interrupted, StopSignals, check_stop, deferred, holding_stop_signals
+    from sweep.signals import Interrupted, check_stop, deferred, holding_stop_signals
 
-    for name in ("depth", "pending", "received", "held"):  # whatever this test leaves, the next test starts clean
-        monkeypatch.setattr(signals._Deferral, name, getattr(signals._Deferral, name))
-    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)  # pytest keeps its own handlers
-    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # and its own hook, after the test
-    handler = StopSignals()
-    handler.install()
     holding_stop_signals(lambda: "a trial")()  # the pack's first mate, asked
     try:
         with deferred():  # the packer's read of the queue before the next ask
-            handler._handle(signal.SIGTERM, None)
+            stop_signals._handle(signal.SIGTERM, None)
     except Interrupted:
         pytest.fail("the signal was raised as the storage call ended, outside the packer's clean-up")
     with pytest.raises(Interrupted):
