@@ -27,6 +27,7 @@ it)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import time
@@ -57,7 +58,7 @@ from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
 from sweep.study.race import validate as validate_race
 from sweep.study.storage_retry import RetryingRDBStorage
-from sweep.tracking.sqlite_lock import sqlite_init_lock
+from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
 
 SAMPLERS = ("auto", "grid", "tpe", "random")
 PRUNERS = ("none", "median", "successive_halving", "hyperband")
@@ -241,27 +242,34 @@ def declared_space(cfg: DictConfig) -> dict[str, Any]:
     return declared
 
 
+SQLITE_BUSY_TIMEOUT_S = 60  # how long one SQLite call waits for another connection's lock before it fails
+
 StaleTrialCallback = Callable[[optuna.Study, FrozenTrial], None]
 
 
 def open_storage(cfg: DictConfig, on_stale: StaleTrialCallback) -> optuna.storages.RDBStorage:
     """The RDB storage with heartbeats (a killed worker's trial is failed and re-queued by another process), whose
-    calls are retried while its database restarts (`study.outage_timeout_s`)."""
+    calls are retried while its database restarts or, for SQLite, another process holds it locked, opening included
+    (`study.outage_timeout_s`)."""
     url = cfg.study.storage
     interval = cfg.study.heartbeat_interval
-    engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+    if url.startswith("sqlite"):
+        engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    else:
+        engine_kwargs = {"pool_pre_ping": True}
+    new_storage = functools.partial(
+        RetryingRDBStorage,
+        url,
+        engine_kwargs=engine_kwargs,
+        heartbeat_interval=interval,
+        grace_period=3 * interval,
+        heartbeat_stale_trial_callback=on_stale,
+        outage_timeout_s=cfg.study.outage_timeout_s,
+    )
     try:
         with sqlite_init_lock(url), warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            storage = RetryingRDBStorage(
-                url,
-                engine_kwargs=engine_kwargs,
-                heartbeat_interval=interval,
-                grace_period=3 * interval,
-                heartbeat_stale_trial_callback=on_stale,
-                outage_timeout_s=cfg.study.outage_timeout_s,
-            )
-            return storage
+            return wait_while_locked(new_storage, url, cfg.study.outage_timeout_s, "study.outage_timeout_s")
     except Exception as error:  # noqa: BLE001 - any driver error: name the key and stop before training
         raise ConfigError("study.storage", url, f"cannot open the storage ({type(error).__name__}: {error})") from None
 

@@ -30,6 +30,7 @@ from sqlalchemy import exc as sqlalchemy_exc
 
 from sweep.signals import deferred
 from sweep.study.optuna_access import rdb_models, rdb_session
+from sweep.tracking.sqlite_lock import is_sqlite_busy
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,8 @@ class RetryingRDBStorage(optuna.storages.RDBStorage):
                 if not is_connection_error(error) or waited > self.outage_timeout_s:
                     raise
                 if not tries:
-                    log.warning("storage connection lost (%s); retrying up to %g s", name, self.outage_timeout_s)
+                    why = "database locked by another process" if is_sqlite_busy(error) else "connection lost"
+                    log.warning("storage %s (%s); retrying up to %g s", why, name, self.outage_timeout_s)
                 tries += 1
                 time.sleep(min(RETRY_EVERY_S[1], RETRY_EVERY_S[0] * 2 ** min(tries, 10)))
                 continue

@@ -48,7 +48,7 @@ from sweep.names import (
     TAG_WORKER,
 )
 from sweep.tracking.outage_buffer import BufferedWriter, TrackingOutage, use_http_defaults
-from sweep.tracking.sqlite_lock import sqlite_init_lock
+from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
 
 __all__ = ["TrackingOutage"]  # raised by TrialRun() when the server stays unreachable past the limit
 
@@ -71,17 +71,23 @@ def is_http(uri: str) -> bool:
 
 
 def open_tracking(cfg: DictConfig) -> TrackingClient:
-    """A TrackingClient whose store answers now (creating a new SQLite database under the lock); an unreachable
-    store at start is a config error, a later outage is buffered (`tracking.outage_timeout_s`)."""
+    """A TrackingClient whose store answers now (creating a new SQLite database under the lock; a SQLite database
+    another process holds locked is waited for up to `tracking.outage_timeout_s`); an unreachable store at start is a
+    config error, a later outage is buffered (`tracking.outage_timeout_s`)."""
     timeout = require_number(
         "tracking.outage_timeout_s", cfg.tracking.outage_timeout_s, low=0, strict=True, note="seconds"
     )
     if is_http(cfg.tracking.uri):
         use_http_defaults()
+
+    def opened() -> TrackingClient:
+        client = TrackingClient(cfg.tracking.uri, timeout)  # creates the store (and a new schema) at once
+        client.search_experiments(max_results=1)
+        return client
+
     try:
         with sqlite_init_lock(cfg.tracking.uri):
-            client = TrackingClient(cfg.tracking.uri, timeout)  # creates the store (and a new schema) at once
-            client.search_experiments(max_results=1)
+            client = wait_while_locked(opened, cfg.tracking.uri, timeout, "tracking.outage_timeout_s")
     except Exception as error:  # noqa: BLE001 - any store or driver error: name the key and stop before training
         raise ConfigError(
             "tracking.uri",

@@ -1,11 +1,21 @@
-"""The file lock beside a SQLite database (Optuna's or MLflow's) while its schema may be created."""
+"""SQLite's locks (Optuna's or MLflow's database): the file lock beside it while its schema may be created, and
+waiting out another process's lock on it while a store opens."""
 
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Iterator
+import logging
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+BUSY_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED")  # sqlite3.Error.sqlite_errorname of "database is locked"
+RETRY_EVERY_S = 1.0  # between tries; each try itself waits the driver's busy timeout first
 
 
 @contextmanager
@@ -24,3 +34,34 @@ def sqlite_init_lock(url: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def is_sqlite_busy(error: BaseException) -> bool:
+    """Whether `error`, or one it was raised from (SQLAlchemy's OperationalError, MLflow's MlflowException), is
+    SQLite's "database is locked": another connection holds the database, and a later try gets past it."""
+    seen: BaseException | None = error
+    for _ in range(10):  # a chain is short; the bound guards against a cycle
+        if seen is None:
+            return False
+        if getattr(seen, "sqlite_errorname", None) in BUSY_ERRORS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def wait_while_locked(call: Callable[[], T], url: str, limit_s: float, key: str) -> T:
+    """`call()`, tried again for up to `limit_s` seconds (`key`) while `url`'s SQLite database is locked by another
+    process. Opening a store waits out another worker's write, or a worker suspended mid-write (SLURM suspends jobs
+    with SIGSTOP), as the calls of a running study do, instead of stopping as an unreachable store; other errors are
+    raised at once."""
+    started, warned = time.monotonic(), False
+    while True:
+        try:
+            return call()
+        except Exception as error:  # is_sqlite_busy decides; other errors are raised
+            if not is_sqlite_busy(error) or time.monotonic() - started > limit_s:
+                raise
+            if not warned:
+                log.warning("%s is locked by another process; waiting up to %g s (%s)", url, limit_s, key)
+                warned = True
+            time.sleep(RETRY_EVERY_S)
