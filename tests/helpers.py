@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -144,6 +146,44 @@ def child_pids(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").glob("*/children"):
         pids += [int(p) for p in task.read_text().split()]
     return pids
+
+
+def pause_between_database_calls(pid: int, databases: list[Path], attempts: int = 200) -> None:
+    """SIGSTOP process `pid` at a moment it holds no lock on any of the SQLite `databases`. Paused in the middle of
+    a call, it would lock every other process out of that database for as long as it stays paused (SQLite locks the
+    whole file), which the stores wait for only up to their outage limit. Once every thread has stopped, each
+    database must take an exclusive lock at once; if one does not, the process is let go briefly and paused again."""
+    for _ in range(attempts):
+        os.kill(pid, signal.SIGSTOP)
+        while not all(_stopped(stat) for stat in Path(f"/proc/{pid}/task").glob("*/stat")):
+            time.sleep(0.01)
+        if all(_unlocked(database) for database in databases):
+            return
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} held a lock on {databases} each of {attempts} times it was paused")
+
+
+def _stopped(stat: Path) -> bool:
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] in ("T", "t", "Z", "X")
+    except OSError:  # the thread ended
+        return True
+
+
+def _unlocked(database: Path) -> bool:
+    """Whether no other connection holds `database` locked now (a missing database is not locked)."""
+    if not database.exists():
+        return True
+    connection = sqlite3.connect(database, timeout=0, isolation_level=None)
+    try:
+        connection.execute("BEGIN EXCLUSIVE")
+        connection.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        connection.close()
 
 
 def is_alive(pid: int) -> bool:

@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient
 
 from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_TRIAL, TAG_ROLE, TAG_TRIAL_NUMBER, TAG_WORKER
 from tests.faults.harness import MlflowServer, Sweep, figures, free_port, running_trials, wait_for
+from tests.helpers import pause_between_database_calls
 
 GRID = [1, 5, 20, 50]
 ARGS = ["study.search_space.loss.scale=[1,5,20,50]", "trial.max_steps=6", "trial.eval_steps=2"]
@@ -50,7 +51,7 @@ def test_tracking_server_killed_and_restarted_mid_study_loses_nothing(tmp_path, 
     study = Sweep(*args, home=tmp_path)
     victim = wait_for(lambda: a_fresh_trial(storage), "a trial with an MLflow run that has not evaluated yet")
     # Pause the first worker until the second (its child, started with it) is in a trial too: both train.
-    os.kill(study.process.pid, signal.SIGSTOP)
+    pause_between_database_calls(study.process.pid, [tmp_path / "optuna.db"])
     try:
         wait_for(lambda: len(running_trials(storage, "mnrl_scale")) == 2, "the second worker in a trial")
         server.kill()

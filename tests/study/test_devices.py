@@ -12,7 +12,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from sweep.names import ATTR_DEVICE, TAG_DEVICE, TAG_WORKER
-from tests.helpers import child_pids, is_alive, load_trials, mlflow_runs, sweep_process, wait_for_training
+from tests.helpers import (
+    child_pids,
+    is_alive,
+    load_trials,
+    mlflow_runs,
+    pause_between_database_calls,
+    sweep_process,
+    wait_for_training,
+)
 
 SIMULATED = {"SWEEP_SIMULATED_GPUS": "2"}
 GRID = "study.search_space.loss.scale=[1,20]"  # one point per worker
@@ -45,7 +53,7 @@ def test_each_worker_trains_on_the_one_gpu_it_was_given(tmp_path):
         # Both workers must train: pause the one in a trial until the other is in one too.
         first = running_devices(storage).pop()
         busy = next(pid for pid, gpu in pinned.items() if first == f"cuda:{gpu} (simulated)")
-        os.kill(busy, signal.SIGSTOP)
+        pause_between_database_calls(busy, [tmp_path / "optuna.db", tmp_path / "mlflow.db"])
         try:
             deadline = time.monotonic() + 240
             while len(running_devices(storage)) < 2 and time.monotonic() < deadline:
