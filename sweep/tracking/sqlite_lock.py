@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 BUSY_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED")  # sqlite3.Error.sqlite_errorname of "database is locked"
-RETRY_EVERY_S = 1.0  # between tries; each try itself waits the driver's busy timeout first
+WAIT_BETWEEN_TRIES_S = 1.0  # each try itself first waits the driver's busy timeout
 
 
 @contextmanager
@@ -64,4 +64,4 @@ def wait_while_locked(call: Callable[[], T], url: str, limit_s: float, key: str)
             if not warned:
                 log.warning("%s is locked by another process; waiting up to %g s (%s)", url, limit_s, key)
                 warned = True
-            time.sleep(RETRY_EVERY_S)
+            time.sleep(WAIT_BETWEEN_TRIES_S)
