@@ -154,8 +154,9 @@ class Packer:
         if sweep.is_grid and ATTR_GRID_POINT not in leader.user_attrs:
             return sweep.objective(leader)  # discards it and stops this worker's loop
         size = self.guard.fit(self.limit) if self.guard else self.limit
-        members = [leader, *self.more(size - 1)]
+        members = [leader]
         try:
+            self.ask_more(members, size)  # each member joins as it is claimed: a failed ask leaves none unrecorded
             check_stop()  # a stop signal held by one of the asks (members train in threads: no check_stop there)
             outcomes = self.run(members)
         except BaseException as error:  # never leave a popped member RUNNING or its point unqueued
@@ -187,11 +188,11 @@ class Packer:
         self.after_pack(outcomes)
         return outcomes
 
-    def more(self, wanted: int) -> list[optuna.Trial]:
-        """Up to `wanted` more trials: queued grid points (each an atomic pop), or sampled trials within n_trials."""
+    def ask_more(self, members: list[optuna.Trial], size: int) -> None:
+        """Add trials to `members` up to `size`: queued grid points (each an atomic pop), or sampled trials within
+        n_trials."""
         sweep = self.sweep
-        trials: list[optuna.Trial] = []
-        while len(trials) < wanted:
+        while len(members) < size:
             if sweep.is_grid and not sweep.trials_in(TrialState.WAITING):
                 break
             if self.total is not None and sweep.done_count() + len(sweep.trials_in(TrialState.RUNNING)) >= self.total:
@@ -202,8 +203,7 @@ class Packer:
                 trial.set_user_attr(ATTR_DISCARDED, True)
                 sweep.study.tell(trial, state=TrialState.PRUNED)
                 break
-            trials.append(trial)
-        return trials
+            members.append(trial)
 
     def after_pack(self, outcomes: Sequence[Outcome]) -> None:
         """After an out-of-memory member: free the cache and halve this process's later packs."""

@@ -241,3 +241,30 @@ def test_a_stop_signal_inside_a_members_ask_fails_every_member_and_queues_its_po
     waiting = states[TrialState.WAITING]
     assert sorted(t.system_attrs["fixed_params"]["loss.scale"] for t in waiting) == [1, 2]
     assert all(t.user_attrs[ATTR_ATTEMPT] == 1 for t in waiting)
+
+
+def test_a_storage_error_while_the_packer_claims_a_member_fails_the_members_it_claimed(compose_cfg, monkeypatch):
+    """The third claim of a pack of 3 fails (the storage gave up): the two members already claimed end FAIL with
+    the reason, their points queued again, and the study trains every point; none is left RUNNING."""
+    from sweep.study.lifecycle import finish, open_sweep
+
+    monkeypatch.setattr(study_module, "train_and_evaluate", lambda *args, **kwargs: 0.5)
+    sweep = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,2,3]", "name=pack_ask_error", "study.pack=3"))
+    storage, claims = sweep.study._storage, []
+    set_state = storage.set_trial_state_values
+
+    def storage_gives_up_at_the_third_claim(trial_id, state, values=None):
+        claims.append(state)
+        if state == TrialState.RUNNING and claims.count(state) == 3:
+            raise optuna.exceptions.StorageInternalError("the database did not answer within study.outage_timeout_s")
+        return set_state(trial_id, state, values)
+
+    monkeypatch.setattr(storage, "set_trial_state_values", storage_gives_up_at_the_third_claim)
+    sweep.run()
+    finish(sweep)
+    trials = sweep.study.trials
+    assert not [t.number for t in trials if t.state == TrialState.RUNNING], "a claimed member left RUNNING"
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    assert len(failed) == 2 and all("did not answer" in t.user_attrs[ATTR_FAIL_REASON] for t in failed)
+    completed = [t.params["loss.scale"] for t in trials if t.state == TrialState.COMPLETE]
+    assert sorted(completed) == [1, 2, 3], "the failed members' points were queued again and trained"
