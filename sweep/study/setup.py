@@ -253,10 +253,9 @@ def open_storage(cfg: DictConfig, on_stale: StaleTrialCallback) -> optuna.storag
     (`study.outage_timeout_s`)."""
     url = cfg.study.storage
     interval = cfg.study.heartbeat_interval
-    if url.startswith("sqlite"):
-        engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
-    else:
-        engine_kwargs = {"pool_pre_ping": True}
+    engine_kwargs = (
+        {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+    )
     new_storage = functools.partial(
         RetryingRDBStorage,
         url,
