@@ -91,10 +91,11 @@ def best_scale(question: Question) -> Section:
     if question.reference is not None:
         if not reference:
             answer += f"; the reference {question.reference:g} is the best itself"
+        elif len(bests) == 1:
+            answer += f"; the reference {question.reference:g} is {reference[0]} (paired by seed)"
         else:
             worse = sum(v == "worse" for v in reference)
-            answer += f"; the reference {question.reference:g} is worse in {worse} of {len(bests)} condition"
-            answer += "s" if len(bests) != 1 else ""
+            answer += f"; the reference {question.reference:g} is worse in {worse} of {len(bests)} conditions"
     scopes, facts = _scopes(question)
     return Section(
         question.question,

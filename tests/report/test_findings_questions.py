@@ -62,6 +62,7 @@ QUESTIONS = {
         | {"a": 10, "b": 20, "literature": ["my colleague's paper: 20"]},
         {"question": "Does the best scale move with the learning rate?", "compare": "interaction", "folder": "lrs"}
         | {"a": 10, "b": 40, "confounds": ["the steps are fixed"], "change": ["more learning rates"]},
+        {"question": "Which scale at each learning rate?", "compare": "best_scale", "folder": "lrs", "reference": 40},
     ],
 }
 
@@ -87,8 +88,8 @@ def test_the_page_answers_a_fresh_user_study_as_simulated(results, tmp_path, cap
     assert capsys.readouterr().out.strip() == str(out)
     page = out.read_text()
     assert page.startswith("# My contrastive loss: which scale?\n") and "**Strength rule**" in page
-    best, pooled, moves = sections(page)
-    assert "**Answer.** Scale 10 is best; the reference 20 is worse in 1 of 1 condition." in best
+    best, pooled, moves, per_lr = sections(page)
+    assert "**Answer.** Scale 10 is best; the reference 20 is worse (paired by seed)." in best
     assert "**Strength.** **moderate** (3 seeds, paired verdict separates, test confirms, 1 distinct condition)" in best
     assert "`one_lr`: my-encoder, loss infonce, 100 steps x batch 32, lr 0.001" in best
     # the truth: 10 - 20 = 0.03 in both studies, inside the pooled interval
@@ -104,6 +105,13 @@ def test_the_page_answers_a_fresh_user_study_as_simulated(results, tmp_path, cap
     assert "learning_rate=0.0001: 40 is the best" in moves
     assert "**Strength.** **confounded** (moderate by the rule otherwise" in moves and "the steps are fixed" in moves
     assert "- more learning rates" in moves and "mnrl" not in page
+    answer = "The best scale depends on the condition: learning_rate=0.0001: 40; learning_rate=0.001: 10; the reference"
+    assert f"**Answer.** {answer} 40 is worse in 1 of 2 conditions." in per_lr
+    assert (
+        "**Strength.** **strong** (3 seeds, paired verdict separates, test confirms, 2 distinct conditions)" in per_lr
+    )
+    assert "`lrs` learning_rate=0.0001: the best is the highest scale tried; it may lie beyond" in per_lr
+    assert "learning_rate=0.001: the best is the" not in per_lr  # 10 is inside the grid 5-40
 
 
 def test_a_best_scale_the_data_cannot_single_out_is_weak(tmp_path):
@@ -119,7 +127,9 @@ def test_a_best_scale_the_data_cannot_single_out_is_weak(tmp_path):
     assert (
         main(["findings", "--questions", str(tmp_path / "q.yaml"), "--results", str(tmp_path), "--out", str(out)]) == 0
     )
-    assert "**Strength.** **weak** (the verdict does not separate (not distinguishable)" in out.read_text()
+    page = out.read_text()
+    assert "**Answer.** Scale 10 is best; the reference 20 is equivalent (paired by seed)." in page
+    assert "**Strength.** **weak** (the verdict does not separate (not distinguishable)" in page
 
 
 @pytest.mark.parametrize(
