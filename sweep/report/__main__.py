@@ -91,11 +91,12 @@ def findings_command(args: argparse.Namespace) -> list[Path]:
     """A findings page: the questions of ``--questions`` answered from the results folders (`sweep.report.answers`).
     A file that cannot be answered: one line on stderr and exit code 2, before any number is computed."""
     from sweep.report.answers import write_questions_page
+    from sweep.report.pooled import MissingInput
     from sweep.report.question_file import QuestionsError
 
     try:
         print(write_questions_page(args.questions, args.results, args.page or args.results / "findings.md"))
-    except QuestionsError as error:
+    except (QuestionsError, MissingInput) as error:  # MissingInput: e.g. a scale with no COMPLETE trial
         print(f"python -m sweep.report findings: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     return []  # one page, no figures: no provenance.json beside it (the page names its generator)

@@ -100,6 +100,8 @@ def _check_folder(folder: Path, key: str, question: Question) -> None:
     if SCALE not in columns:
         raise QuestionsError(f"{key}: {folder / TRIALS_CSV} has no column {SCALE}: the study did not sweep the scale")
     scales = set(pd.read_csv(folder / TRIALS_CSV, usecols=[SCALE])[SCALE].dropna())
+    if len(scales - {0.0}) < 2:  # scale 0: the untrained model, not a scale to choose
+        raise QuestionsError(f"{key}: {folder.name} ran fewer than two scales: nothing to compare, name another folder")
     for name in ("a", "b", "reference"):
         value = getattr(question, name)
         if value is not None and value not in scales:

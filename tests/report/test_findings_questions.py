@@ -166,6 +166,19 @@ def test_a_file_that_cannot_be_answered_is_one_line_and_exit_code_2(results, tmp
     assert not out.exists()
 
 
+def test_a_folder_of_one_scale_is_refused_before_any_work(tmp_path, capsys):
+    user_study(tmp_path / "one_scale", {1e-3: 10.0}, seed=5)
+    trials = pd.read_csv(tmp_path / "one_scale" / "trials.csv")
+    trials[trials["loss.scale"] == 10.0].to_csv(tmp_path / "one_scale" / "trials.csv", index=False)
+    questions = {"questions": [{"question": "q", "compare": "best_scale", "folder": "one_scale"}]}
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(questions))
+    with pytest.raises(SystemExit) as exited:
+        main(["findings", "--questions", str(tmp_path / "q.yaml"), "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "questions[0].folder: one_scale ran fewer than two scales" in err, err
+    assert not (tmp_path / "findings.md").exists()
+
+
 def test_a_missing_or_broken_file_is_one_line_and_exit_code_2(tmp_path, capsys):
     (tmp_path / "broken.yaml").write_text("questions: [a: b: c]\n")
     for name, message in (("absent.yaml", "no such questions file"), ("broken.yaml", "not YAML")):
