@@ -93,10 +93,11 @@ def findings_command(args: argparse.Namespace) -> list[Path]:
     from sweep.report.answers import write_questions_page
     from sweep.report.pooled import MissingInput
     from sweep.report.question_file import QuestionsError
+    from sweep.report.tuned import Refused
 
     try:
         print(write_questions_page(args.questions, args.results, args.page or args.results / "findings.md"))
-    except (QuestionsError, MissingInput) as error:  # MissingInput: e.g. a scale with no COMPLETE trial
+    except (QuestionsError, MissingInput, Refused) as error:  # e.g. a scale with no COMPLETE trial, unpaired seeds
         print(f"python -m sweep.report findings: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
     return []  # one page, no figures: no provenance.json beside it (the page names its generator)
@@ -250,8 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     findings = commands.add_parser(
         "findings",
         help="a findings page: your questions answered from your results folders",
-        description="For each question of a YAML file (a comparison over results folders: best_scale, pooled or "
-        "interaction; docs/reports.md shows one): the answer, the evidence read from the folders' CSVs, its "
+        description="For each question of a YAML file (a comparison over results folders: best_scale, pooled, "
+        "interaction or tuned; docs/reports.md shows one): the answer, the evidence read from the folders' CSVs, its "
         "strength by the rule stated at the page's top, and its scope.",
     )
     findings.add_argument(

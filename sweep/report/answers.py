@@ -7,7 +7,9 @@ and the strength of `sweep.report.evidence.strength`:
 - ``pooled``: scale ``a`` against ``b`` pooled over the distinct conditions of several folders
   (`sweep.report.pooled`);
 - ``interaction``: whether the best scale moves with the condition a folder swept, and how the gap ``a - b``
-  changes from its first to its last value (difference in differences, `sweep.stats.interactions`).
+  changes from its first to its last value (difference in differences, `sweep.stats.interactions`);
+- ``tuned``: each scale at its own best value of a condition over folders of one set-up, against the best such scale
+  on test (`sweep.report.tuned`).
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ from sweep.report.evidence import (
     signed,
     strength,
     strength_rule,
+    test_metric,
     tidy,
 )
 from sweep.report.pooled import pooled_report
-from sweep.report.question_file import BEST_SCALE, INTERACTION, POOLED, Question, read_questions
+from sweep.report.question_file import BEST_SCALE, INTERACTION, POOLED, TUNED, Question, read_questions
+from sweep.report.tuned import condition_words, tuned_report
 from sweep.stats.interactions import difference_in_differences, gap_by_condition
 from sweep.stats.seed_paired import comparison_line, seed_paired_comparison
 
@@ -184,7 +188,47 @@ def interaction(question: Question) -> Section:
     )
 
 
-ANSWERS: dict[str, Callable[[Question], Section]] = {BEST_SCALE: best_scale, POOLED: pooled, INTERACTION: interaction}
+def tuned(question: Question) -> Section:
+    """Each scale at its own best value of the condition (chosen on validation), against the best such scale on test,
+    which chose nothing (`sweep.report.tuned_report`)."""
+    assert question.condition is not None  # the file's check requires it
+    validation = _metric(question)
+    report = tuned_report(list(question.folders), question.condition, validation, test_metric(validation))
+    rows = report.numbers.set_index("scale")
+    words = condition_words(question.condition)
+    evidence = [
+        f"scale {scale:g}: best {words} {row[f'best {words}']:g} ({row[f'place of best {words}']}); on test "
+        + (
+            str(row["verdict on test"])
+            if pd.isna(row["best - this on test"]) or row["verdict on test"] == "best"
+            else f"{num(row['best - this on test'])} below the best "
+            f"{interval(row['test CI low'], row['test CI high'])}, {row['verdict on test']}"
+        )
+        for scale, row in rows.iterrows()
+    ]
+    others = rows[rows["verdict on test"] != "best"]
+    if question.reference is not None and question.reference in others.index:
+        separates = others.loc[question.reference, "verdict on test"] == "worse"
+    else:
+        separates = question.reference is None and bool((others["verdict on test"] == "worse").all())
+    scopes, facts = _scopes(question)
+    return Section(
+        question.question,
+        report.answer,
+        strength(facts, bool(separates), 1 if separates else 0, question.confounds),
+        evidence,
+        scopes,
+        list(question.literature),
+        list(question.change),
+    )
+
+
+ANSWERS: dict[str, Callable[[Question], Section]] = {
+    BEST_SCALE: best_scale,
+    POOLED: pooled,
+    INTERACTION: interaction,
+    TUNED: tuned,
+}
 
 
 def questions_page(questions: Path, results: Path) -> str:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from sweep.report.results_folder import TRIALS_CSV
+from sweep.report.results_folder import TRIALS_CSV, flat_config
 
 SCALE, SEED = "loss.scale", "trial.seed"
-BEST_SCALE, POOLED, INTERACTION = "best_scale", "pooled", "interaction"
+BEST_SCALE, POOLED, INTERACTION, TUNED = "best_scale", "pooled", "interaction", "tuned"
 # each comparison: its required keys (besides question and compare) and its optional ones, with what each is for
 COMPARISONS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     BEST_SCALE: ({"folder": "the results folder (folder: my_study)"}, {"reference": "a scale to read against"}),
@@ -34,6 +34,13 @@ COMPARISONS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
             "b": "the scale it is compared with (b: 20)",
         },
         {},
+    ),
+    TUNED: (
+        {
+            "folders": "results folders of one set-up (same seeds)",
+            "condition": "the config key tuned per scale (condition: trial.learning_rate)",
+        },
+        {"reference": "a scale to read against"},
     ),
 }
 PROSE = ("confounds", "literature", "change")  # the page shows them as given
@@ -57,6 +64,7 @@ class Question:
     a: float | None = None
     b: float | None = None
     reference: float | None = None
+    condition: str | None = None
     confounds: tuple[str, ...] = ()
     literature: tuple[str, ...] = ()
     change: tuple[str, ...] = ()
@@ -110,6 +118,11 @@ def _check_folder(folder: Path, key: str, question: Question) -> None:
     swept = [c for c in columns if "." in c and c not in (SCALE, SEED)]
     if question.compare == INTERACTION and not swept:
         raise QuestionsError(f"{key}: {folder.name} swept no condition besides the scale: use compare: best_scale")
+    if question.condition is not None and question.condition not in columns:
+        if question.condition not in flat_config(folder):
+            raise QuestionsError(
+                f"{key}: {folder.name} has no {question.condition} (trials.csv or config.yaml): fix `condition`"
+            )
 
 
 def _question(entry: object, key: str, results: Path, metric: str | None) -> Question:
@@ -141,6 +154,7 @@ def _question(entry: object, key: str, results: Path, metric: str | None) -> Que
         a=scales["a"],
         b=scales["b"],
         reference=scales["reference"],
+        condition=str(entry["condition"]) if "condition" in entry else None,
         confounds=prose["confounds"],
         literature=prose["literature"],
         change=prose["change"],

@@ -34,9 +34,10 @@ def user_study(path: Path, best_by_lr: dict[float, float], seed: int, data: str 
     rng = np.random.default_rng(seed)
     swept = len(best_by_lr) > 1
     rows = []
+    shared_by_seed = {s: rng.normal(0, 0.02) for s in SEEDS}  # a seed trains on the same batches at every lr
     for lr, best in best_by_lr.items():
         for s in SEEDS:
-            shared = rng.normal(0, 0.02)
+            shared = shared_by_seed[s]
             for scale in SCALES:
                 value = quality(scale, best) + shared + rng.normal(0, 0.001)
                 rows.append(
@@ -63,6 +64,8 @@ QUESTIONS = {
         {"question": "Does the best scale move with the learning rate?", "compare": "interaction", "folder": "lrs"}
         | {"a": 10, "b": 40, "confounds": ["the steps are fixed"], "change": ["more learning rates"]},
         {"question": "Which scale at each learning rate?", "compare": "best_scale", "folder": "lrs", "reference": 40},
+        {"question": "Each scale at its own learning rate?", "compare": "tuned", "folders": ["lrs"]}
+        | {"condition": "trial.learning_rate", "reference": 20},
     ],
 }
 
@@ -88,7 +91,7 @@ def test_the_page_answers_a_fresh_user_study_as_simulated(results, tmp_path, cap
     assert capsys.readouterr().out.strip() == str(out)
     page = out.read_text()
     assert page.startswith("# My contrastive loss: which scale?\n") and "**Strength rule**" in page
-    best, pooled, moves, per_lr = sections(page)
+    best, pooled, moves, per_lr, own_lr = sections(page)
     assert "**Answer.** Scale 10 is best; the reference 20 is worse (paired by seed)." in best
     assert "**Strength.** **moderate** (3 seeds, paired verdict separates, test confirms, 1 distinct condition)" in best
     assert "`one_lr`: my-encoder, loss infonce, 100 steps x batch 32, lr 0.001" in best
@@ -112,6 +115,16 @@ def test_the_page_answers_a_fresh_user_study_as_simulated(results, tmp_path, cap
     )
     assert "`lrs` learning_rate=0.0001: the best is the highest scale tried; it may lie beyond" in per_lr
     assert "learning_rate=0.001: the best is the" not in per_lr  # 10 is inside the grid 5-40
+    # the truth: at its own learning rate 10 (at 1e-3) and 40 (at 1e-4) both reach 0.70, 20 and 5 only 0.67
+    verdicts = dict(
+        re.findall(
+            r"- scale (\d+): best learning rate \S+ \([^)]*\); on test (?:\S+ below the best \S+ \S+ )?(.+)", own_lr
+        )
+    )
+    assert {verdicts["10"], verdicts["40"]} <= {"best", "equivalent", "not distinguishable"}, own_lr
+    assert verdicts["20"] == verdicts["5"] == "worse", own_lr
+    assert "**Answer.** Each scale at its own best learning rate (chosen on STSB validation Spearman)" in own_lr
+    assert "**Strength.** **moderate**" in own_lr
 
 
 def test_a_best_scale_the_data_cannot_single_out_is_weak(tmp_path):
@@ -152,6 +165,7 @@ def test_a_best_scale_the_data_cannot_single_out_is_weak(tmp_path):
         (lambda q: q["questions"][0].update(folders="x"), "questions[0].folders: unknown key for compare: best_scale"),
         (lambda q: q.update(questions=[]), "questions: missing: a list of questions"),
         (lambda q: q["questions"][2].update(folder="one_lr"), "one_lr swept no condition besides the scale"),
+        (lambda q: q["questions"][4].update(condition="trial.warmup"), "lrs has no trial.warmup (trials.csv or config"),
     ],
 )
 def test_a_file_that_cannot_be_answered_is_one_line_and_exit_code_2(results, tmp_path, capsys, edit, message):
