@@ -1,6 +1,7 @@
 """Dependencies inside the package run one way: the sub-packages form layers (`LAYERS`, bottom first) and a module
 imports only from its own layer or those below it; no import cycle (module-level or inside functions); the CLI
-(`sweep.app`) is imported by no module."""
+(`sweep.app`) is imported by no module; each sub-package has a public face (``__all__``), and the research code
+beside the package (``notebooks/findings``) imports nothing of it but the faces of `sweep.report` and `sweep.stats`."""
 
 from __future__ import annotations
 
@@ -89,7 +90,11 @@ LAYERS: list[set[str]] = [
 # The only modules at the package root: the entry points and the two names every layer shares.
 ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.evaluate", "sweep.names", "sweep.signals"}
 SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
-SUB_PACKAGES += ["sweep.study", "sweep.losses"]
+SUB_PACKAGES += ["sweep.study", "sweep.losses", "sweep.report"]
+LAZY_FACES = ["sweep.report", "sweep.stats"]  # faces that import each public name from its module on first use
+# research code beside the package: it reaches the package through these faces only, as a user's code would
+RESEARCH_DIR = PACKAGE_DIR.parent / "notebooks" / "findings"
+RESEARCH_FACES = {"sweep.report", "sweep.stats"}
 
 
 def unit_of(module: str) -> str:
@@ -137,6 +142,28 @@ def test_each_sub_package_says_what_it_owns_and_exports_its_public_names(package
     assert ast.get_docstring(tree), f"{package}/__init__.py has no docstring"
     module = importlib.import_module(package)
     assert module.__all__ and all(hasattr(module, name) for name in module.__all__), package
+
+
+@pytest.mark.parametrize("package", LAZY_FACES)
+def test_a_lazy_face_knows_where_each_public_name_lives(package):
+    module = importlib.import_module(package)
+    assert sorted(module._MODULE_OF) == sorted(module.__all__), package
+    for name, home in module._MODULE_OF.items():
+        assert hasattr(importlib.import_module(f"{package}.{home}"), name), f"{package}.{home} has no {name}"
+
+
+def test_the_research_code_reaches_the_package_only_through_its_public_faces():
+    files = sorted(RESEARCH_DIR.glob("*.py"))
+    assert {"page.py", "literature.py"} <= {f.name for f in files}
+    reached = {
+        (path.name, node.module if isinstance(node, ast.ImportFrom) else alias.name)
+        for path in files
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0)
+        for alias in node.names
+    }
+    inside = {(name, module) for name, module in reached if module and module.split(".")[0] == "sweep"}
+    assert inside and all(module in RESEARCH_FACES for _, module in inside), sorted(inside)
 
 
 def test_find_cycle_reports_the_cycle():

@@ -1,20 +1,196 @@
-"""Reporting for scale sweeps: analytic loss-vs-scale curves and study figures from MLflow.
+"""Reporting: figures and tables of studies, and findings pages that answer questions from results folders.
 
-- ``sweep.report.loss_curves``: ``loss_vs_scale``, ``parse_scales``, ``DEFAULT_PROFILES`` (torch).
-- ``sweep.report.runs``: ``load_trials``, ``load_metric_history`` (MLflow).
-- ``sweep.report.summaries``: the tables behind the study figures (pandas/scipy, no matplotlib).
-- ``sweep.report.axes``: shared drawing helpers (figure, save, scale/temperature axes, reference lines, panels).
-- ``sweep.report.study_context``: library defaults, LR schedule, #candidates, untrained baseline from the params.
-- ``sweep.report.scale_figures``: Spearman and concentration vs scale (baseline lines, defaults, n, shading).
-- ``sweep.report.history_figures``: training-loss panels and learned-scale trajectories (with the LR schedule).
-- ``sweep.report.mechanism_figures``: the sim_* mechanism statistics vs scale, with their untrained values.
-- ``sweep.report.convergence_figures``: validation Spearman vs training step, one line per scale.
-- ``sweep.report.loss_figures``: the analytic / measured loss vs scale and its gradient.
-- ``sweep.report.grid_figures``: heatmaps over two swept values (AnglE weights/scales, layer x dim grid).
-- ``sweep.report.study_figures``: ``write_study_figures`` and ``write_trials_table``, all of a study's outputs.
-- ``sweep.report.results_folder``: a published ``results/<study>/`` folder read back (``--from-csv``).
-- ``sweep.report.pooled``: scale a vs b pooled over the distinct conditions of results folders (``pooled``).
-- CLI: ``python -m sweep.report {loss-vs-scale,study,pooled} --help``.
+The public face, for a project's own findings page or notebook (this repository's ``notebooks/findings`` uses
+nothing else): each name is imported from its module on first use (``from sweep.report import pooled_report``), so
+that each subcommand of ``python -m sweep.report`` still imports only what it needs.
 
-Nothing is re-exported here, so that each subcommand imports only what it needs.
+- a results folder read back: ``read_csv``, ``flat_config``, ``load_results_folder``, ``TRIALS_CSV``,
+  ``PAIRED_TEST_CSV``; a study's outputs: ``write_study_figures``, ``write_trials_table``, ``findings_block``
+  (a README's generated numbers), ``write_best_scale_vs_condition``, ``mechanism_summary`` (the sim_* mechanism
+  table), ``concentration_summary`` (the random-pair cosine table), ``spearman_summary``, ``metric_words``;
+- comparisons over folders: ``pooled_report`` (scale a vs b pooled over distinct conditions), ``tuned_report``
+  (each scale at its own best value of a condition), ``folder_frame`` (a folder as the tidy frame of
+  ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
+- a findings page: ``Section`` and ``render`` (a question's six parts in markdown), ``strength`` with ``Facts``
+  (``folder_facts``) and ``strength_rule``, ``scope``, the readers ``table``, ``present``, ``status``, ``objective``,
+  ``best_row``, ``row_at``, ``against_best``, ``by_number``, ``untested`` and the formatters ``num``, ``signed``,
+  ``interval``, ``temperature``, ``plural``; ``questions_page`` / ``write_questions_page`` answer a YAML file of
+  questions (``read_questions``, ``QuestionsError``; ``python -m sweep.report findings --questions FILE``).
+
+Modules (``sweep.report.<name>``): ``loss_curves`` and ``loss_figures`` (analytic loss vs scale), ``runs`` (MLflow),
+``summaries`` (the tables behind the figures), ``axes`` (drawing helpers), ``study_context``, ``scale_figures``,
+``history_figures``, ``mechanism_figures``, ``convergence_figures``, ``grid_figures``, ``study_figures``,
+``results_folder``, ``pooled``, ``tuned``, ``findings`` (a results README's generated block), ``evidence``,
+``question_file`` and ``answers`` (findings pages). CLI: ``python -m sweep.report --help``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sweep.report.answers import questions_page, write_questions_page
+    from sweep.report.best_scale_figures import metric_words, write_best_scale_vs_condition
+    from sweep.report.evidence import (
+        CONFOUNDED,
+        MODERATE,
+        PARTS,
+        STRONG,
+        STSB_TEST,
+        STSB_VALIDATION,
+        UNTESTED,
+        WEAK,
+        Facts,
+        Section,
+        Strength,
+        against_best,
+        best_row,
+        by_number,
+        folder_facts,
+        interval,
+        num,
+        objective,
+        plural,
+        present,
+        render,
+        row_at,
+        scope,
+        signed,
+        status,
+        strength,
+        strength_rule,
+        table,
+        temperature,
+        test_metric,
+        tidy,
+        untested,
+    )
+    from sweep.report.findings import findings_block
+    from sweep.report.mechanism_figures import mechanism_summary
+    from sweep.report.pooled import MissingInput, PooledReport, folder_frame, pooled_report
+    from sweep.report.question_file import QuestionsError, read_questions
+    from sweep.report.results_folder import PAIRED_TEST_CSV, TRIALS_CSV, flat_config, load_results_folder, read_csv
+    from sweep.report.study_figures import write_study_figures, write_trials_table
+    from sweep.report.summaries import concentration_summary, spearman_summary
+    from sweep.report.tuned import Refused, TunedReport, tuned_report
+
+__all__ = [
+    "CONFOUNDED",
+    "Facts",
+    "MODERATE",
+    "MissingInput",
+    "PAIRED_TEST_CSV",
+    "PARTS",
+    "PooledReport",
+    "QuestionsError",
+    "Refused",
+    "STRONG",
+    "STSB_TEST",
+    "STSB_VALIDATION",
+    "Section",
+    "Strength",
+    "TRIALS_CSV",
+    "TunedReport",
+    "UNTESTED",
+    "WEAK",
+    "against_best",
+    "best_row",
+    "by_number",
+    "concentration_summary",
+    "findings_block",
+    "flat_config",
+    "folder_facts",
+    "folder_frame",
+    "interval",
+    "load_results_folder",
+    "mechanism_summary",
+    "metric_words",
+    "num",
+    "objective",
+    "plural",
+    "pooled_report",
+    "present",
+    "questions_page",
+    "read_csv",
+    "read_questions",
+    "render",
+    "row_at",
+    "scope",
+    "signed",
+    "spearman_summary",
+    "status",
+    "strength",
+    "strength_rule",
+    "table",
+    "temperature",
+    "test_metric",
+    "tidy",
+    "tuned_report",
+    "untested",
+    "write_best_scale_vs_condition",
+    "write_questions_page",
+    "write_study_figures",
+    "write_trials_table",
+]
+# where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
+_HOMES = {
+    "answers": ("questions_page", "write_questions_page"),
+    "best_scale_figures": ("metric_words", "write_best_scale_vs_condition"),
+    "evidence": (
+        "CONFOUNDED",
+        "MODERATE",
+        "PARTS",
+        "STRONG",
+        "STSB_TEST",
+        "STSB_VALIDATION",
+        "UNTESTED",
+        "WEAK",
+        "Facts",
+        "Section",
+        "Strength",
+        "against_best",
+        "best_row",
+        "by_number",
+        "folder_facts",
+        "interval",
+        "num",
+        "objective",
+        "plural",
+        "present",
+        "render",
+        "row_at",
+        "scope",
+        "signed",
+        "status",
+        "strength",
+        "strength_rule",
+        "table",
+        "temperature",
+        "test_metric",
+        "tidy",
+        "untested",
+    ),
+    "findings": ("findings_block",),
+    "mechanism_figures": ("mechanism_summary",),
+    "pooled": ("MissingInput", "PooledReport", "folder_frame", "pooled_report"),
+    "question_file": ("QuestionsError", "read_questions"),
+    "results_folder": ("PAIRED_TEST_CSV", "TRIALS_CSV", "flat_config", "load_results_folder", "read_csv"),
+    "study_figures": ("write_study_figures", "write_trials_table"),
+    "summaries": ("concentration_summary", "spearman_summary"),
+    "tuned": ("Refused", "TunedReport", "tuned_report"),
+}
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module on first use (then cached here)."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

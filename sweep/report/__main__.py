@@ -1,6 +1,6 @@
 """``python -m sweep.report {loss-vs-scale,study,pooled,tuned,findings}``: write figures (PNG + SVG) and the CSV
 behind each, pool one comparison of scales over results folders, compare each scale at its own best learning rate
-(or other condition), or write the findings page (``results/FINDINGS.md``)."""
+(or other condition), or write a findings page answering the questions of a YAML file from results folders."""
 
 from __future__ import annotations
 
@@ -88,10 +88,18 @@ def tuned_command(args: argparse.Namespace) -> list[Path]:
 
 
 def findings_command(args: argparse.Namespace) -> list[Path]:
-    """``FINDINGS.md``: one section per question, numbers from the results folders (`sweep.report.findings_page`)."""
-    from sweep.report.findings_page import write_findings_page
+    """A findings page: the questions of ``--questions`` answered from the results folders (`sweep.report.answers`).
+    A file that cannot be answered: one line on stderr and exit code 2, before any number is computed."""
+    from sweep.report.answers import write_questions_page
+    from sweep.report.pooled import MissingInput
+    from sweep.report.question_file import QuestionsError
+    from sweep.report.tuned import Refused
 
-    print(write_findings_page(args.results, args.page or args.results / "FINDINGS.md"))
+    try:
+        print(write_questions_page(args.questions, args.results, args.page or args.results / "findings.md"))
+    except (QuestionsError, MissingInput, Refused) as error:  # e.g. a scale with no COMPLETE trial, unpaired seeds
+        print(f"python -m sweep.report findings: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     return []  # one page, no figures: no provenance.json beside it (the page names its generator)
 
 
@@ -242,12 +250,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     findings = commands.add_parser(
         "findings",
-        help="the findings page: one section per question, every number from the results folders",
-        description="Answer, evidence, strength (by the rule stated at its top), scope, literature and what would "
-        "change it, for each question the tool exists to answer; read from the results folders' CSVs.",
+        help="a findings page: your questions answered from your results folders",
+        description="For each question of a YAML file (a comparison over results folders: best_scale, pooled, "
+        "interaction or tuned; docs/reports.md shows one): the answer, the evidence read from the folders' CSVs, its "
+        "strength by the rule stated at the page's top, and its scope.",
     )
-    findings.add_argument("--results", type=Path, default=Path("results"), help="the results directory (results)")
-    findings.add_argument("--out", dest="page", type=Path, help="the page (default: RESULTS/FINDINGS.md)")
+    findings.add_argument(
+        "--questions", type=Path, required=True, metavar="FILE", help="the questions file (YAML; see docs/reports.md)"
+    )
+    findings.add_argument(
+        "--results", type=Path, default=Path("results"), help="the directory the file's folders are in (results)"
+    )
+    findings.add_argument("--out", dest="page", type=Path, help="the page (default: RESULTS/findings.md)")
     findings.set_defaults(run=findings_command, from_csv=None, out=None)
     return parser
 

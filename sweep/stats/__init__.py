@@ -1,28 +1,101 @@
 """Layer 5, statistics: similarity concentration, the per-trial probe and its histogram, collapse (cosines without
-spread), and the paired bootstrap across scales.
+spread), the paired bootstrap across scales and its verdicts (the confidence set for the best scale), scales compared
+over seeds, one comparison pooled over distinct conditions, interactions (does the scale's effect change with a
+condition: gaps, difference in differences, a mixed model), each scale at its own best condition, and one round of a
+race over seeds.
 
-Imported from their own modules, not re-exported here: ``sweep.stats.seed_paired`` (scales compared over seeds),
-``sweep.stats.interactions`` (does the scale's effect change with a condition; statsmodels, slow to import) and
-``sweep.stats.pooling`` (one comparison pooled over distinct conditions, duplicates dropped), ``sweep.stats.race``
-(one round of a race over seeds, `study.race`) and ``sweep.stats.tuned_condition`` (each scale at its own best
-learning rate or other condition, compared with the best over seeds)."""
+The public face: each name is imported from its module on first use (``from sweep.stats import pool``), so that a
+report that only pools differences does not import torch and sentence-transformers (the probe's) nor statsmodels
+(the interactions')."""
 
-from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
-from sweep.stats.concentration import concentration_statistics, in_batch_statistics, pair_cosines
-from sweep.stats.histogram import histogram_figure
-from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap
-from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
+    from sweep.stats.concentration import concentration_statistics, in_batch_statistics, pair_cosines
+    from sweep.stats.histogram import histogram_figure
+    from sweep.stats.interactions import (
+        DifferenceInDifferences,
+        InteractionTest,
+        difference_in_differences,
+        gap_by_condition,
+        interaction_test,
+    )
+    from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap
+    from sweep.stats.pooling import Pooled, drop_duplicates, paired_differences, pool
+    from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+    from sweep.stats.race import RoundDecision, race_round
+    from sweep.stats.scale_verdicts import DEFAULT_MARGIN, VERDICTS, Verdicts, scale_verdicts
+    from sweep.stats.seed_paired import comparison_line, mean_interval, seed_paired_comparison
+    from sweep.stats.tuned_condition import TunedComparison, tuned_comparison
 
 __all__ = [
     "COLLAPSE_STD",
+    "DEFAULT_MARGIN",
+    "VERDICTS",
     "ConcentrationProbe",
+    "DifferenceInDifferences",
     "EmbeddingKeepingEvaluator",
     "Encodings",
+    "InteractionTest",
     "PairedComparison",
+    "Pooled",
+    "RoundDecision",
+    "TunedComparison",
+    "Verdicts",
     "collapse_reason",
+    "comparison_line",
     "concentration_statistics",
+    "difference_in_differences",
+    "drop_duplicates",
+    "gap_by_condition",
     "histogram_figure",
     "in_batch_statistics",
+    "interaction_test",
+    "mean_interval",
     "pair_cosines",
     "paired_bootstrap",
+    "paired_differences",
+    "pool",
+    "race_round",
+    "scale_verdicts",
+    "seed_paired_comparison",
+    "tuned_comparison",
 ]
+# where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
+_HOMES = {
+    "collapse": ("COLLAPSE_STD", "collapse_reason"),
+    "concentration": ("concentration_statistics", "in_batch_statistics", "pair_cosines"),
+    "histogram": ("histogram_figure",),
+    "interactions": (
+        "DifferenceInDifferences",
+        "InteractionTest",
+        "difference_in_differences",
+        "gap_by_condition",
+        "interaction_test",
+    ),
+    "paired_bootstrap": ("PairedComparison", "paired_bootstrap"),
+    "pooling": ("Pooled", "drop_duplicates", "paired_differences", "pool"),
+    "probe": ("ConcentrationProbe", "EmbeddingKeepingEvaluator", "Encodings"),
+    "race": ("RoundDecision", "race_round"),
+    "scale_verdicts": ("DEFAULT_MARGIN", "VERDICTS", "Verdicts", "scale_verdicts"),
+    "seed_paired": ("comparison_line", "mean_interval", "seed_paired_comparison"),
+    "tuned_condition": ("TunedComparison", "tuned_comparison"),
+}
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module on first use (then cached here)."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -20,9 +20,9 @@ comparisons, a critical value near 100, so rule 1 alone drops nothing in the fir
 over 1,500 evaluation pairs inside those seeds already places scales 0.15 below the best far outside any doubt.
 The bootstrap with 2 seeds under-states the seed-to-seed part of the noise (it resamples 2 values), so clause 2 asks
 for more than rule 1: the whole interval must clear the margin, not just 0. A wrong drop then needs a seed effect
-on the difference larger than the margin on top of the pair-level interval; the study's measured seed spreads of a
-difference are a few thousandths against a margin of 0.01 (`results/mnrl_scale_isotropic`), and the benchmark's
-replay over every seed order of that study checks the answer (`sweep.bench.race`). From 3 seeds on the seed t
+on the difference larger than the margin on top of the pair-level interval; measured seed spreads of a difference
+on a small MNRL set-up are a few thousandths against a margin of 0.01, and the benchmark's replay of a published grid
+over every seed order checks the answer (`sweep.bench.race`). From 3 seeds on the seed t
 (2 degrees of freedom) takes part in rule 1 as in the final answer.
 
 **The end.** The race ends for a family of points when one point is left, when every remaining point is

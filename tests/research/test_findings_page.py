@@ -1,4 +1,4 @@
-"""``python -m sweep.report findings``: the committed ``results/FINDINGS.md`` is what the generator writes from the
+"""``python -m notebooks.findings``: the committed ``results/FINDINGS.md`` is what the research code writes from the
 committed CSVs (every number regenerated), each question has its six parts, the strength rule on small folders
 written here, and a data-size study that has not run (or has) shows as such."""
 
@@ -12,19 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from sweep.report.__main__ import main
-from sweep.report.findings_evidence import (
-    CONFOUNDED,
-    MODERATE,
-    PARTS,
-    STRONG,
-    UNTESTED,
-    WEAK,
-    folder_facts,
-    strength,
-)
-from sweep.report.findings_mnrl import question_b
-from sweep.report.findings_page import findings_page
+from notebooks.findings.__main__ import main
+from notebooks.findings.mnrl import question_b
+from notebooks.findings.page import findings_page
+from sweep.report import CONFOUNDED, MODERATE, PARTS, STRONG, UNTESTED, WEAK, folder_facts, strength
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 PAGE = RESULTS / "FINDINGS.md"
@@ -40,7 +31,7 @@ def regenerated() -> str:
 def test_the_committed_page_is_what_the_csvs_give(regenerated):
     committed = PAGE.read_text()
     assert DECIMAL.findall(committed) == DECIMAL.findall(regenerated), "a number differs: rerun the findings command"
-    assert committed == regenerated, "results/FINDINGS.md is stale: python -m sweep.report findings"
+    assert committed == regenerated, "results/FINDINGS.md is stale: python -m notebooks.findings"
 
 
 def test_each_of_the_seven_questions_has_its_six_parts_in_order():
@@ -133,7 +124,7 @@ def test_the_data_size_study_answers_b_when_it_is_there(tmp_path):
 
 def test_the_command_writes_the_page_and_an_empty_results_dir_is_untested(tmp_path, capsys):
     out = tmp_path / "page.md"
-    assert main(["findings", "--results", str(tmp_path), "--out", str(out)]) == 0
+    assert main(["--results", str(tmp_path), "--out", str(out)]) == 0
     text = out.read_text()
     assert capsys.readouterr().out.strip() == str(out)
     assert text.count("**Strength.** **untested**") == 7 and "`mnrl_scale_datasize`: not yet run" in text

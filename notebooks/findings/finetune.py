@@ -1,4 +1,4 @@
-"""Question (d) of the findings page (`sweep.report.findings_page`): BGE's advice to fine-tune a normalized model at
+"""Question (d) of the findings page (`page`): BGE's advice to fine-tune a normalized model at
 temperature 0.01-0.05, read from the studies that fine-tune all-MiniLM-L6-v2: which temperature each one chooses on
 its own objective, and, for the MNRL fine-tune on in-domain pairs, what each temperature gains in its domain and costs
 outside it against the untrained model."""
@@ -9,22 +9,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweep.report.best_scale_figures import metric_words
-from sweep.report.findings_evidence import (
-    BGE_ADVICE,
-    BGE_TRAINED,
-    MINILM_SCALE,
-    START_MODEL,
+from sweep.report import (
     STSB_TEST,
     STSB_VALIDATION,
+    TRIALS_CSV,
     Section,
     against_best,
     best_row,
     folder_facts,
     interval,
+    metric_words,
     num,
     objective,
     present,
+    read_csv,
     scope,
     signed,
     status,
@@ -34,8 +32,9 @@ from sweep.report.findings_evidence import (
     tidy,
     untested,
 )
-from sweep.report.results_folder import TRIALS_CSV, read_csv
-from sweep.stats.seed_paired import mean_interval
+from sweep.stats import mean_interval
+
+from .literature import BGE_ADVICE, BGE_TRAINED, MINILM_SCALE, START_MODEL
 
 FINETUNE = "mnrl_finetune_minilm"
 FINETUNE_FOLDERS = ((FINETUNE, ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))

@@ -1,6 +1,6 @@
 """The findings page's questions about the MNRL scale: (a) is 20 the right scale, (b) does the gap between scales
-shrink with more data. Each builds a `Section` from the folders' CSVs with `sweep.stats.interactions` (gaps,
-differences in differences) and `sweep.report.pooled` (the best scale against 20, pooled over conditions)."""
+shrink with more data. Each builds a `Section` from the folders' CSVs with `sweep.stats`' interactions (gaps,
+differences in differences) and `sweep.report.pooled_report` (the best scale against 20, pooled over conditions)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweep.report.findings_evidence import (
-    DEFAULT,
-    MINILM_SCALE,
-    SIMCSE,
-    SIMCSE_DEV,
-    ST_3054,
+from sweep.report import (
     Section,
     against_best,
     best_row,
     by_number,
+    flat_config,
     folder_facts,
     interval,
     num,
     objective,
+    pooled_report,
     present,
     row_at,
     scope,
@@ -33,10 +30,10 @@ from sweep.report.findings_evidence import (
     tidy,
     untested,
 )
-from sweep.report.findings_training import batch_evidence, convergence_evidence, did_line
-from sweep.report.pooled import pooled_report
-from sweep.report.results_folder import flat_config
-from sweep.stats.interactions import gap_by_condition
+from sweep.stats import gap_by_condition
+
+from .literature import DEFAULT, MINILM_SCALE, SIMCSE, SIMCSE_DEV, ST_3054
+from .training import batch_evidence, convergence_evidence, did_line
 
 MNRL_FOLDERS = ("mnrl_scale", "mnrl_scale_lr", "mnrl_scale_lr_low", "mnrl_scale_data", "normalize")
 PRETRAINED = "mnrl_scale_minilm"  # the full all-MiniLM-L6-v2 briefly fine-tuned: (b)'s far end of the data axis

@@ -10,25 +10,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweep.report.best_scale_figures import metric_words
-from sweep.report.findings_evidence import (
-    DEFAULT,
+from sweep.report import (
     against_best,
     best_row,
     by_number,
     folder_facts,
     interval,
+    metric_words,
     num,
     objective,
     present,
+    read_csv,
     row_at,
     scope,
     signed,
     table,
     tidy,
 )
-from sweep.report.results_folder import read_csv
-from sweep.stats.interactions import difference_in_differences, gap_by_condition
+from sweep.stats import difference_in_differences, gap_by_condition
+
+from .literature import DEFAULT
 
 BATCH, CONVERGENCE, SHORT = "mnrl_scale_batch", "mnrl_scale_convergence", "mnrl_scale"
 STEPS = "trained_steps"  # the metric a trial logs: below trial.max_steps when it stopped early

@@ -8,11 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweep.report.findings_evidence import (
-    BGE,
-    E5,
-    E5_TEMPERATURE,
-    WANG_LIU,
+from sweep.report import (
     Section,
     folder_facts,
     interval,
@@ -25,6 +21,8 @@ from sweep.report.findings_evidence import (
     temperature,
     untested,
 )
+
+from .literature import BGE, E5, E5_TEMPERATURE, WANG_LIU
 
 
 def _band(folder: Path, condition: dict[str, object] | None = None) -> pd.DataFrame:

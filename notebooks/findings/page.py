@@ -1,27 +1,21 @@
-"""``python -m sweep.report findings``: ``results/FINDINGS.md``, one page with one section per question the tool
-exists to answer, each with its answer, evidence (numbers read from the results folders' CSVs, never typed), strength
-by the rule stated at the top (`sweep.report.findings_evidence.STRENGTH_RULE`), scope, literature and what would
-change it. Questions (a)-(b) are in `sweep.report.findings_mnrl`, (c) in `sweep.report.findings_concentration`, (g)
-in `sweep.report.findings_schedule`, (d) in `sweep.report.findings_finetune`; (e)-(f) and the page are here.
-``tests/report/test_findings_page.py`` regenerates the page from the committed CSVs and compares."""
+"""``python -m notebooks.findings``: ``results/FINDINGS.md``, one page with one section per question this
+repository's studies exist to answer, each with its answer, evidence (numbers read from the results folders' CSVs,
+never typed), strength by the rule stated at the top (`literature.STRENGTH_RULE`), scope, literature and what would
+change it. Questions (a)-(b) are in `mnrl`, (c) in `concentration`, (g) in `schedule`, (d) in `finetune`; (e)-(f) and
+the page are here. ``tests/research/test_findings_page.py`` regenerates the page from the committed CSVs and compares.
+
+The page's second paragraph still names the command and the constants' file the page came from before this code
+left the package: it is kept word for word so that the committed page stays what the CSVs give, byte for byte."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sweep.report.findings_concentration import question_c
-from sweep.report.findings_evidence import (
-    ANGLE_PAPER,
-    ANGLE_RELEASED,
-    ANGLE_SOURCE,
-    DEFAULT,
-    ST_ADAPTIVE,
-    START_MODEL,
-    STRENGTH_RULE,
-    TWO_DMSE_ONE_LAYER,
+from sweep.report import (
     Section,
     against_best,
     best_row,
+    flat_config,
     folder_facts,
     interval,
     num,
@@ -35,10 +29,21 @@ from sweep.report.findings_evidence import (
     table,
     untested,
 )
-from sweep.report.findings_finetune import question_d
-from sweep.report.findings_mnrl import question_a, question_b
-from sweep.report.findings_schedule import question_g
-from sweep.report.results_folder import flat_config
+
+from .concentration import question_c
+from .finetune import question_d
+from .literature import (
+    ANGLE_PAPER,
+    ANGLE_RELEASED,
+    ANGLE_SOURCE,
+    DEFAULT,
+    ST_ADAPTIVE,
+    START_MODEL,
+    STRENGTH_RULE,
+    TWO_DMSE_ONE_LAYER,
+)
+from .mnrl import question_a, question_b
+from .schedule import question_g
 
 
 def _weights(point: str) -> tuple[float, ...]:

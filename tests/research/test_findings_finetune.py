@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweep.report.findings_evidence import STSB_VALIDATION, objective
-from sweep.report.findings_finetune import against_untrained, chosen_table, untrained_against_best
+from notebooks.findings.finetune import against_untrained, chosen_table, untrained_against_best
+from sweep.report import STSB_VALIDATION, objective
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 TRUE_DIFFS = {5.0: 0.04, 10.0: 0.03, 20.0: 0.0, 50.0: -0.02, 100.0: -0.05}

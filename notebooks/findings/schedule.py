@@ -8,18 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweep.report.findings_evidence import (
-    Section,
-    against_best,
-    folder_facts,
-    num,
-    present,
-    scope,
-    status,
-    strength,
-    table,
-    untested,
-)
+from sweep.report import Section, against_best, folder_facts, num, present, scope, status, strength, table, untested
 
 FOLDER = "mnrl_scale_schedule"
 KUKLEVA = "Kukleva et al. 2023 (ICLR), temperature schedules for contrastive learning: a cosine schedule helps on"

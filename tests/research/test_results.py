@@ -13,11 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweep.report.findings_evidence import STSB_VALIDATION, tidy
-from sweep.report.findings_finetune import against_untrained
-from sweep.report.results_folder import flat_config, read_csv
-from sweep.stats.interactions import DifferenceInDifferences, difference_in_differences
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN
+from notebooks.findings.finetune import against_untrained
+from sweep.report import STSB_VALIDATION, flat_config, read_csv, tidy
+from sweep.stats import DEFAULT_MARGIN, DifferenceInDifferences, difference_in_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"

@@ -1,7 +1,8 @@
-"""What the findings page (`sweep.report.findings_page`) stands on: the strength rule, the facts of a results folder
-that the rule reads (seeds, whether test confirms the validation choice), the literature the page compares with
-(constants with their source: the only numbers on the page not read from a CSV), and small readers of the folders.
-"""
+"""What a findings page stands on: the strength rule, the facts of a results folder that the rule reads (seeds,
+whether test confirms the validation choice), a question's `Section` and its markdown (`render`), and small readers
+of the folders (`table`, `best_row`, `row_at`, `tidy`, `scope`). Public through `sweep.report`; the generic page of
+`sweep.report.question_file` and a project's own page code (such as this repository's ``notebooks/findings``) build
+on it."""
 
 from __future__ import annotations
 
@@ -16,39 +17,28 @@ from sweep.report.results_folder import PAIRED_TEST_CSV, TRIALS_CSV, flat_config
 from sweep.stats.seed_paired import seed_paired_comparison
 
 STSB_VALIDATION, STSB_TEST = "stsb_validation_spearman", "stsb_test_spearman"
-DEFAULT = 20.0  # sentence-transformers' MNRL / CoSENT scale (temperature 0.05)
-
-# Literature, as docs and papers state it (CONTEXT.md of the project lists the same numbers)
-SIMCSE_DEV = {0.001: 84.9, 0.01: 85.4, 0.05: 86.2, 0.1: 82.0, 1.0: 64.0}
-SIMCSE = "SimCSE (Gao et al. 2021), unsupervised BERT-base, STS-B dev Spearman by temperature"
-E5_TEMPERATURE = 0.01
-E5 = "E5 model card: at temperature 0.01 cosine similarities distribute around 0.7 to 1.0"
-BGE = "BGE (FlagEmbedding): temperature 0.01 gives cosines of about 0.6-1 (thresholds 0.8-0.9 advised), moved to 0.02"
-BGE_TRAINED = (0.01, 0.02)  # the temperatures BGE's models were trained at
-BGE_ADVICE = (0.01, 0.05)  # BGE's fine-tuning advice: temperature 0.01-0.05 for a normalized model
-WANG_LIU = "Wang and Liu 2021: a lower temperature gives more uniform embeddings, a higher one more tolerance"
-ST_3054 = "sentence-transformers #3054: the maintainers suspect the differences between scales shrink with more data"
-ANGLE_PAPER = ((1.0, 1.0, 1.0), (20.0, 20.0, 1.0))  # AnglE paper: w1-w3, scales (temperatures 0.05 / 0.05 / 1.0)
-ANGLE_RELEASED = ((0.0, 20.0, 1.0), (20.0, 20.0, 20.0))  # angle-emb training defaults (issue 22): w, all scales 20
-ANGLE_SOURCE = "angle-emb's defaults changed between releases (w 1/1/1 first, later 0/1/0.02)"
-MINILM_SCALE = 20.0  # all-MiniLM-L6-v2 was trained with MNRL at scale 20 (its model card: sentence-transformers)
-START_MODEL = (
-    f"the start model all-MiniLM-L6-v2 was trained with MNRL at scale {MINILM_SCALE:g} "
-    f"(temperature {1 / MINILM_SCALE:g})"
-)
-TWO_DMSE_ONE_LAYER = 0.80  # 2DMSE (Li et al. 2024): about 80% of the full performance from one layer
-ST_ADAPTIVE = (86.0, 75.0)  # sentence-transformers docs: mpnet-base on AllNLI, full vs half the layers (AdaptiveLayer)
 
 UNTESTED, WEAK, CONFOUNDED, MODERATE, STRONG = "untested", "weak", "confounded", "moderate", "strong"
-STRENGTH_RULE = (
-    "**Strength rule** (the lowest label that applies): *untested*: no study. *weak*: fewer than 3 seeds, or the "
-    "verdict the claim rests on does not separate (its interval includes 0: not distinguishable), or test does not "
-    "confirm the choice made on validation (the chosen scale outside test's confidence set for the best). "
-    "*confounded*: moderate or strong otherwise, but a named confound (the learning rate, a start model trained at "
-    "scale 20, data size tied to steps or repetition) is not controlled. *moderate*: 3 or more seeds, a paired "
-    "verdict that separates, test confirms, in one condition. *strong*: the same, replicated in at least two "
-    "distinct conditions (deterministic re-runs, such as normalize's cosine arms of mnrl_scale, count once)."
-)
+
+
+def strength_rule(
+    confounds: str = "the learning rate, a start model trained at the scale compared, data size tied to steps",
+    reruns: str = "the same configuration and seed run twice",
+) -> str:
+    """The rule `strength` applies, in words for the top of a page; ``confounds`` and ``reruns``: examples of a
+    named confound and of deterministic re-runs, in the words of the studies the page reads."""
+    return (
+        "**Strength rule** (the lowest label that applies): *untested*: no study. *weak*: fewer than 3 seeds, or the "
+        "verdict the claim rests on does not separate (its interval includes 0: not distinguishable), or test does "
+        "not confirm the choice made on validation (the chosen scale outside test's confidence set for the best). "
+        f"*confounded*: moderate or strong otherwise, but a named confound ({confounds}) is not controlled. "
+        "*moderate*: 3 or more seeds, a paired verdict that separates, test confirms, in one condition. *strong*: "
+        f"the same, replicated in at least two distinct conditions (deterministic re-runs, such as {reruns}, count "
+        "once)."
+    )
+
+
+STRENGTH_RULE = strength_rule()
 NOT_YET_RUN = "not yet run"
 
 

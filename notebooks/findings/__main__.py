@@ -1,0 +1,26 @@
+"""``python -m notebooks.findings [--results DIR] [--out PAGE]``: write this repository's findings page from the
+results folders' CSVs (default ``results/FINDINGS.md``) and print its path."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .page import write_findings_page
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m notebooks.findings", description="This repository's findings page from its results folders."
+    )
+    parser.add_argument("--results", type=Path, default=Path("results"), help="the results directory (results)")
+    parser.add_argument("--out", type=Path, help="the page (default: RESULTS/FINDINGS.md)")
+    args = parser.parse_args(argv)
+    print(write_findings_page(args.results, args.out or args.results / "FINDINGS.md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
