@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -14,8 +15,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 
-# The Hydra config tree ships inside the package, so an installed wheel finds it from any directory.
+# The Hydra config tree ships inside the package, so an installed wheel finds it from any directory. A project's own
+# configs are read from `conf/` of the current directory (`hydra.searchpath` in conf/config.yaml) or `--config-dir`;
+# a directory without a `conf/` is the usual case, not worth Hydra's warning at every command.
 CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+warnings.filterwarnings("ignore", r"provider=hydra\.searchpath in main, path=conf is not available", UserWarning)
 
 MODEL_KINDS = ("static", "transformer")
 STATIC_INITS = ("pretrained", "random")

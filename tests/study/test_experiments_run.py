@@ -4,18 +4,16 @@ value of each grid axis (the one furthest from the defaults: a wrapper on, the l
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
-from sweep.config.checks import CONFIG_DIR
 from sweep.evaluation.layer_grid import stsb_layer_grid, validate_layer_grid
 from sweep.inputs.data import load_split
 from sweep.inputs.model import build_model
 from sweep.study.lifecycle import finish, open_sweep
+from tests.helpers import EXPERIMENTS
 
-EXPERIMENTS = sorted(p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml"))
 SHORT = [
     "trial.max_steps=2",
     "trial.eval_steps=2",
