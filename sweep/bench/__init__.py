@@ -1,10 +1,12 @@
 """Benchmark of the framework against plain sentence-transformers code, in ONE run, as ratios.
 
-    python -m sweep.bench [--quick] [--out results/bench] [--data-dir DIR] [--keep-runs] [--only 1,2,3,...]
+    python -m sweep.bench [--quick] [--out DIR] [--data-dir DIR] [--keep-runs] [--only 1,2,3,...]
+                          [--race-folders DIR,...]
 
 Every measurement is a ratio against a baseline measured in the same run (so that a slow or busy machine
 cancels out), reported as median [min, max] over repeats (and scales). The markdown table, the machine
-description and the raw numbers go to `<out>/README.md` and `<out>/bench.json`; the table is printed.
+description and the raw numbers go to `<out>/README.md` and `<out>/bench.json` (`--out`, default
+`sweep_runs/bench`); the table is printed.
 
 Rows (see `ITEMS` in `__main__`):
   1  baseline: `sweep/bench/plain_st.py` (plain sentence-transformers, no `sweep` import), one process per scale
@@ -18,7 +20,8 @@ Rows (see `ITEMS` in `__main__`):
   8  packing: trials per hour with study.pack=K and study.n_workers=N / one trial at a time, and a framework trial
      / the physical floor (the same steps and evaluations in a bare torch loop)
   9  racing the seeds: training steps and wall time of a race (`study.race`) / the full grid with every seed, and
-     the share of seed orders on the same confidence set for the best, replayed over a published study
+     the share of seed orders on the same confidence set for the best, replayed over the results folders given
+     with `--race-folders` (skipped without)
 
 `--quick` shrinks steps, scales and repeats so that the whole run takes a couple of minutes: it checks that
 the benchmark works; its ratios are dominated by fixed costs and say little about the full mode.

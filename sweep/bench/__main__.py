@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,6 @@ from sweep.bench.sweeps import (
 )
 from sweep.bench.table import Row, machine_description, render_report
 
-DEFAULT_OUT = REPO_ROOT / "results" / "bench"
 DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
 ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
 
@@ -58,8 +59,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_OUT,
-        help=f"folder for README.md and bench.json (default {DEFAULT_OUT.relative_to(REPO_ROOT)})",
+        default=default_out(),
+        help="folder for README.md and bench.json (default: $SWEEP_HOME/bench, else sweep_runs/bench)",
     )
     parser.add_argument(
         "--data-dir",
@@ -68,13 +69,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--only", default=",".join(ITEMS), help="comma list of items to run (1-3 run together)")
     parser.add_argument("--keep-runs", action="store_true", help="keep the studies' Optuna/MLflow folders (printed)")
+    parser.add_argument(
+        "--race-folders",
+        type=lambda text: tuple(part for part in text.split(",") if part),
+        default=(),
+        metavar="DIR,...",
+        help="item 9: results folders that trained every scale with every seed and ship predictions.csv.gz, replayed "
+        "as races (the first against the goals); none: item 9 is skipped",
+    )
     return parser.parse_args(argv)
+
+
+def default_out() -> Path:
+    """Where the report goes without --out: beside the studies' own outputs (`paths.root`), never the checkout."""
+    return Path(os.environ.get("SWEEP_HOME") or "sweep_runs") / "bench"
 
 
 def main(argv: Sequence[str] | None = None) -> str:
     """Run the benchmark; write and print the report, which it returns."""
     args = parse_args(argv)
-    settings = QUICK if args.quick else FULL
+    settings = replace(QUICK if args.quick else FULL, race_folders=args.race_folders)
+    command = shlex.join(["python", "-m", "sweep.bench", *(sys.argv[1:] if argv is None else argv)])
     items = set(args.only.split(","))
     start = time.perf_counter()
 
@@ -129,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> str:
             shutil.rmtree(work, ignore_errors=True)
     machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     elapsed = time.perf_counter() - start
-    report = render_report(rows, machine, settings, elapsed, details)
+    report = render_report(rows, machine, settings, elapsed, details, command)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "README.md").write_text(report)
     raw["rows"] = [{**asdict(r), "verdict": r.verdict} for r in rows]

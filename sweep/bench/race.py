@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.bench.runners import REPO_ROOT
 from sweep.bench.settings import Settings
 from sweep.bench.table import Row, Stat
 from sweep.report.folder_comparison import shipped_predictions
@@ -130,8 +129,9 @@ class Replayer:
 
 
 def replay(s: Settings, name: str, log: Callable[[str], None]) -> RaceReplay:
-    """Replay the race over the results folder `name` in every seed order (or `s.race_orders` random ones)."""
-    replayer = Replayer(REPO_ROOT / name)
+    """Replay the race over the results folder `name` (a path, relative to the working directory or absolute; the
+    rows name it as given) in every seed order (or `s.race_orders` random ones)."""
+    replayer = Replayer(Path(name))
     orders = list(itertools.permutations(replayer.seeds))
     if s.race_orders is not None:
         orders = random.Random(0).sample(orders, min(s.race_orders, len(orders)))
@@ -203,6 +203,11 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
 
 
 def measure_race(s: Settings, log: Callable[[str], None]) -> tuple[list[Row], list[RaceReplay]]:
-    """Item 9's rows and its raw results, one per folder of `s.race_folders` (the first against the goals)."""
+    """Item 9's rows and its raw results, one per folder of `s.race_folders` (the first against the goals); one
+    "skipped" row when no folder was given."""
+    if not s.race_folders:
+        note = "skipped: no results folder to replay (--race-folders DIR,...: a study with every scale x seed and "
+        note += "its predictions.csv.gz)"
+        return [Row("9", "race / full grid (replayed)", "-", "-", None, "", note, status="skipped")], []
     results = [replay(s, name, log) for name in s.race_folders]
     return [row for i, result in enumerate(results) for row in race_rows(result, goals=i == 0)], results

@@ -42,9 +42,10 @@ class Settings:
     pack_eval_steps: int = 5
     pack_sizes: tuple[int, ...] = (1, 2, 4)  # the first is the reference: one trial at a time
     pack_workers: tuple[int, ...] = (2,)
-    # item 9: a race over the seeds replayed on a published study with every scale x seed (sweep/bench/race.py)
-    # the first is measured against the goal (9 scales x 5 seeds); the others (fewer seeds) are reported beside it
-    race_folders: tuple[str, ...] = ("results/mnrl_scale_isotropic", "results/mnrl_scale")
+    # item 9: a race over the seeds replayed on results folders that trained every scale x seed and shipped their
+    # predictions (sweep/bench/race.py; `--race-folders`): the first against the goals, the others beside it; none
+    # given, item 9 is skipped
+    race_folders: tuple[str, ...] = ()
     race_min_seeds: int = 2  # study.race.min_seeds
     race_orders: int | None = None  # seed orders replayed (None: every order)
 

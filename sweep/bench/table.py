@@ -149,16 +149,22 @@ def machine_description() -> dict[str, Any]:
 
 
 def render_report(
-    rows: Sequence[Row], machine: dict[str, Any], settings: Settings, elapsed_s: float, details: Sequence[str] = ()
+    rows: Sequence[Row],
+    machine: dict[str, Any],
+    settings: Settings,
+    elapsed_s: float,
+    details: Sequence[str] = (),
+    command: str = "",
 ) -> str:
-    """The README: what was run, on what, the table and the details."""
+    """The README: what was run (`command`, the command line as typed; by default the mode's), on what, the table
+    and the details."""
     s = settings
     described = ", ".join(f"{k} {v}" for k, v in machine.items())
-    quick_flag = " --quick" if s.name == "quick" else ""
+    command = command or f"python -m sweep.bench{' --quick' if s.name == 'quick' else ''}"
     lines = [
         "# Benchmark: sweep vs plain sentence-transformers",
         "",
-        f"Command: `python -m sweep.bench{quick_flag}` ({s.name} mode, {elapsed_s / 60:.1f} min).",
+        f"Command: `{command}` ({s.name} mode, {elapsed_s / 60:.1f} min).",
         "",
         f"Machine: {described}.",
         "",
@@ -228,8 +234,8 @@ ROW_DESCRIPTIONS = (
     "9. **Racing the seeds**: a race (`study.race`: every scale with the first 2 seeds, then one seed more a round "
     "for the scales the paired statistics have not put out) replayed offline over a published study that trained "
     "every scale with every seed (its shipped per-pair predictions, its own statistics settings, the decision "
-    "function a live race calls), in every order of its seeds: `results/mnrl_scale_isotropic` (9 scales x 5 seeds) "
-    "against the goals, `results/mnrl_scale` (9 x 3) beside it. Training steps (trials x steps) and wall time (the "
+    "function a live race calls), in every order of its seeds: the first folder of `--race-folders` against the "
+    "goals, the others beside it (skipped when none is given). Training steps (trials x steps) and wall time (the "
     "trials' `trial_wall_time_s`) of the race / the full grid, and the share of orders whose race ends on the full "
     "grid's 95% confidence set for the best.",
 )

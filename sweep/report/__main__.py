@@ -1,4 +1,4 @@
-"""``python -m sweep.report {loss-vs-scale,study,pooled,tuned,findings}``: write figures (PNG + SVG) and the CSV
+"""``python -m sweep.report {loss-vs-scale,study,pooled,tuned,findings}``: write figures (PNG) and the CSV
 behind each, pool one comparison of scales over results folders, compare each scale at its own best learning rate
 (or other condition), or write a findings page answering the questions of a YAML file from results folders."""
 
@@ -106,7 +106,7 @@ def findings_command(args: argparse.Namespace) -> list[Path]:
 def build_parser() -> argparse.ArgumentParser:
     """The ``sweep.report`` argument parser."""
     parser = argparse.ArgumentParser(
-        prog="python -m sweep.report", description="Write report figures (PNG + SVG) and the CSV behind each."
+        prog="python -m sweep.report", description="Write report figures (PNG) and the CSV behind each."
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "loss-vs-scale",
         help="analytic MultipleNegativesRankingLoss on one anchor vs scale",
         description="Loss CE(scale * sims, 0) and its gradient vs scale, for similarity profiles "
-        "'positive,negative,...'. Writes loss_vs_scale.{png,svg,csv} (columns profile, scale, loss).",
+        "'positive,negative,...'. Writes loss_vs_scale.{png,csv} (columns profile, scale, loss).",
     )
     loss.add_argument(
         "--similarities",
@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--gradient",
         action="store_true",
         help="also write d loss / d similarity: columns grad_0.. in the CSV (when all profiles have the same "
-        "length) and loss_vs_scale_gradient.{png,svg,csv} (long format, figure for the positive)",
+        "length) and loss_vs_scale_gradient.{png,csv} (long format, figure for the positive)",
     )
     loss.set_defaults(run=loss_vs_scale_command)
 

@@ -29,8 +29,6 @@ PAPER_RC: dict[RcKeyType, Any] = {
     "ytick.labelsize": 6,
     "lines.linewidth": 1.0,
     "lines.markersize": 3,
-    "svg.fonttype": "none",  # keep text editable in the SVG
-    "svg.hashsalt": "sweep",  # stable element ids: a redrawn SVG differs only where the figure does
 }
 COLUMN_SIZE = (3.5, 2.6)  # inches, one column of a two-column paper
 DOUBLE_COLUMN_WIDTH = 7.0
@@ -83,13 +81,13 @@ def new_figure(width: float = COLUMN_SIZE[0], height: float = COLUMN_SIZE[1]) ->
 
 
 def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> list[Path]:
-    """Write ``stem.png`` (DPI), ``stem.svg`` and ``stem.csv`` (the data behind the figure)."""
+    """Write ``stem.png`` (DPI) and ``stem.csv`` (the data behind the figure). One image format: PNG, which Markdown,
+    MLflow's artifact view and GitHub show as they are; the CSV redraws the figure in any other format."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    png, svg, csv = (out_dir / f"{stem}.{ext}" for ext in ("png", "svg", "csv"))
+    png, csv = out_dir / f"{stem}.png", out_dir / f"{stem}.csv"
     fig.savefig(png, dpi=DPI, bbox_inches="tight")  # tight: a legend wider than its figure is not cut off
-    fig.savefig(svg, metadata={"Date": None}, bbox_inches="tight")
     data.to_csv(csv, index=False)
-    return [png, svg, csv]
+    return [png, csv]
 
 
 # ---------------------------------------------------------------- scale and temperature axes

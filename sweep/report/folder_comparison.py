@@ -85,11 +85,15 @@ def folder_comparison(folder: ResultsFolder, **options: Any) -> tuple[pd.DataFra
     return validation, test, lines
 
 
-def redraw_results_folder(path: Path, out_dir: Path, untrained_from: Path | None = None, **options: Any) -> list[Path]:
+def redraw_results_folder(
+    path: Path, out_dir: Path, untrained_from: Path | None = None, recompute: bool = True, **options: Any
+) -> list[Path]:
     """``python -m sweep.report study --from-csv``: the folder's figures and findings redrawn from its CSVs, with its
-    paired comparison recomputed (`folder_comparison`) rather than copied."""
+    paired comparison recomputed (`folder_comparison`) rather than copied. ``recompute=False`` reads the folder's own
+    ``paired_comparison.csv`` instead (copied with its ``.md``): the same figures in seconds, without the bootstrap
+    over the shipped predictions."""
     folder = load_results_folder(path, untrained_from)
-    validation, test, lines = folder_comparison(folder, **options)
+    validation, test, lines = folder_comparison(folder, **options) if recompute else (pd.DataFrame(), None, [])
     if not validation.empty:  # recomputed: it replaces the copy read from the folder
         folder.tables[PAIRED_STEM] = validation
     level = options.get("level", 0.95)

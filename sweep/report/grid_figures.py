@@ -1,5 +1,5 @@
 """Figures over grids of two swept values: AnglE weight and scale heatmaps, and the layer x dim heatmap and
-speed/quality trade-off. Each writer saves PNG + SVG + the CSV behind the figure into ``out_dir`` and returns
+speed/quality trade-off. Each writer saves a PNG + the CSV behind the figure into ``out_dir`` and returns
 the paths it wrote, or ``[]`` when the trials lack its columns."""
 
 from __future__ import annotations

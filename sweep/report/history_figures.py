@@ -1,6 +1,6 @@
 """Per-trial metric histories: training-loss curves in one panel per scale (each its own y range, with the
 chance level ln(#candidates) where the loss has one) and learnable-scale trajectories on a log axis above the
-learning-rate schedule. Each writer saves PNG + SVG + the history table as CSV and returns the paths."""
+learning-rate schedule. Each writer saves a PNG + the history table as CSV and returns the paths."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The x axis is logarithmic and ticked only at the swept scales (temperatures on top); scale 0, the untrained
 control, is a horizontal reference line, not a point of the curve; the loss's library default is a dotted
-vertical line; intervals are drawn only where n > 1. Each writer saves PNG + SVG + the table as CSV into
+vertical line; intervals are drawn only where n > 1. Each writer saves a PNG + the table as CSV into
 ``out_dir`` and returns the paths it wrote, or ``[]`` when the table is empty.
 """
 

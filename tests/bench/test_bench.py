@@ -6,10 +6,11 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from sweep.bench.__main__ import guarded, parse_args
+from sweep.bench.__main__ import guarded, main, parse_args
 from sweep.bench.gpu import gpu_rows
 from sweep.bench.packing import PackRun, packing_rows, study_overrides
 from sweep.bench.pruning import PruneResult, prune_overrides, pruning_rows
@@ -150,8 +151,23 @@ def test_plain_st_help_and_bench_help():
     with pytest.raises(SystemExit) as exit_info:
         parse_args(["--help"])
     assert exit_info.value.code == 0
-    args = parse_args(["--quick", "--out", "/tmp/x"])
-    assert args.quick and str(args.out) == "/tmp/x"
+    args = parse_args(["--quick", "--out", "/tmp/x", "--race-folders", "a/one,b/two"])
+    assert args.quick and str(args.out) == "/tmp/x" and args.race_folders == ("a/one", "b/two")
+
+
+def test_the_benchmark_writes_beside_the_studies_and_skips_the_race_without_folders(tmp_path, monkeypatch):
+    """Without --out the report goes to $SWEEP_HOME/bench (else sweep_runs/bench), never into a checkout's folders;
+    item 9 replays only the folders it is given, and says so when there are none."""
+    monkeypatch.delenv("SWEEP_HOME", raising=False)
+    assert parse_args([]).out == Path("sweep_runs") / "bench" and parse_args([]).race_folders == ()
+    monkeypatch.setenv("SWEEP_HOME", str(tmp_path / "home"))
+    assert parse_args([]).out == tmp_path / "home" / "bench"
+
+    report = main(["--only", "9"])
+    assert "Command: `python -m sweep.bench --only 9` (full mode" in report
+    (row,) = [line for line in report.splitlines() if line.startswith("| 9 |")]
+    assert "| skipped |" in row and "--race-folders" in row
+    assert (tmp_path / "home" / "bench" / "README.md").read_text() == report
 
 
 def test_gpu_row_says_why():
@@ -232,7 +248,7 @@ def test_the_race_replay_drops_the_worse_scale_in_every_seed_order_and_counts_it
         "stats": {"seed": 0, "paired": {"resamples": 200, "level": 0.95, "margin": 0.001}},
     }
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
-    monkeypatch.setattr(race, "REPO_ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)  # a folder is a path given on the command line, relative to where it runs
 
     result = race.replay(QUICK, "results/study", lambda text: None)
     assert len(result.runs) == QUICK.race_orders and result.full_trials == 9

@@ -92,7 +92,7 @@ def test_mechanism_means_and_intervals_are_the_seed_t_intervals(tmp_path: Path) 
     assert loss["mean"] == pytest.approx(2.35) and loss["untrained"] == pytest.approx(4.0)
     assert row(table, "sim_effective_negatives", 10.0)["untrained"] == pytest.approx(120 / 11)
     assert set(table["scale"]) == {1.0, 10.0, 50.0}  # the FAIL trial's scale 5 is not a row
-    assert (tmp_path / "mechanism_vs_scale.png").exists() and (tmp_path / "mechanism_vs_scale.svg").exists()
+    assert (tmp_path / "mechanism_vs_scale.png").exists() and (tmp_path / "mechanism_vs_scale.csv").exists()
 
 
 def test_one_seed_gives_a_mean_without_interval(captured: dict[str, Figure], tmp_path: Path) -> None:

@@ -262,7 +262,7 @@ def test_study_cli(
     assert curves["run_id"].nunique() == 7  # every trial with a train_loss history, pruned included
     for stem in ("spearman_vs_scale", "concentration_vs_scale", "train_loss_curves"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 1000
-        assert (tmp_path / f"{stem}.svg").exists()
+        assert not (tmp_path / f"{stem}.svg").exists()  # one image format per figure
     assert not (tmp_path / "angle_weights_heatmap.png").exists()
     assert not (tmp_path / "learned_scale_trajectory.png").exists()
     table = pd.read_csv(tmp_path / "trials.csv")

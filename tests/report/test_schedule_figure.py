@@ -28,7 +28,7 @@ def trials(arms: list[str]) -> pd.DataFrame:
 
 def test_arms_get_their_spearman_interval_and_their_scale_per_step(tmp_path):
     written = write_schedule_arms(trials(["constant 10", "linear 5-50"]), 12, tmp_path, {"validation": 0.65})
-    assert {p.suffix for p in written} == {".png", ".svg", ".csv"}
+    assert {p.suffix for p in written} == {".png", ".csv"}  # one image format
     data = pd.read_csv(tmp_path / "schedule_arms.csv")
     spearman = data[data["panel"] == "spearman"].set_index(["arm", "split"])
     assert spearman.loc[("linear 5-50", "validation"), "n"] == 3

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.]*\d)")  # 0.749, -5.3181; not versions or file names
 STUDY_FILES = {"README.md", "config.yaml", "provenance.json", "trials.csv"}
-LOSS_FILES = {"README.md", "provenance.json", "loss_vs_scale.csv", "loss_vs_scale.png", "loss_vs_scale.svg"}
+LOSS_FILES = {"README.md", "provenance.json", "loss_vs_scale.csv", "loss_vs_scale.png"}
 
 
 @cache
@@ -607,7 +607,8 @@ def test_every_results_folder_has_the_same_files() -> None:
         absent = expected - names
         assert not absent, f"{folder.name} lacks {absent}"
         figures = {p.stem for p in folder.glob("*.png")}
-        assert figures and all({f"{s}.svg", f"{s}.csv"} <= names for s in figures), folder.name
+        assert figures and all(f"{s}.csv" in names for s in figures), folder.name
+        assert not any(name.endswith(".svg") for name in names), f"{folder.name}: one image format per figure (PNG)"
 
 
 def test_mnrl_scale_finding_reads_back_from_its_tables() -> None:

@@ -1,13 +1,21 @@
-"""What the notebooks call: redraw one results folder from its CSVs, or with ``SWEEP_TRACKING_URI`` a live study
-from MLflow, and say what its paired comparison found (or why there is none).
+"""What this repository's notebooks call: redraw one folder of ``results/`` from its shipped CSVs, or with
+``SWEEP_TRACKING_URI`` a live study from MLflow, and say what its paired comparison found (or why there is none).
 
-Where figures go: ``$SWEEP_FIGURES_DIR/<name>`` when set; otherwise a redraw from the shipped CSVs rewrites
-``results/<name>`` (the same files, byte for byte but for the PNGs' metadata), and a live study goes to
-``sweep_runs/figures/<name>`` beside the repository, never into the tracked ``results/``.
+Research code beside the notebooks, not part of the ``sweep`` package: it names this repository's ``results/`` and
+calls the package's public functions (`sweep.report.folder_comparison.redraw_results_folder`,
+`sweep.report.live_study.write_live_study`).
+
+Where figures go: ``$SWEEP_FIGURES_DIR/<name>`` when set (a relative path is taken from the repository root, so
+``SWEEP_FIGURES_DIR=results`` regenerates the published folders), otherwise ``sweep_runs/figures/<name>`` beside the
+repository (ignored by git): a notebook never writes into the tracked ``results/`` unless asked.
+
+Offline, the paired comparison is the folder's shipped ``paired_comparison.csv`` (read, not recomputed: seconds);
+``SWEEP_RECOMPUTE=1`` recomputes it from the shipped ``predictions.csv.gz`` as ``python -m sweep.report study
+--from-csv`` does (the bootstrap: minutes). ``tests/report/test_notebooks.py`` checks that the recomputed
+comparisons equal the shipped ones.
 
 Live mode draws each section's own experiment (the section's name); ``SWEEP_EXPERIMENT=NAME`` draws that one study
-instead, once, in the first section that runs, and the other sections say they were skipped (before, every section
-redrew the same study into its own folder).
+instead, once, in the first section that runs, and the other sections say they were skipped.
 """
 
 from __future__ import annotations
@@ -17,9 +25,9 @@ from pathlib import Path
 
 from sweep.report.folder_comparison import redraw_results_folder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-LIVE_FIGURES = ROOT / "sweep_runs" / "figures"
+FIGURES = ROOT / "sweep_runs" / "figures"
 _skipped: dict[str, str] = {}  # section name -> why live mode drew nothing there
 _drawn: set[str] = set()  # experiments live mode has drawn in this kernel
 
@@ -30,9 +38,8 @@ def _live() -> str | None:
 
 def output_dir(name: str) -> Path:
     """Where the notebook writes study ``name`` (see the module docstring)."""
-    if os.environ.get("SWEEP_FIGURES_DIR"):
-        return Path(os.environ["SWEEP_FIGURES_DIR"]) / name
-    return (LIVE_FIGURES if _live() else RESULTS) / name
+    chosen = os.environ.get("SWEEP_FIGURES_DIR")
+    return (ROOT / chosen if chosen else FIGURES) / name
 
 
 def regenerate(name: str, untrained_from: str | None = None) -> list[Path]:
@@ -40,7 +47,8 @@ def regenerate(name: str, untrained_from: str | None = None) -> list[Path]:
     uri = _live()
     if not uri:
         sibling = RESULTS / untrained_from if untrained_from else None
-        return redraw_results_folder(RESULTS / name, output_dir(name), sibling)
+        recompute = os.environ.get("SWEEP_RECOMPUTE", "") not in ("", "0")
+        return redraw_results_folder(RESULTS / name, output_dir(name), sibling, recompute=recompute)
     from sweep.report.live_study import write_live_study  # mlflow: only for a live database
 
     experiment = os.environ.get("SWEEP_EXPERIMENT", name)
