@@ -12,7 +12,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import optuna
 import pandas as pd
@@ -34,15 +34,28 @@ def clear_user_state(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
 
 
+def cannot_set_up(reason: str) -> NoReturn:
+    """A test whose fault or server cannot be set up here: skipped on a developer's machine, failed with `reason`
+    under CI (``CI=true``), where a skip would let the fault go untested while CI stays green."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run this test, but {reason}")
+    pytest.skip(reason)
+
+
 def require_postgres_driver() -> None:
     """The PostgreSQL tests need psycopg (the `postgres` extra, pulled by `dev`): CI fails without it, a checkout
     installed without it skips them."""
-    if importlib.util.find_spec("psycopg") is not None:
-        return
-    missing = "psycopg is not installed: pip install -e '.[dev,postgres]'"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the PostgreSQL tests: {missing}")
-    pytest.skip(missing)
+    if importlib.util.find_spec("psycopg") is None:
+        cannot_set_up("psycopg is not installed: pip install -e '.[dev,postgres]'")
+
+
+def require_postgres_url() -> str:
+    """SWEEP_TEST_POSTGRES_URL, the PostgreSQL server of the multi-worker and restart tests (.ci/run starts one)."""
+    url = os.environ.get("SWEEP_TEST_POSTGRES_URL")
+    if not url:
+        cannot_set_up("SWEEP_TEST_POSTGRES_URL is not set (CI starts PostgreSQL; locally: bash .ci/postgres)")
+    require_postgres_driver()
+    return url
 
 
 def clean_env(**extra: str) -> dict[str, str]:

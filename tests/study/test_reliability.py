@@ -16,9 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_END_REASON, TAG_PARENT_RUN_ID
 from sweep.study.lifecycle import finish, open_sweep
-from tests.helpers import child_runs, completed_points, require_postgres_driver, sweep_process, wait_for_training
-
-POSTGRES_URL = os.environ.get("SWEEP_TEST_POSTGRES_URL")
+from tests.helpers import child_runs, completed_points, require_postgres_url, sweep_process, wait_for_training
 
 
 def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
@@ -69,16 +67,11 @@ def test_two_processes_on_sqlite_cover_a_grid_exactly_once(tmp_path):
     two_workers_cover_the_grid_once(tmp_path, f"sqlite:///{tmp_path}/optuna.db")
 
 
-@pytest.mark.skipif(
-    not POSTGRES_URL and os.environ.get("CI") != "true", reason="set SWEEP_TEST_POSTGRES_URL (CI starts PostgreSQL)"
-)
 def test_two_processes_on_postgresql_cover_a_grid_exactly_once(tmp_path):
-    assert POSTGRES_URL, "CI must provide SWEEP_TEST_POSTGRES_URL (see .ci/run)"
-    require_postgres_driver()
+    server = require_postgres_url().rsplit("/", 1)[0]
     database = f"sweep_test_{os.getpid()}_{int(time.time())}"
-    admin = POSTGRES_URL.rsplit("/", 1)[0] + "/postgres"
-    subprocess.run(["psql", admin, "-c", f"CREATE DATABASE {database}"], check=True, capture_output=True)
-    two_workers_cover_the_grid_once(tmp_path, POSTGRES_URL.rsplit("/", 1)[0] + f"/{database}")
+    subprocess.run(["psql", f"{server}/postgres", "-c", f"CREATE DATABASE {database}"], check=True, capture_output=True)
+    two_workers_cover_the_grid_once(tmp_path, f"{server}/{database}")
 
 
 def test_n_workers_runs_trials_in_separate_processes(tmp_path):
