@@ -20,7 +20,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
+from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE, TAG_WORKER
 
 REPO = Path(__file__).resolve().parents[1]
 # Environment variables of the user's shell that would send a test's runs or state somewhere real.
@@ -151,6 +151,36 @@ def wait_for_training(process: subprocess.Popen, storage: str, name: str = "mnrl
             return
     process.kill()
     raise AssertionError("no trial started")
+
+
+def worker_pid(run: Any) -> int:
+    """The process that trained an MLflow trial run (its `TAG_WORKER` tag, hostname:pid)."""
+    return int(run.data.tags[TAG_WORKER].rsplit(":", 1)[1])
+
+
+def training_pids(storage: str, tracking_uri: str, name: str = "mnrl_scale") -> set[int]:
+    """The processes training a trial of `name` now: the worker of each RUNNING trial that has its MLflow run."""
+    client = MlflowClient(tracking_uri)
+    running = [t.user_attrs.get(ATTR_MLFLOW_RUN_ID) for t in load_trials(storage, name) if t.state.name == "RUNNING"]
+    return {worker_pid(client.get_run(run_id)) for run_id in running if run_id}
+
+
+def train_in_two_processes(
+    storage: str, tracking_uri: str, databases: list[Path], name: str = "mnrl_scale", timeout: float = 300
+) -> int:
+    """Make two worker processes of study `name` each train: pause the first one that trains (SIGSTOP, between
+    calls to the SQLite `databases`) until another process trains too, then let it go on; the paused one's pid.
+    However fast one worker would have covered the grid alone, both then train at least one trial. The workers'
+    heartbeat grace (3 x study.heartbeat_interval) must outlast the pause, or the paused trial is trained again."""
+    from tests.faults.harness import wait_for
+
+    first = min(wait_for(lambda: training_pids(storage, tracking_uri, name), "a trial to train", timeout))
+    pause_between_database_calls(first, databases)
+    try:
+        wait_for(lambda: training_pids(storage, tracking_uri, name) - {first}, "a second process to train", timeout)
+    finally:
+        os.kill(first, signal.SIGCONT)
+    return first
 
 
 def child_pids(pid: int) -> list[int]:
