@@ -166,18 +166,19 @@ def training_pids(storage: str, tracking_uri: str, name: str = "mnrl_scale") -> 
 
 
 def train_in_two_processes(
-    storage: str, tracking_uri: str, databases: list[Path], name: str = "mnrl_scale", timeout: float = 300
+    storage: str, tracking_uri: str, databases: list[Path], pause_s: float, name: str = "mnrl_scale"
 ) -> int:
     """Make two worker processes of study `name` each train: pause the first one that trains (SIGSTOP, between
     calls to the SQLite `databases`) until another process trains too, then let it go on; the paused one's pid.
-    However fast one worker would have covered the grid alone, both then train at least one trial. The workers'
-    heartbeat grace (3 x study.heartbeat_interval) must outlast the pause, or the paused trial is trained again."""
+    However fast one worker would have covered the grid alone, both then train at least one trial. The pause lasts
+    at most `pause_s` (then the test fails), which must be shorter than the workers' heartbeat grace (3 x
+    study.heartbeat_interval), or the paused trial would be failed and trained again."""
     from tests.faults.harness import wait_for
 
-    first = min(wait_for(lambda: training_pids(storage, tracking_uri, name), "a trial to train", timeout))
+    first = min(wait_for(lambda: training_pids(storage, tracking_uri, name), "a trial to train"))
     pause_between_database_calls(first, databases)
     try:
-        wait_for(lambda: training_pids(storage, tracking_uri, name) - {first}, "a second process to train", timeout)
+        wait_for(lambda: training_pids(storage, tracking_uri, name) - {first}, "a second process to train", pause_s)
     finally:
         os.kill(first, signal.SIGCONT)
     return first

@@ -96,8 +96,9 @@ def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
     assert "heartbeat" in killed.data.tags[TAG_END_REASON]
 
 
-# heartbeat 60 s: a worker paused by train_in_two_processes keeps its trial for the 180 s grace
-PAUSABLE = "study.heartbeat_interval=60"
+# heartbeat 60 s: a worker paused by train_in_two_processes keeps its trial for the 180 s grace, longer than the pause
+# may last (a worker with no point left to claim also waits one heartbeat between looks: longer would slow the end)
+PAUSABLE, PAUSE_S = "study.heartbeat_interval=60", 170
 
 
 def two_workers_cover_the_grid_once(tmp_path: Path, storage: str) -> None:
@@ -108,7 +109,7 @@ def two_workers_cover_the_grid_once(tmp_path: Path, storage: str) -> None:
     try:
         with ThreadPoolExecutor(len(workers)) as pool:  # their output is read meanwhile: a full pipe would block them
             ends = [pool.submit(w.communicate, timeout=600) for w in workers]
-            train_in_two_processes(storage, tracking, databases)
+            train_in_two_processes(storage, tracking, databases, PAUSE_S)
             outputs = [end.result()[0] for end in ends]
     finally:
         for worker in workers:
@@ -141,7 +142,7 @@ def test_n_workers_runs_trials_in_separate_processes(tmp_path):
         workers = [p for p in child_pids(process.pid) if "sweep" in Path(f"/proc/{p}/cmdline").read_text()]
         with ThreadPoolExecutor(1) as pool:  # its output is read meanwhile: a full pipe would block the workers
             end = pool.submit(process.communicate, timeout=600)
-            train_in_two_processes(storage, tracking, [tmp_path / "optuna.db", tmp_path / "mlflow.db"])
+            train_in_two_processes(storage, tracking, [tmp_path / "optuna.db", tmp_path / "mlflow.db"], PAUSE_S)
             output = end.result()[0]
     finally:
         for pid in [process.pid, *workers]:
