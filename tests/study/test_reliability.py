@@ -70,8 +70,8 @@ def kill_mid_trial(victim: subprocess.Popen, home: Path, attempts: int = 20) -> 
 def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
     args = [
         "study.search_space.loss.scale=[0,1,20]",
-        "trial.max_steps=60",
-        "trial.eval_steps=30",
+        "trial.max_steps=20",  # long enough to be caught training; the pause, not the length, times the kill
+        "trial.eval_steps=10",
         "study.heartbeat_interval=1",
     ]
     storage = f"sqlite:///{tmp_path}/optuna.db"
