@@ -40,12 +40,22 @@ def stsb_scores(cfg: DictConfig, splits: Sequence[str]) -> dict[str, EmbeddingKe
     return evaluators
 
 
+def check_sources(args: argparse.Namespace, cfg: DictConfig) -> None:
+    """Refuse a ``--model`` that is not a folder and a ``--study`` without a kept best model (ValueError), before
+    any data or model is loaded."""
+    for path in args.model:
+        if not Path(path).is_dir():
+            raise ValueError(f"--model {path}: not a folder")
+    for name in args.study:
+        best = kept_models.best_path(cfg.paths.root, name)
+        if kept_models.read_meta(best) is None:
+            raise ValueError(f"--study {name}: no kept best model in {best} (trial.save_model=best or all)")
+
+
 def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[str, object], SentenceTransformer]]:
     """(description, model) for every ``--model``, ``--run-id`` and ``--study`` given, in that order."""
     models: list[tuple[dict[str, object], SentenceTransformer]] = []
     for path in args.model:
-        if not Path(path).is_dir():
-            raise ValueError(f"--model {path}: not a folder")
         models.append(({"source": "folder", "model": str(Path(path).resolve())}, SentenceTransformer(path)))
     for name in args.study:
         best = kept_models.best_path(cfg.paths.root, name)
@@ -112,7 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--splits must name {' and/or '.join(SCORED_SPLITS)}")
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
-        table = score_table(args, compose_config(args.overrides))
+        cfg = compose_config(args.overrides)
+        check_sources(args, cfg)
+    except (ConfigError, ValueError) as error:  # the command line itself: refused before any work, exit 2
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    try:
+        table = score_table(args, cfg)
     except (ConfigError, ValueError, OSError) as error:
         parser.exit(1, f"{parser.prog}: error: {error}\n")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))

@@ -3,9 +3,10 @@ tmp_path and never the user's tracking server. Plain helpers live in tests/helpe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import mlflow
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
@@ -35,10 +36,13 @@ Compose = Callable[..., DictConfig]
 
 
 @pytest.fixture(autouse=True)
-def no_user_state(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_user_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """In-process tests never write into the user's MLflow server or state folder (the config reads both from the
-    environment)."""
+    environment), nor into the tracking URI a test before them left: MLflow's global one (`mlflow.set_tracking_uri`,
+    which logging a model and `sweep.evaluate` call) is unset after each test."""
     clear_user_state(monkeypatch)
+    yield
+    mlflow.set_tracking_uri(None)  # None unsets it (in MLflow's code; its type hint says str)
 
 
 @pytest.fixture(scope="module")

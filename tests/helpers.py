@@ -12,7 +12,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import optuna
 import pandas as pd
@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
 from sweep.config.checks import CONFIG_DIR
-from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
+from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE, TAG_WORKER
 
 REPO = Path(__file__).resolve().parents[1]
 # Every experiment: the package's example (sweep/conf/experiment) and this repository's studies (conf/experiment, found
@@ -38,15 +38,28 @@ def clear_user_state(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
 
 
+def cannot_set_up(reason: str) -> NoReturn:
+    """A test whose fault or server cannot be set up here: skipped on a developer's machine, failed with `reason`
+    under CI (``CI=true``), where a skip would let the fault go untested while CI stays green."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run this test, but {reason}")
+    pytest.skip(reason)
+
+
 def require_postgres_driver() -> None:
     """The PostgreSQL tests need psycopg (the `postgres` extra, pulled by `dev`): CI fails without it, a checkout
     installed without it skips them."""
-    if importlib.util.find_spec("psycopg") is not None:
-        return
-    missing = "psycopg is not installed: pip install -e '.[dev,postgres]'"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the PostgreSQL tests: {missing}")
-    pytest.skip(missing)
+    if importlib.util.find_spec("psycopg") is None:
+        cannot_set_up("psycopg is not installed: pip install -e '.[dev,postgres]'")
+
+
+def require_postgres_url() -> str:
+    """SWEEP_TEST_POSTGRES_URL, the PostgreSQL server of the multi-worker and restart tests (.ci/run starts one)."""
+    url = os.environ.get("SWEEP_TEST_POSTGRES_URL")
+    if not url:
+        cannot_set_up("SWEEP_TEST_POSTGRES_URL is not set (CI starts PostgreSQL; locally: bash .ci/postgres)")
+    require_postgres_driver()
+    return url
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -142,6 +155,37 @@ def wait_for_training(process: subprocess.Popen, storage: str, name: str = "mnrl
             return
     process.kill()
     raise AssertionError("no trial started")
+
+
+def worker_pid(run: Any) -> int:
+    """The process that trained an MLflow trial run (its `TAG_WORKER` tag, hostname:pid)."""
+    return int(run.data.tags[TAG_WORKER].rsplit(":", 1)[1])
+
+
+def training_pids(storage: str, tracking_uri: str, name: str = "mnrl_scale") -> set[int]:
+    """The processes training a trial of `name` now: the worker of each RUNNING trial that has its MLflow run."""
+    client = MlflowClient(tracking_uri)
+    running = [t.user_attrs.get(ATTR_MLFLOW_RUN_ID) for t in load_trials(storage, name) if t.state.name == "RUNNING"]
+    return {worker_pid(client.get_run(run_id)) for run_id in running if run_id}
+
+
+def train_in_two_processes(
+    storage: str, tracking_uri: str, databases: list[Path], pause_s: float, name: str = "mnrl_scale"
+) -> int:
+    """Make two worker processes of study `name` each train: pause the first one that trains (SIGSTOP, between
+    calls to the SQLite `databases`) until another process trains too, then let it go on; the paused one's pid.
+    However fast one worker would have covered the grid alone, both then train at least one trial. The pause lasts
+    at most `pause_s` (then the test fails), which must be shorter than the workers' heartbeat grace (3 x
+    study.heartbeat_interval), or the paused trial would be failed and trained again."""
+    from tests.faults.harness import wait_for
+
+    first = min(wait_for(lambda: training_pids(storage, tracking_uri, name), "a trial to train"))
+    pause_between_database_calls(first, databases)
+    try:
+        wait_for(lambda: training_pids(storage, tracking_uri, name) - {first}, "a second process to train", pause_s)
+    finally:
+        os.kill(first, signal.SIGCONT)
+    return first
 
 
 def child_pids(pid: int) -> list[int]:

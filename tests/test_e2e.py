@@ -1,19 +1,72 @@
-"""The real command line, `python -m sweep +experiment=mnrl_scale`, with tiny overrides on the real offline data."""
+"""The real command line, `python -m sweep +experiment=mnrl_scale`, with tiny overrides on the real offline data:
+what it prints (the results table, the final verdict lines checked against the study's trials) and what it stores."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
+from statistics import mean
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from sweep.names import ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
+from sweep.names import ATTR_VALIDATION_SPEARMAN, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE
 from tests.conftest import TINY
-from tests.helpers import REPO, clean_env
+from tests.helpers import REPO, clean_env, load_trials
 
 pytestmark = pytest.mark.e2e
+
+VALIDATION_LINE = re.compile(
+    r"STSB validation Spearman: best scale (?P<best>\S+) \((?P<mean>\d\.\d{3})\); "
+    r"95% confidence set for the best: (?P<set>.+?); equivalent to it \(within \+-0\.01\): (?P<equivalent>.+?); "
+    r"not distinguishable: (?P<undecided>.+?); worse: (?P<worse>.+?) "
+    r"\(paired bootstrap, (?P<pairs>[\d,]+) pairs x (?P<seeds>\d+) seeds?, [\d,]+ resamples; simultaneous: .+\)"
+)
+TEST_LINE = re.compile(
+    r"STSB test Spearman: test (?P<verdict>confirms|does not confirm) scale (?P<chosen>\S+) chosen on validation "
+    r"\(.+ on test, 95% confidence set for the best on test: (?P<set>.+)\)"
+)
+
+
+def scales(listed: str) -> list[float]:
+    """The scales of a verdict group (``0, 1`` or ``none``)."""
+    return [] if listed == "none" else [float(s) for s in listed.split(", ")]
+
+
+def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -> None:
+    """The last two printed lines, the study's answer, against the study itself (its trials in Optuna): the best scale
+    is the one with the highest mean validation Spearman over seeds, with that mean; every other scale of the grid
+    gets exactly one verdict; the confidence set starts with the best, by falling P(best), and holds no worse scale;
+    the method names the study's pairs and seeds; the test line names the same scale and confirms it exactly when it
+    is in test's confidence set."""
+    validation_line, test_line = output.strip().splitlines()[-2:]
+    spearman = defaultdict(list)
+    for trial in load_trials(storage):
+        if trial.state.name == "COMPLETE":
+            spearman[float(trial.params["loss.scale"])].append(trial.user_attrs[ATTR_VALIDATION_SPEARMAN])
+    means = {scale: mean(values) for scale, values in spearman.items()}
+    best = max(means, key=means.__getitem__)
+
+    answer = VALIDATION_LINE.fullmatch(validation_line)
+    assert answer, validation_line
+    assert float(answer["best"]) == best and abs(float(answer["mean"]) - means[best]) <= 5e-4 + 1e-9
+    assert (int(answer["pairs"].replace(",", "")), int(answer["seeds"])) == (n_pairs, n_seeds)
+    judged = [*scales(answer["equivalent"]), *scales(answer["undecided"]), *scales(answer["worse"])]
+    assert sorted(judged) == sorted(set(means) - {best}), "every other scale of the grid: exactly one verdict"
+    members = re.findall(r"(\S+) \((?:P\(best\) )?(\d\.\d\d)\)", answer["set"])
+    assert float(members[0][0]) == best and answer["set"].startswith(f"{answer['best']} (P(best) ")
+    shares = [float(share) for _, share in members]
+    assert shares == sorted(shares, reverse=True) and sum(shares) <= 1 + 0.005 * len(shares)
+    assert not {float(s) for s, _ in members} & set(scales(answer["worse"])), "a worse scale is out of the set"
+
+    confirmation = TEST_LINE.fullmatch(test_line)
+    assert confirmation, test_line
+    on_test = [float(s) for s in re.findall(r"scale (\S+?)(?:,|$)", confirmation["set"])]
+    assert float(confirmation["chosen"]) == best and set(on_test) <= set(means)
+    assert (confirmation["verdict"] == "confirms") == (best in on_test)
 
 
 def sweep_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -38,6 +91,8 @@ def test_mnrl_scale_end_to_end_and_rerun_trains_nothing(tmp_path):
     db = tmp_path / "mlflow.db"
     assert f"mlflow ui --backend-store-uri sqlite:///{db}" in out
     assert f"sqlite:///{tmp_path / 'optuna.db'}" in out
+    pairs = int(next(a for a in TINY if a.startswith("data.validation.max_samples=")).partition("=")[2])
+    check_verdict_lines(out, f"sqlite:///{tmp_path / 'optuna.db'}", n_seeds=1, n_pairs=pairs)
 
     client = MlflowClient(f"sqlite:///{db}")
     experiment = client.get_experiment_by_name("mnrl_scale")

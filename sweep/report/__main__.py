@@ -266,10 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The folder arguments each command reads from (argparse dest: the option), checked before any work.
+INPUT_FOLDERS = {"from_csv": "--from-csv", "untrained_from": "--untrained-from", "results": "--results"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a subcommand and print the paths it wrote."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    for dest, option in INPUT_FOLDERS.items():
+        folder = getattr(args, dest, None)
+        if folder is not None and not folder.is_dir():  # else: "nothing written", or a page of "untested", exit 0
+            parser.exit(2, f"{parser.prog} {args.command}: error: {option} {folder}: no such folder\n")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         paths = args.run(args)

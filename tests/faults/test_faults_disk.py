@@ -18,15 +18,18 @@ from optuna.trial import TrialState
 from sweep.names import ATTR_FAIL_REASON, ATTR_MLFLOW_RUN_ID
 from sweep.study.lifecycle import finish, open_sweep
 from tests.faults.harness import figures
+from tests.helpers import cannot_set_up
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    """A 16 MiB tmpfs (needs root; skipped where mounting is not allowed)."""
+    """A 16 MiB tmpfs (needs root: skipped where mounting is not allowed, failed so under CI)."""
     mount = tmp_path / "small_disk"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True).returncode:
-        pytest.skip("mounting a tmpfs is not allowed here (needs root)")
+    command = ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)]
+    mounted = subprocess.run(command, capture_output=True, text=True)
+    if mounted.returncode:
+        cannot_set_up(f"mounting a tmpfs failed (needs root): {mounted.stderr.strip()}")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=False)
 

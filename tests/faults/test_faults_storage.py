@@ -13,12 +13,10 @@ from collections import Counter
 from urllib.parse import urlparse
 
 import optuna
-import pytest
 
 from tests.faults.harness import Sweep, figures, running_trials, wait_for
-from tests.helpers import require_postgres_driver
+from tests.helpers import cannot_set_up, require_postgres_url
 
-POSTGRES_URL = os.environ.get("SWEEP_TEST_POSTGRES_URL")
 GRID = [1, 5, 20, 50]
 ARGS = ["study.search_space.loss.scale=[1,5,20,50]", "trial.max_steps=6", "trial.eval_steps=2", "study.n_workers=2"]
 
@@ -35,16 +33,13 @@ def local_cluster(url: str) -> tuple[str, str] | None:
     return None
 
 
-@pytest.mark.skipif(
-    not POSTGRES_URL, reason="set SWEEP_TEST_POSTGRES_URL (CI starts PostgreSQL; locally: .ci/postgres)"
-)
 def test_postgresql_restarted_mid_study_workers_reconnect_and_nothing_trains_twice(tmp_path):
-    require_postgres_driver()
-    cluster = local_cluster(POSTGRES_URL)
+    url = require_postgres_url()
+    cluster = local_cluster(url)
     if cluster is None:
-        pytest.skip("the PostgreSQL server of SWEEP_TEST_POSTGRES_URL is not a local cluster this user can restart")
+        cannot_set_up("SWEEP_TEST_POSTGRES_URL is not served by a Debian cluster of this machine that root may restart")
     database = f"sweep_fault_{os.getpid()}_{int(time.time())}"
-    server = POSTGRES_URL.rsplit("/", 1)[0]
+    server = url.rsplit("/", 1)[0]
     subprocess.run(["psql", f"{server}/postgres", "-c", f"CREATE DATABASE {database}"], check=True, capture_output=True)
     storage = f"{server}/{database}"
 

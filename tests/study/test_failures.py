@@ -4,7 +4,6 @@ attempt, a point is never queued twice, no run is left RUNNING or mislabelled, a
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -24,6 +23,7 @@ from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.summary import parent_summary
 from sweep.tracking import mlflow_client
 from sweep.training.trial import DivergenceError
+from tests.faults.harness import wait_for
 from tests.helpers import point_of, run_study, trial_runs
 
 ONE_POINT = "+study.search_space.loss.scale=[20]"
@@ -158,7 +158,8 @@ def test_a_point_killed_between_its_requeue_and_its_fail_is_queued_once(compose_
     monkeypatch.setattr(victim, "requeue", requeue_then_die)
     with pytest.raises(SystemExit):
         victim.run()
-    time.sleep(4)  # past the grace period (3 heartbeat intervals)
+    storage, study_id = victim.study._storage, victim.study._study_id  # Optuna's stale check has no public form
+    wait_for(lambda: storage._get_stale_trial_ids(study_id), "the grace period (3 heartbeat intervals)", every_s=0.1)
     fake_training(monkeypatch, lambda: 0.5)
     survivor = open_sweep(compose_cfg(ONE_POINT, "name=window", "study.heartbeat_interval=1"))
     assert len(in_state(survivor.study, TrialState.WAITING)) == 1, "the heartbeat path did not queue it again"

@@ -6,7 +6,6 @@ study's verdict, on disk and in MLflow); the registered model's alias ``best``."
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import mlflow.artifacts
@@ -22,6 +21,7 @@ from sweep.training import kept_models, logged_models
 from sweep.training.logged_models import CARD_FOLDER
 from sweep.training.resources import StudyResources
 from tests.conftest import TINY
+from tests.faults.harness import wait_for
 from tests.helpers import mlflow_runs, run_sweep
 
 DATASETS = {  # name: context, for the default data (nli_stsb) and eval=offline_extra
@@ -134,20 +134,24 @@ def test_the_best_alias_follows_each_new_best_and_the_study_end(compose_cfg):
     assert alias() == second.run_id, "the study's end points it at the study's best again"
 
 
+def monitors() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "SystemMetricsMonitor"]
+
+
 def test_system_metrics_stop_with_the_trial_also_when_it_fails(compose_cfg):
     cfg = compose_cfg("name=system", "tracking.system_metrics_interval_s=0.05")
     client = open_tracking(cfg)
     run = TrialRun(client, experiment_id(client, "system", None), "no-parent", "system", 0, "trial 0")
     with pytest.raises(RuntimeError, match="the trial failed"), system_metrics(run, cfg.tracking):
-        time.sleep(0.5)
+        wait_for(lambda: len(client.writer.pending) >= 2, "two samples handed to the writer", every_s=0.01)
         raise RuntimeError("the trial failed")
-    assert not [t for t in threading.enumerate() if t.name == "SystemMetricsMonitor"], "the monitor stopped"
+    assert not monitors(), "the monitor stopped"
     client.writer.flush()
     history = client.get_metric_history(run.run_id, "system/cpu_utilization_percentage")
     assert len(history) >= 2 and [m.step for m in history] == list(range(len(history)))
     off = TrialRun(client, experiment_id(client, "system", None), "no-parent", "system", 1, "trial 1")
     with system_metrics(off, compose_cfg("tracking.system_metrics=false").tracking):
-        time.sleep(0.2)
+        assert not monitors() and not client.writer.pending, "no monitor samples anything"
     client.writer.flush()
     assert not [k for k in client.get_run(off.run_id).data.metrics if k.startswith("system/")]
 

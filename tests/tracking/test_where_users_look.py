@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import socket
@@ -10,12 +11,12 @@ import time
 import urllib.request
 
 import optuna
-import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
 from sweep.study.lifecycle import open_sweep
 from sweep.tracking import ui_links
+from tests.helpers import cannot_set_up
 
 
 def test_runs_page_addresses_open_the_model_training_views():
@@ -43,7 +44,8 @@ def test_study_experiment_opens_on_runs_and_optuna_dashboard_reads_the_storage(c
     experiment = MlflowClient(cfg.tracking.uri).get_experiment(sweep.experiment_id)
     assert experiment.tags[TAG_EXPERIMENT_KIND] == EXPERIMENT_KIND_MODELS
 
-    pytest.importorskip("optuna_dashboard", reason="optional extra: pip install 'sweep[dashboard]'")
+    if importlib.util.find_spec("optuna_dashboard") is None:
+        cannot_set_up("optuna-dashboard is not installed (the dashboard extra): pip install -e '.[dev]'")
     executable = shutil.which("optuna-dashboard")
     assert executable, "the optuna-dashboard command comes with the package"
     port = _free_port()

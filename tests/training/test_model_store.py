@@ -35,7 +35,7 @@ def run_study(cfg):
     return sweep, finish(sweep)
 
 
-def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tmp_path):
+def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tmp_path, monkeypatch):
     # The default model (static MiniLM embeddings) with the default trial.save_model=best, a few steps.
     cfg = compose_cfg(
         "model=static_minilm",
@@ -71,7 +71,7 @@ def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tm
     assert max(versions, key=lambda v: int(v.version)).run_id == run.info.run_id, "each new best is registered"
 
     test = stsb_scores(cfg, ["test"])["test"]
-    mlflow.set_tracking_uri(cfg.tracking.uri)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", cfg.tracking.uri)  # runs:/ URIs resolve there, in this test only
     for model in (
         SentenceTransformer(str(best)),
         mlflow.sentence_transformers.load_model(f"runs:/{run.info.run_id}/{name}"),

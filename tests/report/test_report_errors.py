@@ -1,0 +1,49 @@
+"""`python -m sweep.report` as a command: a folder it should read that does not exist is one line naming the folder
+and exit code 2, before anything is written (before, `study --from-csv` exited 0 with "nothing written" and
+`findings` wrote a page of "untested")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO, clean_env
+
+CASES = {  # command: (its arguments with MISSING and OUT, the option naming the folder)
+    "study": (["--from-csv", "MISSING", "--out", "OUT"], "--from-csv"),
+    "loss-vs-scale": (["--from-csv", "MISSING", "--out", "OUT"], "--from-csv"),
+    "findings": (["--results", "MISSING", "--out", "OUT/FINDINGS.md"], "--results"),
+}
+
+
+@pytest.mark.parametrize("command", list(CASES))
+def test_a_folder_that_does_not_exist_is_one_line_naming_it_and_exit_code_2(command, tmp_path):
+    missing, out = tmp_path / "nowhere", tmp_path / "out"
+    arguments, option = CASES[command]
+    arguments = [a.replace("MISSING", str(missing)).replace("OUT", str(out)) for a in arguments]
+    done = subprocess.run(
+        [sys.executable, "-m", "sweep.report", command, *arguments],
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    error = f"python -m sweep.report {command}: error: {option} {missing}: no such folder"
+    assert done.stderr.splitlines() == [error] and done.stdout == ""
+    assert not out.exists(), "refused before anything was written"
+
+
+def test_an_untrained_baseline_folder_that_does_not_exist_is_refused_too(tmp_path, capsys):
+    from sweep.report.__main__ import main
+
+    results = tmp_path / "results"
+    results.mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["study", "--from-csv", str(results), "--untrained-from", str(tmp_path / "no"), "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    expected = f"python -m sweep.report study: error: --untrained-from {tmp_path / 'no'}: no such folder"
+    assert capsys.readouterr().err.splitlines() == [expected]
