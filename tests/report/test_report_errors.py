@@ -14,7 +14,7 @@ from tests.helpers import REPO, clean_env
 CASES = {  # command: (its arguments with MISSING and OUT, the option naming the folder)
     "study": (["--from-csv", "MISSING", "--out", "OUT"], "--from-csv"),
     "loss-vs-scale": (["--from-csv", "MISSING", "--out", "OUT"], "--from-csv"),
-    "findings": (["--results", "MISSING", "--out", "OUT/FINDINGS.md"], "--results"),
+    "findings": (["--questions", "QUESTIONS", "--results", "MISSING", "--out", "OUT/findings.md"], "--results"),
 }
 
 
@@ -22,7 +22,12 @@ CASES = {  # command: (its arguments with MISSING and OUT, the option naming the
 def test_a_folder_that_does_not_exist_is_one_line_naming_it_and_exit_code_2(command, tmp_path):
     missing, out = tmp_path / "nowhere", tmp_path / "out"
     arguments, option = CASES[command]
-    arguments = [a.replace("MISSING", str(missing)).replace("OUT", str(out)) for a in arguments]
+    questions = tmp_path / "questions.yaml"  # findings' file of questions, present: only the folder is missing
+    questions.write_text("questions:\n  - question: Which scale?\n    compare: best_scale\n    folder: mine\n")
+    arguments = [
+        a.replace("MISSING", str(missing)).replace("OUT", str(out)).replace("QUESTIONS", str(questions))
+        for a in arguments
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "sweep.report", command, *arguments],
         cwd=REPO,
