@@ -2,8 +2,7 @@
 ``SWEEP_TRACKING_URI`` a live study from MLflow, and say what its paired comparison found (or why there is none).
 
 Research code beside the notebooks, not part of the ``sweep`` package: it names this repository's ``results/`` and
-calls the package's public functions (`sweep.report.folder_comparison.redraw_results_folder`,
-`sweep.report.live_study.write_live_study`).
+calls the package's public face (`sweep.report.redraw_results_folder`, `sweep.report.write_live_study`).
 
 Where figures go: ``$SWEEP_FIGURES_DIR/<name>`` when set (a relative path is taken from the repository root, so
 ``SWEEP_FIGURES_DIR=results`` regenerates the published folders), otherwise ``sweep_runs/figures/<name>`` beside the
@@ -23,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sweep.report.folder_comparison import redraw_results_folder
+from sweep.report import redraw_results_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -49,7 +48,7 @@ def regenerate(name: str, untrained_from: str | None = None) -> list[Path]:
         sibling = RESULTS / untrained_from if untrained_from else None
         recompute = os.environ.get("SWEEP_RECOMPUTE", "") not in ("", "0")
         return redraw_results_folder(RESULTS / name, output_dir(name), sibling, recompute=recompute)
-    from sweep.report.live_study import write_live_study  # mlflow: only for a live database
+    from sweep.report import write_live_study  # mlflow: only for a live database
 
     experiment = os.environ.get("SWEEP_EXPERIMENT", name)
     if experiment in _drawn:

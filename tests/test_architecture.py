@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 from pathlib import Path
 
 import pytest
@@ -92,8 +93,10 @@ ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.evaluate", "sweep.names", 
 SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
 SUB_PACKAGES += ["sweep.study", "sweep.losses", "sweep.report"]
 LAZY_FACES = ["sweep.report", "sweep.stats"]  # faces that import each public name from its module on first use
-# research code beside the package: it reaches the package through these faces only, as a user's code would
-RESEARCH_DIR = PACKAGE_DIR.parent / "notebooks" / "findings"
+# research code beside the package (the findings page, the notebooks' helper and their code cells): it reaches the
+# package through these faces only, as a user's code would
+NOTEBOOKS_DIR = PACKAGE_DIR.parent / "notebooks"
+RESEARCH_DIR = NOTEBOOKS_DIR / "findings"
 RESEARCH_FACES = {"sweep.report", "sweep.stats"}
 
 
@@ -152,13 +155,25 @@ def test_a_lazy_face_knows_where_each_public_name_lives(package):
         assert hasattr(importlib.import_module(f"{package}.{home}"), name), f"{package}.{home} has no {name}"
 
 
+def research_sources() -> dict[str, str]:
+    """{name: Python source} of the research code: the findings page's modules, the notebooks' helper and each
+    notebook's code cells (IPython's ``%`` and ``!`` lines left out)."""
+    sources = {path.name: path.read_text() for path in [*RESEARCH_DIR.glob("*.py"), *NOTEBOOKS_DIR.glob("*.py")]}
+    for notebook in sorted(NOTEBOOKS_DIR.glob("*.ipynb")):
+        cells = json.loads(notebook.read_text())["cells"]
+        code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+        lines = "\n".join(code).splitlines()
+        sources[notebook.name] = "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+    return sources
+
+
 def test_the_research_code_reaches_the_package_only_through_its_public_faces():
-    files = sorted(RESEARCH_DIR.glob("*.py"))
-    assert {"page.py", "literature.py"} <= {f.name for f in files}
+    sources = research_sources()
+    assert {"page.py", "literature.py", "redraw.py", "scale_sweeps.ipynb"} <= set(sources)
     reached = {
-        (path.name, node.module if isinstance(node, ast.ImportFrom) else alias.name)
-        for path in files
-        for node in ast.walk(ast.parse(path.read_text()))
+        (name, node.module if isinstance(node, ast.ImportFrom) else alias.name)
+        for name, source in sources.items()
+        for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0)
         for alias in node.names
     }

@@ -11,6 +11,9 @@ that each subcommand of ``python -m sweep.report`` still imports only what it ne
 - comparisons over folders: ``pooled_report`` (scale a vs b pooled over distinct conditions), ``tuned_report``
   (each scale at its own best value of a condition), ``folder_frame`` (a folder as the tidy frame of
   ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
+- figures redrawn: ``redraw_results_folder`` (a results folder's figures from its CSVs), ``write_live_study`` (a
+  study's figures from MLflow), the analytic loss vs scale (``DEFAULT_PROFILES``, ``parse_scales``,
+  ``profile_label``, ``loss_table``, ``write_loss_vs_scale``);
 - a findings page: ``Section`` and ``render`` (a question's six parts in markdown), ``strength`` with ``Facts``
   (``folder_facts``) and ``strength_rule``, ``scope``, the readers ``table``, ``present``, ``status``, ``objective``,
   ``best_row``, ``row_at``, ``against_best``, ``by_number``, ``untested`` and the formatters ``num``, ``signed``,
@@ -67,6 +70,10 @@ if TYPE_CHECKING:
         untested,
     )
     from sweep.report.findings import findings_block
+    from sweep.report.folder_comparison import redraw_results_folder
+    from sweep.report.live_study import write_live_study
+    from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, profile_label
+    from sweep.report.loss_figures import write_loss_vs_scale
     from sweep.report.mechanism_figures import mechanism_summary
     from sweep.report.pooled import MissingInput, PooledReport, folder_frame, pooled_report
     from sweep.report.question_file import QuestionsError, read_questions
@@ -77,23 +84,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFOUNDED",
-    "Facts",
+    "DEFAULT_PROFILES",
     "MODERATE",
-    "MissingInput",
     "PAIRED_TEST_CSV",
     "PARTS",
-    "PooledReport",
-    "QuestionsError",
-    "Refused",
     "STRONG",
     "STSB_TEST",
     "STSB_VALIDATION",
-    "Section",
-    "Strength",
     "TRIALS_CSV",
-    "TunedReport",
     "UNTESTED",
     "WEAK",
+    "Facts",
+    "MissingInput",
+    "PooledReport",
+    "QuestionsError",
+    "Refused",
+    "Section",
+    "Strength",
+    "TunedReport",
     "against_best",
     "best_row",
     "by_number",
@@ -104,16 +112,20 @@ __all__ = [
     "folder_frame",
     "interval",
     "load_results_folder",
+    "loss_table",
     "mechanism_summary",
     "metric_words",
     "num",
     "objective",
+    "parse_scales",
     "plural",
     "pooled_report",
     "present",
+    "profile_label",
     "questions_page",
     "read_csv",
     "read_questions",
+    "redraw_results_folder",
     "render",
     "row_at",
     "scope",
@@ -129,6 +141,8 @@ __all__ = [
     "tuned_report",
     "untested",
     "write_best_scale_vs_condition",
+    "write_live_study",
+    "write_loss_vs_scale",
     "write_questions_page",
     "write_study_figures",
     "write_trials_table",
@@ -172,6 +186,10 @@ _HOMES = {
         "untested",
     ),
     "findings": ("findings_block",),
+    "folder_comparison": ("redraw_results_folder",),
+    "live_study": ("write_live_study",),
+    "loss_curves": ("DEFAULT_PROFILES", "loss_table", "parse_scales", "profile_label"),
+    "loss_figures": ("write_loss_vs_scale",),
     "mechanism_figures": ("mechanism_summary",),
     "pooled": ("MissingInput", "PooledReport", "folder_frame", "pooled_report"),
     "question_file": ("QuestionsError", "read_questions"),
