@@ -1,7 +1,7 @@
 """Hydra's multirun (`python -m sweep -m ...`): every job is its own study. The jobs of a multirun run one after the
 other in one process, each opening the study `study.name` in `study.storage`; two jobs that name the same study would
 share it, and the second would continue the first's study (its grid already trained: nothing of its own). Jobs whose
-experiments set distinct names (``-m +experiment=mnrl_scale,cosent_scale``) run as they are; a multirun whose jobs
+experiments set distinct names (``-m +experiment=mnrl_scale,my_study``) run as they are; a multirun whose jobs
 share a study is refused before any job starts (`shared_study`), with the fix: a name per job.
 
 The check runs as a Hydra callback at the start of the multirun (`hydra.callbacks` in conf/config.yaml, `sweep.app`

@@ -5,7 +5,7 @@ The sampler and the pruner are built with `hydra.utils.instantiate` from a `_tar
 `study.pruner` (sweep/conf/study/default.yaml) each hold a `_target_` (null by default), a short `name` and the keys
 the short names use. Short names stay the everyday form and map to a target (`SAMPLER_TARGETS`, `PRUNER_TARGETS`),
 so every existing override and recorded config (`study.sampler.name=tpe`, `study.pruner.name=successive_halving
-study.pruner.min_resource=25`, a results/*/config.yaml without `_target_`) keeps its meaning; config group files
+study.pruner.min_resource=25`, a recorded config.yaml without `_target_`) keeps its meaning; config group files
 would have turned `study.sampler.name=...` into a group choice and broken them. Any other Optuna class is one
 `_target_` away, e.g. `study.sampler._target_=optuna.samplers.QMCSampler` or `study.pruner._target_=
 optuna.pruners.PercentilePruner +study.pruner.percentile=25` (a `_target_` replaces the default name, auto / none;
