@@ -2,7 +2,7 @@
 
 Writes at most 7 files to DIR (a time budget, `--budget-s`, skips the sections it leaves no time for):
   machine.json         the host, torch/CUDA versions, `nvidia-smi`, the settings and each section's seconds or error
-  samples.csv          GPU utilisation and memory (nvidia-smi) and host CPU load once a second, tagged by section
+  samples.csv          GPU utilisation and memory (nvidia-smi) and the host's load average each second, by section
   static_grid.csv      the default study (`+experiment=mnrl_scale`, static model, fp32) on the device: each
                        (scale, seed)'s Spearman beside the reference study's (`--reference-trials`), seconds per trial
   transformer_grid.csv a short transformer grid (random weights: `model.reinit=true`) one trial at a time and packed
@@ -19,8 +19,8 @@ Spearman differences between the neighbouring scales of a sweep), not for equali
 streams in lockstep, which reorders kernels too, hence the same tolerance between packed and one-at-a-time trials.
 
 `--rehearsal` runs the same code on the CPU with tiny settings (one reference trial cut to 6 steps, so not comparable
-with the reference; a 2-layer 32-dim transformer; packs of 1 and 2) in a couple of minutes on a quiet 2-core machine:
-it checks the script, not the GPU.
+with the reference; a 2-layer 32-dim transformer; packs of 1 and 2; 200 STSB pairs) in a couple of minutes on a quiet
+2-core machine: it checks the script, not the GPU.
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ class CheckSettings:
     eval_steps: int
     packs: tuple[int, ...]  # the first is the reference: one trial at a time
     low_precision: str = "bf16"
+    data: tuple[str, ...] = ()  # data overrides of every study (the rehearsal's subsets)
     budget_s: float = 300.0  # the last section starts before, and takes about a minute
 
 
@@ -99,8 +100,9 @@ REHEARSAL = CheckSettings(
     transformer=("model=tiny_bert",),
     scales=(5.0, 20.0),
     steps=2,
-    eval_steps=1,
+    eval_steps=2,
     packs=(1, 2),
+    data=("data.train.max_samples=1024", "data.validation.max_samples=200", "data.test.max_samples=200"),
     budget_s=900.0,  # a CPU shared with other work can be many times slower than a quiet one
 )
 
@@ -148,6 +150,13 @@ def check_inputs(args: argparse.Namespace) -> pd.DataFrame:
         raise  # unreachable: refuse exits
 
 
+def release_device_memory() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 @contextmanager
 def removed(folder: Path) -> Iterator[None]:
     """Remove `folder` (the studies' databases) on the way out, whatever happened."""
@@ -169,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     record: dict[str, Any] = {"settings": asdict(s), "budget_s": budget, "tolerance": args.tolerance, "sections": {}}
     record["machine"] = machine()
     work = Path(tempfile.mkdtemp(prefix="sweep_gpu_check_"))
-    common = [f"trial.device={s.device}", "stats.enabled=false"]
+    common = [f"trial.device={s.device}", "stats.enabled=false", *s.data]
     runs: dict[str, StudyRun] = {}
 
     def timeout() -> int:
@@ -206,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "transformer": statistics.median(bare_loop(low, args.data_dir, scale) for scale in s.scales[:2]),
             "static": statistics.median(bare_loop(static_trial, args.data_dir, sc) for sc in static_scales[-2:]),
         }
+        release_device_memory()  # the studies after it run in their own processes
 
     sections: list[tuple[str, Callable[[], None]]] = [("static_fp32", study("static_fp32", static))]
     for pack in s.packs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import shutil
 import subprocess
 import threading
@@ -20,7 +21,7 @@ from sweep.bench.runners import STUDY, run_framework
 from sweep.bench.table import machine_description
 from sweep.names import ATTR_DISCARDED, ATTR_SCALE, ATTR_WALL_TIME_S, PARAM_SEED
 
-SAMPLE_COLUMNS = ("t_s", "section", "gpu_util_pct", "gpu_mem_used_mib", "cpu_pct")
+SAMPLE_COLUMNS = ("t_s", "section", "gpu_util_pct", "gpu_mem_used_mib", "host_load_1min")
 TRIAL_COLUMNS = ("scale", "seed", "spearman", "wall_s", "first_in_process")
 
 
@@ -50,8 +51,8 @@ def machine() -> dict[str, Any]:
 
 
 class Sampler:
-    """GPU utilisation and memory (nvidia-smi) and host CPU load, once per `interval_s`, tagged with the section that
-    runs; written to a CSV as they come, so that a run stopped at its time limit still leaves them."""
+    """GPU utilisation and memory (nvidia-smi) and the host's 1-minute load average, once per `interval_s`, tagged
+    with the section that runs; written to a CSV as they come, so that a run stopped at its limit still leaves them."""
 
     def __init__(self, path: Path, interval_s: float = 1.0) -> None:
         self.path, self.interval_s = path, interval_s
@@ -69,12 +70,10 @@ class Sampler:
         self.thread.join()
 
     def sample(self) -> list[object]:
-        import psutil
-
         gpu = nvidia_smi("--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits")
         util, memory = (float(x) for x in gpu.splitlines()[0].split(",")) if gpu else (math.nan, math.nan)
         elapsed = round(time.perf_counter() - self.start_time, 1)
-        return [elapsed, self.section, util, memory, psutil.cpu_percent()]
+        return [elapsed, self.section, util, memory, os.getloadavg()[0]]
 
     def loop(self) -> None:
         with self.path.open("w", newline="") as handle:

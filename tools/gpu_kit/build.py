@@ -53,11 +53,15 @@ def folder_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
+def kit_sizes(tree: int, kit: Path, budget_mib: float) -> dict[str, float]:
+    """The tree's, the kit's and the total size in MiB, beside the budget."""
+    sizes = {"tree_mib": tree / MIB, "kit_mib": folder_bytes(kit) / MIB}
+    return {**sizes, "total_mib": sizes["tree_mib"] + sizes["kit_mib"], "budget_mib": budget_mib}
+
+
 def check_budget(tree: int, kit: Path, budget_mib: float) -> dict[str, float]:
     """The sizes in MiB; raises SystemExit naming both sizes when the tree plus the kit exceed the budget."""
-    sizes = {"tree_mib": tree / MIB, "kit_mib": folder_bytes(kit) / MIB}
-    sizes["total_mib"] = sizes["tree_mib"] + sizes["kit_mib"]
-    sizes["budget_mib"] = budget_mib
+    sizes = kit_sizes(tree, kit, budget_mib)
     if sizes["total_mib"] > budget_mib:
         raise SystemExit(
             f"gpu_kit: OVER BUDGET: tree {sizes['tree_mib']:.1f} MiB + kit {sizes['kit_mib']:.1f} MiB = "
@@ -135,10 +139,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         shutil.copyfile(args.reference, args.kit / "reference_trials.csv")
     if not args.kit.is_dir():
         raise SystemExit(f"gpu_kit: no kit at {args.kit}: run python tools/gpu_kit/build.py first")
-    sizes = check_budget(tree_bytes(REPO), args.kit, args.budget_mib)
+    (args.kit / "MANIFEST.json").unlink(missing_ok=True)
+    tree = tree_bytes(REPO)
     files = {str(p.relative_to(args.kit)): p.stat().st_size for p in sorted(args.kit.rglob("*")) if p.is_file()}
-    manifest = {**{k: round(v, 2) for k, v in sizes.items()}, "files": files}
-    (args.kit / "MANIFEST.json").write_text(json.dumps(manifest, indent=1))
+    manifest = {**{k: round(v, 2) for k, v in kit_sizes(tree, args.kit, args.budget_mib).items()}, "files": files}
+    (args.kit / "MANIFEST.json").write_text(json.dumps(manifest, indent=1))  # written over budget too
+    sizes = check_budget(tree, args.kit, args.budget_mib)
     print(
         f"gpu_kit: tree {sizes['tree_mib']:.1f} MiB + kit {sizes['kit_mib']:.1f} MiB = {sizes['total_mib']:.1f} MiB "
         f"<= {args.budget_mib:g} MiB; {len(files)} files in {args.kit}"
