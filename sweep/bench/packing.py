@@ -70,6 +70,7 @@ def bare_loop(overrides: Sequence[str], data_dir: str, scale: float) -> float:
     once for all its trials)."""
     import torch
     from hydra import compose, initialize_config_dir
+    from sentence_transformers.util import batch_to_device
     from transformers import get_scheduler
 
     from sweep.config.checks import CONFIG_DIR
@@ -104,7 +105,7 @@ def bare_loop(overrides: Sequence[str], data_dir: str, scale: float) -> float:
     start = time.perf_counter()
     for step, features in enumerate(batches, start=1):
         net.train()
-        on_device = [{k: v.to(device) for k, v in f.items()} for f in features]
+        on_device = [batch_to_device(dict(f), torch.device(device)) for f in features]  # copies: the loss adds keys
         with autocast:
             value = loss(on_device, None)
         value.backward()
