@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,11 +58,19 @@ def trial_span(root: Path) -> float:
 
 
 def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> float:
-    """One trial's training steps and evaluations in a bare torch loop: pre-tokenized batches, the trial's fused
-    AdamW, linear warmup schedule and gradient clipping, the evaluations called directly (every eval step, the
-    end, the test split; not step 0, which a study evaluates once for all its trials)."""
+    """One trial of item 8's study at `scale` in a bare torch loop on the CPU (`bare_loop`)."""
+    return bare_loop(study_overrides(s, model), data_dir, scale)
+
+
+def bare_loop(overrides: Sequence[str], data_dir: str, scale: float) -> float:
+    """Seconds of one trial's training steps and evaluations in a bare torch loop, for the study that `overrides`
+    (over the `mnrl_scale` experiment) describes, at `scale`: pre-tokenized batches, the trial's fused AdamW, linear
+    warmup schedule and gradient clipping, bf16 autocast when the trial's precision is bf16, on the trial's device,
+    the evaluations called directly (every eval step, the end, the test split; not step 0, which a study evaluates
+    once for all its trials)."""
     import torch
     from hydra import compose, initialize_config_dir
+    from sentence_transformers.util import batch_to_device
     from transformers import get_scheduler
 
     from sweep.config.checks import CONFIG_DIR
@@ -73,14 +81,15 @@ def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> f
     from sweep.training.resources import spearman, stsb_evaluator
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        overrides = [*study_overrides(s, model), f"loss.scale={scale}", f"data.local_dir={data_dir}"]
-        cfg = compose("config", overrides=["+experiment=mnrl_scale", *overrides])
+        extra = [f"loss.scale={scale}", f"data.local_dir={data_dir}"]
+        cfg = compose("config", overrides=["+experiment=mnrl_scale", *overrides, *extra])
     cfg = resolve_trial_config(cfg)
     t = cfg.trial
+    device = str(t.device) if str(t.device) != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     splits = load_all(cfg.data, 0)
     validation = stsb_evaluator(splits["validation"], "v", t.eval_batch_size)
     test = stsb_evaluator(splits["test"], "t", t.eval_batch_size)
-    net = build_model(cfg.model, seed=t.seed, device="cpu")
+    net = build_model(cfg.model, seed=t.seed, device=device)
     loss = build_loss(net, cfg)
     rows = splits["train"].shuffle(seed=t.seed)
     columns = rows.column_names
@@ -90,10 +99,16 @@ def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> f
     params = [p for p in loss.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=t.learning_rate, weight_decay=t.weight_decay, fused=True)
     schedule = get_scheduler(t.lr_scheduler, optimizer, math.ceil(t.warmup_ratio * t.max_steps), t.max_steps)
+    autocast = torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=t.precision == "bf16")
+    synchronize = torch.cuda.synchronize if device.startswith("cuda") else lambda: None
+    synchronize()
     start = time.perf_counter()
     for step, features in enumerate(batches, start=1):
         net.train()
-        loss([dict(f) for f in features], None).backward()
+        on_device = [batch_to_device(dict(f), torch.device(device)) for f in features]  # copies: the loss adds keys
+        with autocast:
+            value = loss(on_device, None)
+        value.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         schedule.step()
@@ -101,6 +116,7 @@ def bare_loop_seconds(s: Settings, model: str, data_dir: str, scale: float) -> f
         if step % t.eval_steps == 0 or step == t.max_steps:
             spearman(validation, net)
     spearman(test, net)
+    synchronize()
     return time.perf_counter() - start
 
 
