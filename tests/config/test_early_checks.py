@@ -91,3 +91,19 @@ def test_every_scale_names_a_metric_mlflow_takes_and_the_reports_read_back(scale
 def test_the_published_metric_names_are_unchanged():
     names = [loss_metric(scale) for scale in (0, 0.5, 1, 20, 50, 100)]
     assert names == [f"sim_loss_at_scale_{s}" for s in ("0", "0.5", "1", "20", "50", "100")]
+
+
+@pytest.mark.parametrize(
+    ("args", "key"),
+    [
+        (["+experiment=mnrl_scale", "study.seeds=[]"], "study.seeds"),
+        (["data.train.max_samples=10", "trial.batch_size=64"], "data.train.max_samples"),
+    ],
+    ids=["no-seeds", "rows-below-a-batch"],
+)
+def test_on_the_command_line_each_is_one_line_and_exit_code_2(tmp_path, args, key):
+    done = run_sweep(*TINY, "name=x", *args, home=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"sweep: invalid config: {key}=")
+    assert not (tmp_path / "optuna.db").exists(), "refused before any study was opened"
