@@ -38,10 +38,12 @@ def test_names_the_experiments_use_still_pass(compose_cfg, name):
     check_study_name(compose_cfg(f"name={name}").study.name)
 
 
-@pytest.mark.parametrize("args", [["name=../../../x"], ["-m", "name=ok,../../../x"]], ids=["run", "multirun"])
-def test_a_path_as_name_exits_2_before_hydra_makes_a_folder_of_it(tmp_path, args):
+@pytest.mark.parametrize(
+    ("flags", "name"), [([], "name=../../../x"), (["-m"], "name=ok,../../../x")], ids=["run", "multirun"]
+)
+def test_a_path_as_name_exits_2_before_hydra_makes_a_folder_of_it(tmp_path, flags, name):
     home = tmp_path / "a" / "b" / "home"
-    done = run_sweep(*TINY, *args, home=home, timeout=300)
+    done = run_sweep(*flags, *TINY, name, home=home, timeout=300)
     assert done.returncode == 2, done.stderr[-3000:]
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("sweep: invalid config: name='../../../x': a study name is a name, not a path")
