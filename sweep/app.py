@@ -23,6 +23,7 @@ from sweep.config import multirun
 from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
 from sweep.config.composition import config_error
 from sweep.config.devices import place_workers
+from sweep.config.early_checks import check_study_name
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL
@@ -170,6 +171,33 @@ class DistinctStudies(Callback):
         if refusal is not None:
             print(f"sweep: invalid config: {refusal}", file=sys.stderr)
             sys.exit(2)
+
+
+class NameIsAName(Callback):
+    """`hydra.callbacks` (conf/config.yaml): a study name that is a path (``name=../x``, ``name=a/b``) is refused before
+    Hydra creates its output folder from it (``hydra/${name}/...``), with one line (`check_study_name`)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _refuse_path_name([config])
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            jobs = [job for _, job in multirun.composed_jobs(config)]
+        except (HydraException, OmegaConfBaseException):  # a job that does not compose: Hydra's check says which
+            return
+        _refuse_path_name(jobs)
+
+
+def _refuse_path_name(configs: list[DictConfig]) -> None:
+    try:
+        for config in configs:
+            check_study_name(config.name)
+            check_study_name(config.study.name)
+    except ConfigError as error:
+        print(f"sweep: invalid config: {error}", file=sys.stderr)
+        sys.exit(2)
+    except OmegaConfBaseException:  # a name that does not resolve: the run's own checks name it
+        return
 
 
 def _worker_arguments() -> list[str]:

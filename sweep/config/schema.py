@@ -1,8 +1,9 @@
 """The typed config boundary: one dataclass per config group with a fixed set of keys, the schema Hydra composes the
 YAML under `sweep/conf/` into (structured configs, the primary-config schema: `conf/config.yaml` lists
-``base_config`` first in its defaults; `conf/loss/wrapper/default.yaml` lists ``base_wrapper``,
-`conf/loss/scale_schedule/default.yaml` ``base_scale_schedule``). Composing it and turning Hydra's and OmegaConf's
-errors into the one-line `ConfigError`: `sweep.config.composition`.
+``base_config`` first in its defaults; `conf/loss/wrapper/default.yaml` lists ``/base_wrapper@_here_``,
+`conf/loss/scale_schedule/default.yaml` ``/base_scale_schedule@_here_``: stored at the root, not in their groups,
+so that `--help` does not list them as options). Composing it and turning Hydra's and OmegaConf's errors into the
+one-line `ConfigError`: `sweep.config.composition`.
 
 Division of labour:
 
@@ -263,8 +264,9 @@ def register() -> None:
     """Store the schemas in Hydra's ConfigStore under the names the YAML defaults lists use (idempotent)."""
     store = ConfigStore.instance()
     store.store(name="base_config", node=SweepConfig)
-    store.store(group="loss/wrapper", name="base_wrapper", node=WrapperConfig)
-    store.store(group="loss/scale_schedule", name="base_scale_schedule", node=ScaleScheduleConfig)
+    # at the root, as base_config: a schema stored in a group would be listed by --help as one of its options
+    store.store(name="base_wrapper", node=WrapperConfig)
+    store.store(name="base_scale_schedule", node=ScaleScheduleConfig)
 
 
 register()

@@ -213,8 +213,9 @@ def in_batch_statistics(
 
 
 def loss_metric(scale: float) -> str:
-    """The metric name of the MNRL loss at ``scale``: ``sim_loss_at_scale_20``, ``sim_loss_at_scale_0.5``."""
-    return f"sim_loss_at_scale_{scale:g}"
+    """The metric name of the MNRL loss at ``scale``: ``sim_loss_at_scale_20``, ``sim_loss_at_scale_0.5``,
+    ``sim_loss_at_scale_1e09`` (MLflow refuses the ``+`` of ``1e+09``; the name still reads back as a number)."""
+    return f"sim_loss_at_scale_{scale:g}".replace("e+", "e")
 
 
 def prob_random_above_positive(positive: np.ndarray, random: np.ndarray) -> float:

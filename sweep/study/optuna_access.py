@@ -1,4 +1,5 @@
-"""The one place sweep reaches past Optuna's public API, with what it relies on there (checked with optuna 4.x).
+"""The one place sweep reaches past Optuna's public API, with what it relies on there (tested with optuna 4.x and
+5.0; pyproject.toml caps optuna below 5.1, and tests/study/test_library_internals.py fails when an upgrade moves one).
 
 Optuna's public API gives no way to do these; each is used by the module named:
 

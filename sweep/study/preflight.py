@@ -17,6 +17,7 @@ from sweep.config.checks import (
     validate_trial,
     with_values,
 )
+from sweep.config.early_checks import check_batch_fits, check_precision
 from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler
 from sweep.config.scale_temperature import scale_values
 from sweep.evaluation import extra_sets
@@ -47,6 +48,8 @@ def validate_trial_config(cfg: DictConfig) -> DictConfig:
     check_stats(cfg.stats)
     check_optimizer_and_scheduler(cfg.trial)
     check_device(cfg.trial.device)
+    check_batch_fits(cfg.data.train.max_samples, cfg.trial.batch_size)
+    check_precision(cfg.trial.precision, cfg.trial.device)
     return cfg
 
 

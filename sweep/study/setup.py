@@ -53,6 +53,7 @@ from sweep.config.checks import (
 )
 from sweep.config.composition import check_known_keys
 from sweep.config.database_drivers import require_driver
+from sweep.config.early_checks import check_seeds, check_study_name
 from sweep.evaluation.objective import objective_name
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
@@ -220,6 +221,8 @@ def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
     data files, before training. Returns the distinct model configs of those points (for the availability check)."""
     check_known_keys(cfg)
     validate_study(cfg.study)
+    check_study_name(cfg.study.name)
+    check_seeds(cfg.study.seeds)
     require_driver("study.storage", cfg.study.storage)
     require_driver("tracking.uri", cfg.tracking.uri)
     interval = cfg.tracking.system_metrics_interval_s

@@ -14,6 +14,9 @@ or the claim was committed but not acknowledged, which reads as "another worker 
 Optuna: its point would be lost and a grid's workers would wait for it forever. Here such a trial is stale once
 this process has seen it without a heartbeat for the grace period (measured on this process's clock: the claim's
 ``datetime_start`` comes from the claiming machine's clock and time zone).
+
+Relies on RDBStorage's private ``_get_stale_trial_ids(study_id)``, ``scoped_session``, its tables (`optuna_access`)
+and the method names of `RETRIED` (tested with optuna 4.x and 5.0: tests/study/test_library_internals.py).
 """
 
 from __future__ import annotations

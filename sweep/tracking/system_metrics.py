@@ -24,7 +24,8 @@ class TrialMonitor(SystemMetricsMonitor):
     the tracking store after every sample and stops for good at the first failed read (a server outage), and logs
     with a client of its own, around the outage buffer. This one samples until the trial ends it (`finish`), and
     hands each sample to the writer as a deferred write (`BufferedWriter.defer`), which the trial's next write
-    delivers. Relies on the parent's ``_shutdown_event`` and ``_logging_step`` (MLflow 3.x, pinned below 3.18)."""
+    delivers. Relies on the parent's ``_shutdown_event``, ``_logging_step``, ``monitors`` and its ``tracking_uri``
+    argument (tested with MLflow 3.17, pinned to it: tests/study/test_library_internals.py)."""
 
     def __init__(self, run: TrialRun, interval_s: float) -> None:
         super().__init__(run.run_id, sampling_interval=interval_s, tracking_uri=run.client.tracking_uri)

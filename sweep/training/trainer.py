@@ -89,11 +89,19 @@ class ProgressLines(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         steps, every = state.max_steps, args.eval_steps
-        log.info("trial %d: training %d steps, validation every %d", self.trial_number, steps, every)
+        log.info("trial %d: %s", self.trial_number, training_line(steps, every))
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         value = (metrics or {}).get(f"eval_{VALIDATION}_spearman_cosine", math.nan)
         log.info("trial %d: step %d/%d, validation %.4f", self.trial_number, state.global_step, state.max_steps, value)
+
+
+def training_line(steps: int, every: int) -> str:
+    """What a trial will do, as its first training line: the steps and when the validation set is scored (the trainer
+    scores it every `every` steps; the trial scores the trained model at the end, `sweep.training.trial.score`)."""
+    if every > steps:
+        return f"training {steps} steps, validation at the end only (trial.eval_steps={every} is more than the steps)"
+    return f"training {steps} steps, validation every {every}"
 
 
 class BarWithoutDicts(ProgressCallback):

@@ -34,7 +34,11 @@ def test_default_experiment_grid_covers_0_20_50(compose_cfg):
     assert cfg.trial.weight_decay == 0, "scale 0 needs weight decay 0"
 
 
-def test_gpu_preset_composes_and_validates(compose_cfg):
+def test_gpu_preset_composes_and_validates(compose_cfg, monkeypatch):
+    import transformers.utils
+
+    # as on the GPU the preset is for: its bf16 is refused where no accelerator has it (tests/config/test_early_checks)
+    monkeypatch.setattr(transformers.utils, "is_torch_bf16_gpu_available", lambda: True)
     cfg = compose_cfg("+experiment=mnrl_scale", "preset=gpu", tiny=False)
     assert cfg.model.name_or_path == "microsoft/mpnet-base"
     assert cfg.data.source == "hub" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"

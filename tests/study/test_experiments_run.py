@@ -40,6 +40,8 @@ def test_experiment_runs_one_grid_point(compose_cfg, shared_root, experiment):
     cfg = compose_cfg(f"+experiment={experiment}", *SHORT, shared_root, tiny=False)
     space = OmegaConf.to_container(cfg.study.search_space)
     cfg.study.search_space = last_grid_point(space)
+    batch = cfg.study.search_space.get("trial", {}).get("batch_size", [cfg.trial.batch_size])[0]
+    cfg.data.train.max_samples = max(cfg.data.train.max_samples, batch)  # at least one batch of rows, or refused
     sweep = open_sweep(cfg)
     sweep.run()
     table = finish(sweep)
