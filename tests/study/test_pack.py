@@ -199,8 +199,12 @@ def test_memory_guard_shrinks_the_pack_to_what_fits_and_waits_for_one(compose_cf
     assert guard.per_member == 3 * pack_module.GIB, "learnt from the peak of a pack"
 
 
-def test_offline_gpu_preset_composes_and_validates_without_the_hub(compose_cfg):
+def test_offline_gpu_preset_composes_and_validates_without_the_hub(compose_cfg, monkeypatch):
     """`preset=gpu_offline`: the packaged MiniLM and the local data, bf16, device auto; checked on CPU."""
+    import transformers.utils
+
+    # as on the GPU the preset is for: its bf16 is refused where no accelerator has it (tests/config/test_early_checks)
+    monkeypatch.setattr(transformers.utils, "is_torch_bf16_gpu_available", lambda: True)
     cfg = compose_cfg("+experiment=mnrl_scale", "preset=gpu_offline", "study.pack=4", tiny=False)
     assert cfg.model.name_or_path == "sentence-transformers/all-MiniLM-L6-v2" and cfg.model.kind == "transformer"
     assert cfg.data.source == "local" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"
