@@ -20,9 +20,10 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.config import multirun
-from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
+from sweep.config.checks import CONFIG_DIR, with_values
 from sweep.config.composition import config_error
 from sweep.config.devices import place_workers
+from sweep.errors import ConfigError
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL

@@ -19,8 +19,9 @@ import pandas as pd
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.checks import ConfigError, eval_batch_size
+from sweep.config.checks import eval_batch_size
 from sweep.config.composition import compose_config
+from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
 from sweep.stats.probe import EmbeddingKeepingEvaluator

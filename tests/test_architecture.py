@@ -73,7 +73,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # The floor plan, bottom first: each layer is a set of root modules or sub-packages of `sweep`. A module may import
 # from its own layer and the layers below it, never from one above.
 LAYERS: list[set[str]] = [
-    {"sweep", "sweep.names", "sweep.signals"},
+    {"sweep", "sweep.errors", "sweep.names", "sweep.signals"},
     {"sweep.config"},
     {"sweep.tracking"},
     {"sweep.inputs"},
@@ -86,8 +86,8 @@ LAYERS: list[set[str]] = [
     {"sweep.bench"},
     {"sweep.evaluate", "sweep.app", "sweep.__main__"},
 ]
-# The only modules at the package root: the entry points and the two names every layer shares.
-ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.evaluate", "sweep.names", "sweep.signals"}
+# The only modules at the package root: the entry points and what every layer shares (names, signals, errors).
+ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.errors", "sweep.evaluate", "sweep.names", "sweep.signals"}
 SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
 SUB_PACKAGES += ["sweep.study", "sweep.losses"]
 
@@ -149,7 +149,10 @@ def test_no_import_cycle_in_the_package():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-@pytest.mark.parametrize(("module", "allowed"), [("sweep.names", set()), ("sweep.config.checks", {"sweep.names"})])
+BOTTOM = [("sweep.names", set()), ("sweep.errors", set()), ("sweep.config.checks", {"sweep.errors", "sweep.names"})]
+
+
+@pytest.mark.parametrize(("module", "allowed"), BOTTOM)
 def test_the_bottom_layer_imports_nothing_above_it(module, allowed):
     assert GRAPH[module] <= allowed, f"{module} imports {sorted(GRAPH[module] - allowed)}"
 

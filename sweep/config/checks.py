@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from sweep.errors import ConfigError
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 
 # The Hydra config tree ships inside the package, so an installed wheel finds it from any directory.
@@ -26,14 +27,6 @@ BATCH_SAMPLERS = ("no_duplicates", "batch_sampler")
 DIRECTIONS = ("maximize", "minimize")
 METRICS = (ATTR_VALIDATION_SPEARMAN,)  # study.metric: what the study records as its metric
 SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.training.kept_models)
-
-
-class ConfigError(ValueError):
-    """A config value that cannot run; the message names the key, the value and what is allowed."""
-
-    def __init__(self, key: str, value: Any, allowed: str) -> None:
-        self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(f"{key}={value!r}: {allowed}")
 
 
 def plain_dict(node: DictConfig | ListConfig, resolve: bool = True) -> dict[str, Any]:

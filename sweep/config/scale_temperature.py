@@ -14,7 +14,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config.checks import CONFIG_DIR, ConfigError, plain_dict, require_number, with_values
+from sweep.config.checks import CONFIG_DIR, plain_dict, require_number, with_values
+from sweep.errors import ConfigError
 
 KEYS = ("scale", "temperature")
 

@@ -30,7 +30,8 @@ from sentence_transformers.sentence_transformer.evaluation import (
     SentenceEvaluator,
 )
 
-from sweep.config.checks import ConfigError, eval_batch_size, plain_dict, require_int
+from sweep.config.checks import eval_batch_size, plain_dict, require_int
+from sweep.errors import ConfigError
 from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX
 

@@ -36,7 +36,8 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.losses.adaptive_layer import TransformerDecorator
 from sentence_transformers.util import batch_to_device
 
-from sweep.config.checks import ConfigError, eval_batch_size, parse_numbers, require_choice
+from sweep.config.checks import eval_batch_size, parse_numbers, require_choice
+from sweep.errors import ConfigError
 from sweep.evaluation.objective import CELL, GRID_OBJECTIVES, allowed_objectives
 from sweep.inputs.model import model_shape
 

@@ -12,7 +12,8 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 from transformers import TrainerCallback
 
-from sweep.config.checks import ConfigError, require_choice, with_values
+from sweep.config.checks import require_choice, with_values
+from sweep.errors import ConfigError
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
 from sweep.losses.scale_schedule import ScaleSchedule, ScaleScheduleCallback, schedule_of, schedule_values

@@ -11,7 +11,8 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss
 from torch import Tensor, nn
 
-from sweep.config.checks import ConfigError, parse_numbers, require_number
+from sweep.config.checks import parse_numbers, require_number
+from sweep.errors import ConfigError
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
 from sweep.losses.spec import SCORED_PAIRS, LossSpec
 

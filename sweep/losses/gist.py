@@ -8,7 +8,8 @@ from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 
-from sweep.config.checks import ConfigError, require_choice, require_number
+from sweep.config.checks import require_choice, require_number
+from sweep.errors import ConfigError
 from sweep.inputs.model import build_model, resolve_path
 from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, LossSpec
 

@@ -12,7 +12,8 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from torch import Tensor, nn
 from transformers import TrainerCallback
 
-from sweep.config.checks import ConfigError, require_number
+from sweep.config.checks import require_number
+from sweep.errors import ConfigError
 from sweep.losses import mnrl
 from sweep.losses.spec import TEXT_TUPLES, LossSpec
 

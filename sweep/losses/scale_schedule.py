@@ -26,8 +26,9 @@ from typing import Any
 from omegaconf import DictConfig
 from transformers import TrainerCallback
 
-from sweep.config.checks import ConfigError, plain_dict, require_choice, require_int, require_number
+from sweep.config.checks import plain_dict, require_choice, require_int, require_number
 from sweep.config.scale_temperature import given_scale
+from sweep.errors import ConfigError
 
 KINDS = ("constant", "cosine", "linear")
 KEY = "loss.scale_schedule"

@@ -16,7 +16,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss, MatryoshkaLoss
 from torch import nn
 
-from sweep.config.checks import ConfigError, parse_numbers, require_choice, require_int, require_number
+from sweep.config.checks import parse_numbers, require_choice, require_int, require_number
+from sweep.errors import ConfigError
 from sweep.inputs.model import model_shape
 
 WRAPPERS = ("matryoshka", "adaptive_layer", "matryoshka2d")

@@ -14,7 +14,8 @@ from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import ConfigError, plain_dict, require_int, require_number
+from sweep.config.checks import plain_dict, require_int, require_number
+from sweep.errors import ConfigError
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure

@@ -9,7 +9,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweep.config import search_space
 from sweep.config.checks import (
-    ConfigError,
     eval_batch_size,
     validate_data,
     validate_learning_rate,
@@ -19,6 +18,7 @@ from sweep.config.checks import (
 )
 from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler
 from sweep.config.scale_temperature import scale_values
+from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import validate_layer_grid
 from sweep.inputs.data import DATA_SPLITS, resolve_source

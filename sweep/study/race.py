@@ -33,7 +33,7 @@ from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.evaluation.predictions import load_predictions
 from sweep.names import (
     ATTR_CONFIG_ERROR,

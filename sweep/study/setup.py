@@ -43,7 +43,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
 from sweep.config.checks import (
-    ConfigError,
     plain_dict,
     require_auto_or_int,
     require_choice,
@@ -53,6 +52,7 @@ from sweep.config.checks import (
 )
 from sweep.config.composition import check_known_keys
 from sweep.config.database_drivers import require_driver
+from sweep.errors import ConfigError
 from sweep.evaluation.objective import objective_name
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space

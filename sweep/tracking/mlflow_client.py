@@ -31,7 +31,8 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from sweep.config.checks import ConfigError, require_number
+from sweep.config.checks import require_number
+from sweep.errors import ConfigError, TrackingOutage
 from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_MLFLOW_PARENT_RUN_ID,
@@ -47,10 +48,8 @@ from sweep.names import (
     TAG_TRIAL_NUMBER,
     TAG_WORKER,
 )
-from sweep.tracking.outage_buffer import BufferedWriter, TrackingOutage, use_http_defaults
+from sweep.tracking.outage_buffer import BufferedWriter, use_http_defaults
 from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
-
-__all__ = ["TrackingOutage"]  # raised by TrialRun() when the server stays unreachable past the limit
 
 log = logging.getLogger(__name__)
 

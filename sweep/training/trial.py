@@ -22,6 +22,7 @@ from transformers import set_seed
 from transformers.trainer_callback import PrinterCallback
 
 from sweep.config.checks import with_values
+from sweep.errors import DivergenceError
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import log_layer_grid, stsb_layer_grid
 from sweep.evaluation.objective import objective_value
@@ -268,7 +269,3 @@ def train_and_evaluate(
         scores = {f"{VALIDATION}_spearman": val, **metrics, **extra_scores}
         on_trained(prepared.model, objective, scores, collapsed, step=steps, data=prepared.data)
     return objective
-
-
-class DivergenceError(RuntimeError):
-    """The training loss became NaN or infinite."""

@@ -9,9 +9,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep.config import search_space
-from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, ConfigError, flatten
+from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, CONFIG_DIR, flatten
 from sweep.config.composition import compose_config
 from sweep.config.scale_temperature import resolve_scale
+from sweep.errors import ConfigError
 from sweep.study.lifecycle import open_sweep
 from sweep.study.preflight import validate_trial_config
 from sweep.study.setup import declared_space, validate

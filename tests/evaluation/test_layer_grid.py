@@ -10,7 +10,8 @@ import torch
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.checks import ConfigError, parse_numbers
+from sweep.config.checks import parse_numbers
+from sweep.errors import ConfigError
 from sweep.evaluation.layer_grid import (
     grid_metrics,
     grid_sets,

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from sqlalchemy import create_engine, text
 from sqlalchemy import exc as sqlalchemy_exc
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.study import setup
 from sweep.study.setup import open_storage
 from sweep.tracking.mlflow_client import open_tracking

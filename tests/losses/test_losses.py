@@ -15,8 +15,9 @@ from sentence_transformers import SentenceTransformerTrainer, SentenceTransforme
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, MatryoshkaLoss
 
 from sweep.config import search_space
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
 from sweep.config.scale_temperature import resolve_scale
+from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
 from sweep.losses import LOSSES, build_loss, learning_rate_mapping, resolve_loss
 from sweep.losses.angle_composite import AnglECompositeLoss

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
 from sweep.losses import build_loss, loss_values, schedule_callback
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss

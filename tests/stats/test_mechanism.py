@@ -12,7 +12,7 @@ import torch
 from datasets import Dataset
 from omegaconf import OmegaConf
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics
 from sweep.stats.probe import ConcentrationProbe, Encodings, loss_scales
 from sweep.study.preflight import validate_trial_config

@@ -10,8 +10,9 @@ import optuna
 import pytest
 
 from sweep.config import search_space
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
 from sweep.config.composition import compose_config
+from sweep.errors import ConfigError
 from sweep.study.setup import QueuedGridSampler, create_or_load, make_pruner, make_sampler, open_storage, validate
 
 GRID = {"loss.scale": [1.0, 20.0]}
