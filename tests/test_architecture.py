@@ -160,3 +160,29 @@ def test_the_bottom_layer_imports_nothing_above_it(module, allowed):
 def test_only_the_entry_point_imports_the_cli():
     importers = sorted(module for module, targets in GRAPH.items() if "sweep.app" in targets)
     assert importers == ["sweep.__main__"], importers
+
+
+# The config stops at the entry points: below `sweep.app`, the study loop and `sweep.evaluate`, a function takes the
+# section or the values it uses. These are the functions that still take the whole config (`cfg`, the root's name
+# throughout the package, or a `SweepConfig`): the entry points, the config's own tools (copying it with values,
+# flattening it, checking its keys), the checks of one trial's whole config and the trial that reads most of it.
+MAX_WHOLE_CONFIG = 25
+
+
+def whole_config_functions() -> list[str]:
+    """Every function of the package with a parameter named ``cfg`` or annotated ``SweepConfig``."""
+    found = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                annotations = [ast.unparse(param.annotation) for param in params if param.annotation is not None]
+                if any(param.arg == "cfg" for param in params) or any("SweepConfig" in a for a in annotations):
+                    found.append(f"{module}.{node.name}")
+    return found
+
+
+def test_the_config_stops_at_the_entry_points():
+    found = whole_config_functions()
+    assert {"sweep.app.run", "sweep.study.lifecycle.open_sweep"} <= set(found), "the scan sees the entry points"
+    assert len(found) <= MAX_WHOLE_CONFIG, f"{len(found)} functions take the whole config: {found}"

@@ -29,7 +29,11 @@ from sweep.stats.probe import check_stats
 def resolve_trial_config(cfg: DictConfig) -> DictConfig:
     """A copy of `cfg` with the derived keys consistent: scale/temperature, AnglE weights, the evaluation batch size
     (`cfg` is unchanged)."""
-    derived = {**scale_values(cfg), **loss_values(cfg), "trial.eval_batch_size": eval_batch_size(cfg)}
+    derived = {
+        **scale_values(cfg.loss),
+        **loss_values(cfg.loss),
+        "trial.eval_batch_size": eval_batch_size(cfg.trial, cfg.model.kind),
+    }
     return with_values(cfg, derived)
 
 
@@ -39,11 +43,11 @@ def validate_trial_config(cfg: DictConfig) -> DictConfig:
     cfg = resolve_trial_config(cfg)
     validate_model(cfg.model)
     validate_trial(cfg.trial)
-    validate_learning_rate(cfg)
+    validate_learning_rate(cfg.trial, cfg.model)
     validate_data(cfg.data)
     validate_loss(cfg)
-    extra_sets.validate(cfg)
-    validate_layer_grid(cfg)
+    extra_sets.validate(cfg.eval)
+    validate_layer_grid(cfg.eval, cfg.model, cfg.study.pruner)
     check_stats(cfg.stats)
     check_optimizer_and_scheduler(cfg.trial)
     check_device(cfg.trial.device)

@@ -81,10 +81,10 @@ def test_search_space_grid_and_distributions():
 
 def test_seeds_become_a_trial_seed_axis(compose_cfg):
     cfg = compose_cfg("+experiment=mnrl_scale", "study.seeds=[0,1,2]", tiny=False)
-    space = search_space.parse(declared_space(cfg))
+    space = search_space.parse(declared_space(cfg.study))
     assert space["trial.seed"] == [0, 1, 2] and search_space.grid_size(space) == 3 * len(space["loss.scale"])
     with pytest.raises(ConfigError, match="study.seeds"):
-        declared_space(compose_cfg("study.seeds=[0]", "+study.search_space.trial.seed=[1]"))
+        declared_space(compose_cfg("study.seeds=[0]", "+study.search_space.trial.seed=[1]").study)
 
 
 def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):

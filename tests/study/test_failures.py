@@ -216,7 +216,7 @@ def test_the_printed_summary_picks_the_best_by_the_study_direction():
             "trial": {"save_model": "none"},
             "eval": {"objective": "grid_mean"},
             "stats": {"paired": {"level": 0.95}},
-            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
+            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x", "registered_model_name": None},
         }
     )
     sweep = SimpleNamespace(
