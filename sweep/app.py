@@ -20,10 +20,12 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.config import multirun
-from sweep.config.checks import CONFIG_DIR, ConfigError, with_values
+from sweep.config.checks import CONFIG_DIR, with_values
 from sweep.config.composition import config_error
 from sweep.config.devices import place_workers
 from sweep.config.early_checks import check_study_name
+from sweep.config.schema import StudyConfig
+from sweep.errors import ConfigError
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL
@@ -123,7 +125,7 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
         f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
         *ui_links.open_lines(uri, sweep.experiment_id, sweep.parent_run_id, sweep.cfg.study.storage),
     ]
-    best_model = kept_models.parent_tags(sweep.cfg).get(TAG_BEST_MODEL_PATH)
+    best_model = kept_models.parent_tags(kept_models.Keeping.of(sweep.cfg)).get(TAG_BEST_MODEL_PATH)
     if best_model:
         lines.append(f"Best model: {best_model} (SentenceTransformer(path); rescore: python -m sweep.evaluate)")
     return "\n".join(lines)
@@ -207,17 +209,18 @@ def _worker_arguments() -> list[str]:
     return list(hydra_config.overrides.task) if hydra_config.mode == RunMode.MULTIRUN else sys.argv[1:]
 
 
-def _extra_workers(cfg: DictConfig) -> tuple[list[Worker], bool]:
+def _extra_workers(study: StudyConfig, device: str) -> tuple[list[Worker], bool]:
     """The worker processes this run starts beside itself, and whether it trains too (raises ConfigError).
 
     With `study.devices` one process per worker, each pinned to its GPU, and this process only coordinates (opens
     the study, waits, reports). It cannot pin itself safely: validating the config may call torch.cuda.is_available()
     (trial.device=cuda, eval_batch_size auto), whose cuInit fixes the GPUs a process sees for its lifetime, and a
     library may do so at import; a worker started with CUDA_VISIBLE_DEVICES in its environment sees its one GPU
-    whatever runs in it. The idle coordinator creates no CUDA context, so it holds no GPU memory."""
-    if cfg.study.devices is None:
-        return [Worker()] * (cfg.study.n_workers - 1), True
-    placements = place_workers(cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
+    whatever runs in it. The idle coordinator creates no CUDA context, so it holds no GPU memory (``study``: the `study`
+    section, ``device``: `trial.device`)."""
+    if study.devices is None:
+        return [Worker()] * (study.n_workers - 1), True
+    placements = place_workers(study.devices, study.n_workers, device)
     log.info("study.devices: %d workers on %s", len(placements), ", ".join(p.label for p in placements))
     return [Worker(p.environment(), p.overrides()) for p in placements], False
 
@@ -241,7 +244,7 @@ def run(cfg: DictConfig) -> None:
     quiet_interrupt_tracebacks()
     try:
         check_stop()  # a signal while importing that a finalizer dropped (sweep.signals.stop_while_importing)
-        extra, trains = _extra_workers(cfg)
+        extra, trains = _extra_workers(cfg.study, cfg.trial.device)
         threads = None
         if extra:  # every worker process gets its share of the cores
             threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
@@ -274,7 +277,8 @@ def run(cfg: DictConfig) -> None:
         lines = paired_summary(sweep, table)
         for line in lines:
             print(line)
-        kept_models.record_verdict(sweep.cfg, sweep.client, lines)  # the best model's card says what the study found
+        # the best model's card says what the study found
+        kept_models.record_verdict(kept_models.Keeping.of(sweep.cfg), sweep.client, lines)
         sweep.client.writer.flush()
     for point, reason in grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []:
         print(

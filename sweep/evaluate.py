@@ -19,8 +19,9 @@ import pandas as pd
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.checks import ConfigError, eval_batch_size
+from sweep.config.checks import eval_batch_size
 from sweep.config.composition import compose_config
+from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
 from sweep.stats.probe import EmbeddingKeepingEvaluator
@@ -30,35 +31,39 @@ from sweep.training.resources import stsb_evaluator  # the trial's own evaluator
 SCORED_SPLITS = ("validation", "test")  # the STSB splits --splits may name
 
 
-def stsb_scores(cfg: DictConfig, splits: Sequence[str]) -> dict[str, EmbeddingKeepingEvaluator]:
-    """The STSB evaluators of ``splits``, subset exactly as a trial subsets them (so values match the logged)."""
+def stsb_scores(data: DictConfig, splits: Sequence[str], batch_size: int) -> dict[str, EmbeddingKeepingEvaluator]:
+    """The STSB evaluators of ``splits`` of the `data` section, subset exactly as a trial subsets them (so values
+    match the logged)."""
     evaluators = {}
     for split in splits:
-        dataset = data_module.load_split(cfg.data, split)
-        dataset = data_module.subset(dataset, cfg.data[split].max_samples, cfg.data.seed)
-        evaluators[split] = stsb_evaluator(dataset, f"stsb_{split}", eval_batch_size(cfg))
+        dataset = data_module.load_split(data, split)
+        dataset = data_module.subset(dataset, data[split].max_samples, data.seed)
+        evaluators[split] = stsb_evaluator(dataset, f"stsb_{split}", batch_size)
     return evaluators
 
 
-def check_sources(args: argparse.Namespace, cfg: DictConfig) -> None:
+def check_sources(args: argparse.Namespace, root: str) -> None:
     """Refuse a ``--model`` that is not a folder and a ``--study`` without a kept best model (ValueError), before
-    any data or model is loaded."""
+    any data or model is loaded (a study's kept model under ``root``, `paths.root`)."""
     for path in args.model:
         if not Path(path).is_dir():
             raise ValueError(f"--model {path}: not a folder")
     for name in args.study:
-        best = kept_models.best_path(cfg.paths.root, name)
+        best = kept_models.best_path(root, name)
         if kept_models.read_meta(best) is None:
             raise ValueError(f"--study {name}: no kept best model in {best} (trial.save_model=best or all)")
 
 
-def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[str, object], SentenceTransformer]]:
-    """(description, model) for every ``--model``, ``--run-id`` and ``--study`` given, in that order."""
+def load_models(
+    args: argparse.Namespace, root: str, tracking_uri: str
+) -> list[tuple[dict[str, object], SentenceTransformer]]:
+    """(description, model) for every ``--model``, ``--run-id`` and ``--study`` given, in that order (a study's kept
+    model under ``root``, `paths.root`; runs at ``--tracking-uri``, else ``tracking_uri``, `tracking.uri`)."""
     models: list[tuple[dict[str, object], SentenceTransformer]] = []
     for path in args.model:
         models.append(({"source": "folder", "model": str(Path(path).resolve())}, SentenceTransformer(path)))
     for name in args.study:
-        best = kept_models.best_path(cfg.paths.root, name)
+        best = kept_models.best_path(root, name)
         meta = kept_models.read_meta(best)
         if meta is None:
             raise ValueError(f"--study {name}: no kept best model in {best} (trial.save_model=best or all)")
@@ -68,7 +73,7 @@ def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[st
         import mlflow
         import mlflow.sentence_transformers
 
-        mlflow.set_tracking_uri(args.tracking_uri or cfg.tracking.uri)
+        mlflow.set_tracking_uri(args.tracking_uri or tracking_uri)
         client = mlflow.MlflowClient()
         for run_id in args.run_id:
             uri = kept_models.model_uri(client, run_id)
@@ -78,12 +83,13 @@ def load_models(args: argparse.Namespace, cfg: DictConfig) -> list[tuple[dict[st
 
 def score_table(args: argparse.Namespace, cfg: DictConfig) -> pd.DataFrame:
     """One row per model: where it came from, STSB Spearman per split and every extra set's metrics."""
-    extra_sets.validate(cfg)
-    extra_sets.check_sets(cfg)
-    stsb = stsb_scores(cfg, args.splits)
-    extra = extra_sets.ExtraEvaluators.from_config(cfg)
+    extra_sets.validate(cfg.eval)
+    extra_sets.check_sets(cfg.eval, cfg.data)
+    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+    stsb = stsb_scores(cfg.data, args.splits, batch_size)
+    extra = extra_sets.ExtraEvaluators.from_config(cfg.eval, cfg.data, batch_size)
     rows = []
-    for row, model in load_models(args, cfg):
+    for row, model in load_models(args, cfg.paths.root, cfg.tracking.uri):
         for split, evaluator in stsb.items():
             row[f"stsb_{split}_spearman"] = float(evaluator(model)[f"stsb_{split}_spearman_cosine"])
         rows.append({**row, **extra.score(model)})
@@ -123,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         cfg = compose_config(args.overrides)
-        check_sources(args, cfg)
+        check_sources(args, cfg.paths.root)
     except (ConfigError, ValueError) as error:  # the command line itself: refused before any work, exit 2
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     try:

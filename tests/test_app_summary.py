@@ -42,7 +42,7 @@ def fake_sweep(objective: str) -> SimpleNamespace:
             "trial": {"save_model": "none"},
             "eval": {"objective": objective},
             "stats": {"paired": {"level": 0.95}},
-            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
+            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x", "registered_model_name": None},
         }
     )
     return SimpleNamespace(

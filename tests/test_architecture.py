@@ -75,7 +75,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # The floor plan, bottom first: each layer is a set of root modules or sub-packages of `sweep`. A module may import
 # from its own layer and the layers below it, never from one above.
 LAYERS: list[set[str]] = [
-    {"sweep", "sweep.names", "sweep.signals"},
+    {"sweep", "sweep.errors", "sweep.names", "sweep.signals"},
     {"sweep.config"},
     {"sweep.tracking"},
     {"sweep.inputs"},
@@ -88,8 +88,8 @@ LAYERS: list[set[str]] = [
     {"sweep.bench"},
     {"sweep.evaluate", "sweep.app", "sweep.__main__"},
 ]
-# The only modules at the package root: the entry points and the two names every layer shares.
-ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.evaluate", "sweep.names", "sweep.signals"}
+# The only modules at the package root: the entry points and what every layer shares (names, signals, errors).
+ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.errors", "sweep.evaluate", "sweep.names", "sweep.signals"}
 SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
 SUB_PACKAGES += ["sweep.study", "sweep.losses", "sweep.report"]
 LAZY_FACES = ["sweep.report", "sweep.stats"]  # faces that import each public name from its module on first use
@@ -191,7 +191,10 @@ def test_no_import_cycle_in_the_package():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-@pytest.mark.parametrize(("module", "allowed"), [("sweep.names", set()), ("sweep.config.checks", {"sweep.names"})])
+BOTTOM = [("sweep.names", set()), ("sweep.errors", set()), ("sweep.config.checks", {"sweep.errors", "sweep.names"})]
+
+
+@pytest.mark.parametrize(("module", "allowed"), BOTTOM)
 def test_the_bottom_layer_imports_nothing_above_it(module, allowed):
     assert GRAPH[module] <= allowed, f"{module} imports {sorted(GRAPH[module] - allowed)}"
 
@@ -199,3 +202,29 @@ def test_the_bottom_layer_imports_nothing_above_it(module, allowed):
 def test_only_the_entry_point_imports_the_cli():
     importers = sorted(module for module, targets in GRAPH.items() if "sweep.app" in targets)
     assert importers == ["sweep.__main__"], importers
+
+
+# The config stops at the entry points: below `sweep.app`, the study loop and `sweep.evaluate`, a function takes the
+# section or the values it uses. These are the functions that still take the whole config (`cfg`, the root's name
+# throughout the package, or a `SweepConfig`): the entry points, the config's own tools (copying it with values,
+# flattening it, checking its keys), the checks of one trial's whole config and the trial that reads most of it.
+MAX_WHOLE_CONFIG = 25
+
+
+def whole_config_functions() -> list[str]:
+    """Every function of the package with a parameter named ``cfg`` or annotated ``SweepConfig``."""
+    found = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                annotations = [ast.unparse(param.annotation) for param in params if param.annotation is not None]
+                if any(param.arg == "cfg" for param in params) or any("SweepConfig" in a for a in annotations):
+                    found.append(f"{module}.{node.name}")
+    return found
+
+
+def test_the_config_stops_at_the_entry_points():
+    found = whole_config_functions()
+    assert {"sweep.app.run", "sweep.study.lifecycle.open_sweep"} <= set(found), "the scan sees the entry points"
+    assert len(found) <= MAX_WHOLE_CONFIG, f"{len(found)} functions take the whole config: {found}"

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
 from sweep.config.composition import compose_config
+from sweep.errors import ConfigError
 from tests.conftest import TINY
 from tests.helpers import REPO, run_sweep
 

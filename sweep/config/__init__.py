@@ -5,7 +5,6 @@ vocabulary and section checks, input checks, scale vs temperature and the search
 from sweep.config.checks import (
     AUTO_EVAL_BATCH_SIZE,
     CONFIG_DIR,
-    ConfigError,
     eval_batch_size,
     flatten,
     parse_numbers,
@@ -29,7 +28,6 @@ from sweep.config.search_space import Space
 __all__ = [
     "AUTO_EVAL_BATCH_SIZE",
     "CONFIG_DIR",
-    "ConfigError",
     "Placement",
     "Space",
     "SweepConfig",

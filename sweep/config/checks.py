@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from sweep.errors import ConfigError
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 
 # The Hydra config tree ships inside the package, so an installed wheel finds it from any directory. A project's own
@@ -30,14 +31,6 @@ BATCH_SAMPLERS = ("no_duplicates", "batch_sampler")
 DIRECTIONS = ("maximize", "minimize")
 METRICS = (ATTR_VALIDATION_SPEARMAN,)  # study.metric: what the study records as its metric
 SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.training.kept_models)
-
-
-class ConfigError(ValueError):
-    """A config value that cannot run; the message names the key, the value and what is allowed."""
-
-    def __init__(self, key: str, value: Any, allowed: str) -> None:
-        self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(f"{key}={value!r}: {allowed}")
 
 
 def plain_dict(node: DictConfig | ListConfig, resolve: bool = True) -> dict[str, Any]:
@@ -170,16 +163,16 @@ def validate_trial(trial: DictConfig) -> None:
 MAX_TRANSFORMER_LEARNING_RATE = 1e-3
 
 
-def validate_learning_rate(cfg: DictConfig) -> None:
+def validate_learning_rate(trial: DictConfig, model: DictConfig) -> None:
     """A transformer is not trained at a static model's learning rate (`MAX_TRANSFORMER_LEARNING_RATE`)."""
-    lr = cfg.trial.learning_rate
-    if cfg.model.kind == "transformer" and lr > MAX_TRANSFORMER_LEARNING_RATE:
+    lr = trial.learning_rate
+    if model.kind == "transformer" and lr > MAX_TRANSFORMER_LEARNING_RATE:
         raise ConfigError(
             "trial.learning_rate",
             lr,
             f"a transformer (model.kind=transformer) collapses above {MAX_TRANSFORMER_LEARNING_RATE:g} (a static "
             f"model's rate): leave trial.learning_rate unset and unswept to train at the model's own "
-            f"model.learning_rate={cfg.model.learning_rate:g}, or use rates <= {MAX_TRANSFORMER_LEARNING_RATE:g}",
+            f"model.learning_rate={model.learning_rate:g}, or use rates <= {MAX_TRANSFORMER_LEARNING_RATE:g}",
         )
 
 
@@ -222,22 +215,22 @@ def validate_study(study: DictConfig) -> None:
 AUTO_EVAL_BATCH_SIZE = {"static": 256, "transformer_cpu": 32, "transformer_gpu": 256}
 
 
-def eval_batch_size(cfg: DictConfig) -> int:
-    """``trial.eval_batch_size``, with ``auto`` read as the batch size that encodes fastest for the model kind
-    and device."""
-    if cfg.trial.eval_batch_size != "auto":
-        return cfg.trial.eval_batch_size
-    if cfg.model.kind == "static":
+def eval_batch_size(trial: DictConfig, model_kind: str) -> int:
+    """``trial.eval_batch_size`` (of the `trial` section), with ``auto`` read as the batch size that encodes fastest
+    for the model kind (``model.kind``) and device."""
+    if trial.eval_batch_size != "auto":
+        return trial.eval_batch_size
+    if model_kind == "static":
         return AUTO_EVAL_BATCH_SIZE["static"]
     import torch  # slow to import: only for a transformer with trial.eval_batch_size=auto
 
-    on_gpu = cfg.trial.device != "cpu" and (cfg.trial.device != "auto" or torch.cuda.is_available())
+    on_gpu = trial.device != "cpu" and (trial.device != "auto" or torch.cuda.is_available())
     return AUTO_EVAL_BATCH_SIZE["transformer_gpu" if on_gpu else "transformer_cpu"]
 
 
 def resolve_eval_batch_size(cfg: DictConfig) -> DictConfig:
     """A copy of `cfg` with ``trial.eval_batch_size: auto`` replaced by the value used (for the logged params)."""
-    return with_values(cfg, {"trial.eval_batch_size": eval_batch_size(cfg)})
+    return with_values(cfg, {"trial.eval_batch_size": eval_batch_size(cfg.trial, cfg.model.kind)})
 
 
 def with_values(cfg: DictConfig, values: Mapping[str, Any]) -> DictConfig:

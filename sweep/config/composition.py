@@ -14,8 +14,9 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
 from sweep.config.schema import OPEN_SECTIONS, register
+from sweep.errors import ConfigError
 
 # What a schema type asks for, by the words of OmegaConf's ValidationError.
 EXPECTED = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 
 # What installs the driver SQLAlchemy picks for a bare `postgresql://` URL (psycopg 3 since SQLAlchemy 2.1).
 POSTGRES_FIX = "pip install 'sweep[postgres]'"

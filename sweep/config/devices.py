@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import ListConfig
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.names import TAG_DEVICE, TAG_SLURM_JOB_ID, TAG_SLURM_LOCALID
 
 log = logging.getLogger(__name__)

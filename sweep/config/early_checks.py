@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 
 # A study name becomes a folder (``<paths.root>/models/<name>``), an Optuna study and an MLflow run name: a name,
 # never a path. Letters, digits and _ first (no hidden or relative folder), then also . - + = , @ (``lr_1e-05``).

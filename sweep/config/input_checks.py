@@ -12,7 +12,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config.checks import ConfigError, flatten
+from sweep.config.checks import flatten
+from sweep.errors import ConfigError
 
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 # Setting one of these replaces the other (scale = 1/temperature): an override of either is lost when one is swept.

@@ -18,7 +18,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config.checks import ConfigError, with_values
+from sweep.config.checks import with_values
+from sweep.errors import ConfigError
 
 BASIC_SWEEPER = f"{BasicSweeper.__module__}.{BasicSweeper.__name__}"
 Job = tuple[list[str], DictConfig]  # a job's overrides and its composed config

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweep.config.checks import CONFIG_DIR, ConfigError, plain_dict, require_number, with_values
+from sweep.config.checks import CONFIG_DIR, plain_dict, require_number, with_values
+from sweep.errors import ConfigError
 
 KEYS = ("scale", "temperature")
 
@@ -57,13 +58,12 @@ def winning_key(loss: DictConfig) -> str | None:
     )
 
 
-def scale_values(cfg: DictConfig) -> dict[str, float]:
+def scale_values(loss: DictConfig) -> dict[str, float]:
     """``{"loss.scale": S, "loss.temperature": 1/S}``, consistent (empty for a loss without `loss.scale`).
 
     The key the user set wins over the loss's default for the other; two set keys that disagree are refused
-    (see sweep.config.scale_temperature). Scale 0 has temperature inf.
+    (see sweep.config.scale_temperature). Scale 0 has temperature inf (``loss``: the `loss` section).
     """
-    loss = cfg.loss
     if "scale" not in loss:
         return {}
     scale = loss.scale
@@ -80,16 +80,15 @@ def scale_values(cfg: DictConfig) -> dict[str, float]:
     return {"loss.scale": scale, "loss.temperature": math.inf if scale == 0 else 1.0 / scale}
 
 
-def given_scale(cfg: DictConfig) -> float | None:
+def given_scale(loss: DictConfig) -> float | None:
     """The scale a config sets itself (`scale_values`), or None when `loss.scale` and `loss.temperature` both keep
     the loss's own default (a loss without `loss.scale`: None)."""
-    loss = cfg.loss
     defaults = _loss_defaults(str(loss.get("name")))
     if defaults and all(loss.get(key) == defaults.get(key) for key in KEYS):
         return None
-    return scale_values(cfg).get("loss.scale")
+    return scale_values(loss).get("loss.scale")
 
 
 def resolve_scale(cfg: DictConfig) -> DictConfig:
     """A copy of `cfg` whose `loss.scale` and `loss.temperature` agree (scale = 1/temperature): `scale_values`."""
-    return with_values(cfg, scale_values(cfg))
+    return with_values(cfg, scale_values(cfg.loss))

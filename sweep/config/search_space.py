@@ -19,8 +19,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-from sweep.config.checks import ConfigError, plain_dict
+from sweep.config.checks import plain_dict
 from sweep.config.composition import config_error
+from sweep.errors import ConfigError
 from sweep.names import PARAM_SEED
 
 Space = dict[str, "list[Any] | BaseDistribution"]

@@ -30,7 +30,9 @@ from sentence_transformers.sentence_transformer.evaluation import (
     SentenceEvaluator,
 )
 
-from sweep.config.checks import ConfigError, eval_batch_size, plain_dict, require_int
+from sweep.config.checks import plain_dict, require_int
+from sweep.config.schema import EvalConfig
+from sweep.errors import ConfigError
 from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX
 
@@ -57,9 +59,9 @@ MEAN_OBJECTIVE = "mean"  # eval.objective=mean: mean of STSB validation and each
 RESERVED_PREFIXES = ("stsb", "sim", "train", "objective")
 
 
-def specs(cfg: DictConfig) -> list[DictConfig]:
-    """The ``eval.extra`` entries (an empty list when the key is null)."""
-    return list(cfg.eval.extra or [])
+def specs(ev: EvalConfig) -> list[DictConfig]:
+    """The ``eval.extra`` entries of the `eval` section (an empty list when the key is null)."""
+    return list(ev.extra or [])
 
 
 def metric_names(spec: Mapping[str, Any]) -> list[str]:
@@ -67,17 +69,17 @@ def metric_names(spec: Mapping[str, Any]) -> list[str]:
     return [f"{spec['name']}_{metric}" for metric in KINDS[spec["kind"]][1]]
 
 
-def objectives(cfg: DictConfig) -> list[str]:
+def objectives(ev: EvalConfig) -> list[str]:
     """The values ``eval.objective`` may take because of the extra sets: ``mean`` and every metric name."""
-    entries = specs(cfg)
+    entries = specs(ev)
     return [MEAN_OBJECTIVE, *(name for spec in entries for name in metric_names(spec))] if entries else []
 
 
-def validate(cfg: DictConfig) -> None:
+def validate(ev: EvalConfig) -> None:
     """Check the shape of every ``eval.extra`` entry (no data is read: see ``check_sets``); that ``eval.extra`` is a
     list and ``eval.extra_every_eval`` a bool is the schema's (sweep.config.schema)."""
     seen: set[str] = set()
-    for index, spec in enumerate(specs(cfg)):
+    for index, spec in enumerate(specs(ev)):
         key = f"eval.extra.{index}"
         if not isinstance(spec, DictConfig):
             raise ConfigError(key, spec, "must be a mapping with name, kind, hub_name or local_file, columns")
@@ -108,11 +110,11 @@ def validate(cfg: DictConfig) -> None:
                 raise ConfigError(f"{key}.{labels}", spec[labels], "applies to kind labelled_pairs only")
 
 
-def _as_data(cfg: DictConfig, spec: DictConfig) -> DictConfig:
+def _as_data(data: DictConfig, spec: DictConfig) -> DictConfig:
     """The entry as a one-split data config, so that ``sweep.inputs.data`` finds and checks its file like any split."""
     split = {k: spec.get(k) for k in ("hub_name", "hub_subset", "hub_split", "local_file", "columns", "max_samples")}
     split["hub_split"] = split["hub_split"] or "test"
-    return OmegaConf.create({"source": cfg.data.source, "local_dir": cfg.data.local_dir, "set": split})
+    return OmegaConf.create({"source": data.source, "local_dir": data.local_dir, "set": split})
 
 
 def _binary_labels(dataset: Dataset, spec: DictConfig, key: str) -> Dataset:
@@ -133,18 +135,18 @@ def _binary_labels(dataset: Dataset, spec: DictConfig, key: str) -> Dataset:
     return kept
 
 
-def set_source(cfg: DictConfig, index: int) -> data_module.SplitSource:
-    """Where entry ``index`` of ``eval.extra`` is read from (its file or hub dataset)."""
-    return data_module.resolve_source(_as_data(cfg, specs(cfg)[index]), "set", where=f"eval.extra.{index}")
+def set_source(ev: EvalConfig, data: DictConfig, index: int) -> data_module.SplitSource:
+    """Where entry ``index`` of ``eval.extra`` is read from (its file or hub dataset; ``data``: the `data` section)."""
+    return data_module.resolve_source(_as_data(data, specs(ev)[index]), "set", where=f"eval.extra.{index}")
 
 
-def load_set(cfg: DictConfig, index: int) -> Dataset:
+def load_set(ev: EvalConfig, data: DictConfig, index: int) -> Dataset:
     """Entry ``index`` of ``eval.extra``: its columns, labels mapped to 0/1, a seeded ``max_samples`` subset."""
-    spec, key = specs(cfg)[index], f"eval.extra.{index}"
-    dataset = data_module.load_split(_as_data(cfg, spec), "set", where=key)
+    spec, key = specs(ev)[index], f"eval.extra.{index}"
+    dataset = data_module.load_split(_as_data(data, spec), "set", where=key)
     if spec.kind == "labelled_pairs":
         dataset = _binary_labels(dataset, spec, key)
-    return data_module.subset(dataset, spec.get("max_samples"), cfg.data.seed)
+    return data_module.subset(dataset, spec.get("max_samples"), data.seed)
 
 
 def build_evaluator(spec: Mapping[str, Any], dataset: Dataset, batch_size: int) -> SentenceEvaluator:
@@ -188,14 +190,14 @@ class ExtraEvaluators:
     sets: dict[str, tuple[Dataset, data_module.SplitSource]] = field(default_factory=dict)  # by name: rows, source
 
     @classmethod
-    def from_config(cls, cfg: DictConfig) -> ExtraEvaluators:
-        batch_size = eval_batch_size(cfg)
+    def from_config(cls, ev: EvalConfig, data: DictConfig, batch_size: int) -> ExtraEvaluators:
+        """The sets of the `eval` section, read where the `data` section says, scored in batches of ``batch_size``."""
         entries, sets = [], {}
-        for index, spec in enumerate(specs(cfg)):
+        for index, spec in enumerate(specs(ev)):
             plain = plain_dict(spec)
-            dataset = load_set(cfg, index)
+            dataset = load_set(ev, data, index)
             entries.append((plain, build_evaluator(plain, dataset, batch_size)))
-            sets[plain["name"]] = (dataset, set_source(cfg, index))
+            sets[plain["name"]] = (dataset, set_source(ev, data, index))
         return cls(entries, sets)
 
     def score(self, model: SentenceTransformer) -> dict[str, float]:
@@ -219,23 +221,23 @@ class ExtraCache:
 
     _built: dict[str, ExtraEvaluators] = field(default_factory=dict)
 
-    def get(self, cfg: DictConfig) -> ExtraEvaluators:
+    def get(self, ev: EvalConfig, data: DictConfig, batch_size: int) -> ExtraEvaluators:
         key = json.dumps(
-            [[OmegaConf.to_container(spec, resolve=True) for spec in specs(cfg)], cfg.data.source, cfg.data.local_dir]
-            + [cfg.data.seed, eval_batch_size(cfg)],
+            [[OmegaConf.to_container(spec, resolve=True) for spec in specs(ev)], data.source, data.local_dir]
+            + [data.seed, batch_size],
             sort_keys=True,
         )
         if key not in self._built:
-            self._built[key] = ExtraEvaluators.from_config(cfg)
+            self._built[key] = ExtraEvaluators.from_config(ev, data, batch_size)
         return self._built[key]
 
 
-def check_sets(cfg: DictConfig) -> None:
+def check_sets(ev: EvalConfig, data: DictConfig) -> None:
     """Read every set once before training: a missing file, missing columns, an empty set or unusable labels stop
     the study with one line naming the entry's key."""
-    for index, spec in enumerate(specs(cfg)):
+    for index, spec in enumerate(specs(ev)):
         try:
-            load_set(cfg, index)
+            load_set(ev, data, index)
         except ConfigError:
             raise
         except Exception as error:  # noqa: BLE001 - hub errors (offline, unknown name): name the entry

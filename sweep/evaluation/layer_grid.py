@@ -36,7 +36,9 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.losses.adaptive_layer import TransformerDecorator
 from sentence_transformers.util import batch_to_device
 
-from sweep.config.checks import ConfigError, eval_batch_size, parse_numbers, require_choice
+from sweep.config.checks import parse_numbers, require_choice
+from sweep.config.schema import EvalConfig, LayerGridConfig
+from sweep.errors import ConfigError
 from sweep.evaluation.objective import CELL, GRID_OBJECTIVES, allowed_objectives
 from sweep.inputs.model import model_shape
 
@@ -44,10 +46,10 @@ if TYPE_CHECKING:
     from sweep.tracking.mlflow_client import TrialRun
 
 
-def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The (layers, dims) of `eval.layer_grid`, defaults filled in: every layer 1..L, the full dimension."""
-    grid = cfg.eval.layer_grid
-    shape = model_shape(cfg.model)
+def grid_sets(grid: LayerGridConfig, model: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The (layers, dims) of `eval.layer_grid` (``grid``) for the `model` section, defaults filled in: every layer
+    1..L, the full dimension."""
+    shape = model_shape(model)
     layers = (
         parse_numbers("eval.layer_grid.layers", grid.layers)
         if grid.layers is not None
@@ -57,11 +59,10 @@ def grid_sets(cfg: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return layers, dims
 
 
-def validate_layer_grid(cfg: DictConfig) -> None:
-    """Check `eval.*`: layers within the model, dims within its dimension, the objective and its cell."""
-    ev = cfg.eval
-    require_choice("eval.objective", ev.objective, allowed_objectives(cfg))
-    pruner = cfg.study.pruner
+def validate_layer_grid(ev: EvalConfig, model: DictConfig, pruner: DictConfig) -> None:
+    """Check the `eval` section against the `model` section and `study.pruner`: layers within the model, dims within
+    its dimension, the objective and its cell."""
+    require_choice("eval.objective", ev.objective, allowed_objectives(ev))
     key, value = ("_target_", pruner.get("_target_")) if pruner.get("_target_") else ("name", pruner.name)
     if ev.objective != "full" and value not in ("none", "optuna.pruners.NopPruner"):
         raise ConfigError(
@@ -73,13 +74,13 @@ def validate_layer_grid(cfg: DictConfig) -> None:
         if ev.objective in GRID_OBJECTIVES and ev.objective != "full":
             raise ConfigError("eval.objective", ev.objective, "needs eval.layer_grid.enabled=true (else use full)")
         return
-    if cfg.model.kind != "transformer":
+    if model.kind != "transformer":
         raise ConfigError(
             "eval.layer_grid.enabled", True, "needs model.kind=transformer (a static model has no layers)"
         )
-    shape = model_shape(cfg.model)
+    shape = model_shape(model)
     assert shape.layers is not None  # a transformer's shape has its layers
-    layers, dims = grid_sets(cfg)
+    layers, dims = grid_sets(ev.layer_grid, model)
     if any(not 0 <= layer <= shape.layers for layer in layers) or len(set(layers)) != len(layers):
         raise ConfigError(
             "eval.layer_grid.layers",
@@ -161,13 +162,13 @@ def grid_metrics(table: pd.DataFrame, split: str) -> dict[str, float]:
     return metrics
 
 
-def stsb_layer_grid(model: SentenceTransformer, dataset: Dataset, cfg: DictConfig) -> pd.DataFrame:
-    """The grid of `eval.layer_grid` on an STSB split (columns sentence1, sentence2, score)."""
+def stsb_layer_grid(
+    model: SentenceTransformer, dataset: Dataset, grid: tuple[tuple[int, ...], tuple[int, ...]], batch_size: int
+) -> pd.DataFrame:
+    """The grid (layers, dims: `grid_sets`) on an STSB split (columns sentence1, sentence2, score)."""
     first, second, score = dataset.column_names
-    layers, dims = grid_sets(cfg)
-    return layer_dim_spearman(
-        model, dataset[first], dataset[second], dataset[score], layers, dims, eval_batch_size(cfg)
-    )
+    layers, dims = grid
+    return layer_dim_spearman(model, dataset[first], dataset[second], dataset[score], layers, dims, batch_size)
 
 
 def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:

@@ -13,40 +13,35 @@ import re
 from collections.abc import Mapping
 
 import pandas as pd
-from omegaconf import DictConfig
 
+from sweep.config.schema import EvalConfig
 from sweep.evaluation import extra_sets
 
 GRID_OBJECTIVES = ("full", "grid_mean", "cell")
 CELL = re.compile(r"^L(\d+)_D(\d+)$")
 
 
-def allowed_objectives(cfg: DictConfig) -> tuple[str, ...]:
-    """Every value ``eval.objective`` may take with this config's extra sets."""
-    return (*GRID_OBJECTIVES, *extra_sets.objectives(cfg))
+def allowed_objectives(ev: EvalConfig) -> tuple[str, ...]:
+    """Every value ``eval.objective`` may take with the extra sets of the `eval` section."""
+    return (*GRID_OBJECTIVES, *extra_sets.objectives(ev))
 
 
-def objective_name(cfg: DictConfig) -> str:
+def objective_name(ev: EvalConfig, metric: str) -> str:
     """The objective's name, the study's metric name (what optuna-dashboard shows instead of "Objective 0"): the
-    MLflow metric it is, ``study.metric`` for ``full`` (``_grid_mean`` or ``_L{layer}_D{dim}`` added for the layer
-    grid's), else ``eval.objective`` (an extra set's metric, or ``mean``)."""
-    objective = cfg.eval.objective
+    MLflow metric it is, ``metric`` (``study.metric``) for ``full`` (``_grid_mean`` or ``_L{layer}_D{dim}`` added
+    for the layer grid's), else ``eval.objective`` of the `eval` section (an extra set's metric, or ``mean``)."""
+    objective = ev.objective
     if objective == "full":
-        return cfg.study.metric
+        return metric
     if objective == "grid_mean":
-        return f"{cfg.study.metric}_grid_mean"
+        return f"{metric}_grid_mean"
     if objective == "cell":
-        return f"{cfg.study.metric}_{cfg.eval.cell}"
+        return f"{metric}_{ev.cell}"
     return objective
 
 
-def names_extra_metric(cfg: DictConfig) -> bool:
-    """Whether ``eval.objective`` is one of the extra sets' metrics or their mean."""
-    return cfg.eval.objective in extra_sets.objectives(cfg)
-
-
 def objective_value(
-    cfg: DictConfig,
+    ev: EvalConfig,
     stsb_validation: float,
     grid: pd.DataFrame | None = None,
     extra: extra_sets.ExtraEvaluators | None = None,
@@ -54,7 +49,7 @@ def objective_value(
 ) -> float:
     """The trial's objective from its scores: the STSB validation Spearman of the full model, the layer grid
     (`grid`, needed for ``grid_mean`` and ``cell``) or the extra sets (`extra` and `extra_scores`)."""
-    objective = cfg.eval.objective
+    objective = ev.objective
     if objective == "full":
         return stsb_validation
     if objective in GRID_OBJECTIVES:
@@ -62,9 +57,9 @@ def objective_value(
             raise ValueError(f"eval.objective={objective} needs the layer grid's table")
         if objective == "grid_mean":
             return float(grid.spearman.mean())
-        match = CELL.match(str(cfg.eval.cell))
+        match = CELL.match(str(ev.cell))
         if match is None:
-            raise ValueError(f"eval.cell={cfg.eval.cell} is not L<layer>_D<dim>")
+            raise ValueError(f"eval.cell={ev.cell} is not L<layer>_D<dim>")
         layer, dim = (int(x) for x in match.groups())
         return float(grid.loc[(grid.layer == layer) & (grid.dim == dim), "spearman"].item())
     if extra is None or extra_scores is None:

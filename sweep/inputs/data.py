@@ -18,7 +18,8 @@ import yaml
 from datasets import Dataset, load_dataset
 from omegaconf import DictConfig
 
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
+from sweep.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

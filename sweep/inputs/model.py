@@ -20,7 +20,7 @@ from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerFast
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 
 
 def _minilm_package_path() -> str | None:

@@ -12,11 +12,12 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 from transformers import TrainerCallback
 
-from sweep.config.checks import ConfigError, require_choice, with_values
+from sweep.config.checks import require_choice, with_values
+from sweep.errors import ConfigError
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
 from sweep.losses.scale_schedule import ScaleSchedule, ScaleScheduleCallback, schedule_of, schedule_values
-from sweep.losses.spec import LossSpec
+from sweep.losses.spec import BaseModel, LossSpec
 from sweep.losses.wrappers import validate_wrapper, wrap
 
 __all__ = [
@@ -50,7 +51,8 @@ LOSSES: dict[str, LossSpec] = {
 
 def build_loss(model: SentenceTransformer, cfg: DictConfig) -> nn.Module:
     """The loss of `loss.name`, inside `loss.wrapper` when one is set."""
-    return wrap(model, LOSSES[cfg.loss.name].from_config(model, cfg), cfg.loss.wrapper)
+    base = BaseModel(cfg.model, cfg.trial.seed)
+    return wrap(model, LOSSES[cfg.loss.name].from_config(model, cfg.loss, base), cfg.loss.wrapper)
 
 
 def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
@@ -58,52 +60,55 @@ def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
     return [ScaleClampCallback(loss)] if learnable_scales(loss) else []
 
 
-def schedule_callback(loss: nn.Module, cfg: DictConfig) -> ScaleScheduleCallback | None:
-    """The callback that sets the scale of `loss` by `loss.scale_schedule` before each step (None: a constant)."""
-    schedule = schedule_of(cfg.loss)
-    holder = LOSSES[cfg.loss.name].scheduled
+def schedule_callback(loss: nn.Module, section: DictConfig) -> ScaleScheduleCallback | None:
+    """The callback that sets the scale of `loss` by `loss.scale_schedule` (``section``: the `loss` section) before
+    each step (None: a constant)."""
+    schedule = schedule_of(section)
+    holder = LOSSES[section.name].scheduled
     if schedule.kind == "constant" or holder is None:  # validate_loss refuses a schedule of a loss without one
         return None
     return ScaleScheduleCallback(schedule, [module for module in loss.modules() if isinstance(module, holder)])
 
 
-def _schedule_values(cfg: DictConfig, spec: LossSpec) -> dict[str, Any]:
+def _schedule_values(loss: DictConfig, spec: LossSpec) -> dict[str, Any]:
     """`schedule_values`, for a loss whose scale a schedule can set (a loss without one: only a constant at
     `loss.scale`)."""
-    schedule = schedule_of(cfg.loss)
+    schedule = schedule_of(loss)
     if spec.scheduled is None and schedule.initial_scale() is not None:
-        key = "spec" if cfg.loss.scale_schedule.spec is not None else "kind"
+        key = "spec" if loss.scale_schedule.spec is not None else "kind"
         scheduled = ", ".join(name for name, other in LOSSES.items() if other.scheduled is not None)
         raise ConfigError(
             f"loss.scale_schedule.{key}",
-            cfg.loss.scale_schedule[key],
-            f"loss {cfg.loss.name} has no single fixed scale to schedule: use kind=constant (schedules: {scheduled})",
+            loss.scale_schedule[key],
+            f"loss {loss.name} has no single fixed scale to schedule: use kind=constant (schedules: {scheduled})",
         )
-    return schedule_values(cfg)
+    return schedule_values(loss)
 
 
-def loss_values(cfg: DictConfig) -> dict[str, Any]:
-    """The derived loss keys ({dotted key: value}) that make logged params show what trains, a schedule's included
-    (before validation: an unknown `loss.name` is left to `validate_loss`)."""
-    if cfg.loss.name not in LOSSES:
+def loss_values(loss: DictConfig) -> dict[str, Any]:
+    """The derived keys of the `loss` section ({dotted key: value}) that make logged params show what trains, a
+    schedule's included (before validation: an unknown `loss.name` is left to `validate_loss`)."""
+    if loss.name not in LOSSES:
         return {}
-    spec = LOSSES[cfg.loss.name]
-    return {**spec.resolve(cfg), **_schedule_values(cfg, spec)}
+    spec = LOSSES[loss.name]
+    return {**spec.resolve(loss), **_schedule_values(loss, spec)}
 
 
 def resolve_loss(cfg: DictConfig) -> DictConfig:
     """A copy of `cfg` with the derived loss keys set (`loss_values`)."""
-    return with_values(cfg, loss_values(cfg))
+    return with_values(cfg, loss_values(cfg.loss))
 
 
-def learning_rate_mapping(cfg: DictConfig) -> dict[str, float]:
-    """Per-parameter learning rates of the loss, for SentenceTransformerTrainingArguments(learning_rate_mapping=...)."""
-    return LOSSES[cfg.loss.name].learning_rates(cfg)
+def learning_rate_mapping(loss: DictConfig) -> dict[str, float]:
+    """Per-parameter learning rates of the loss (``loss``: the `loss` section), for
+    SentenceTransformerTrainingArguments(learning_rate_mapping=...)."""
+    return LOSSES[loss.name].learning_rates(loss)
 
 
 def validate_loss(cfg: DictConfig) -> None:
     """Check the loss name, that the training columns and the model fit it, its parameters and its wrapper."""
-    name = cfg.loss.name
+    loss = cfg.loss
+    name = loss.name
     require_choice("loss.name", name, LOSSES)
     spec = LOSSES[name]
     columns = list(cfg.data.train.columns)
@@ -111,10 +116,12 @@ def validate_loss(cfg: DictConfig) -> None:
         raise ConfigError("data.train.columns", columns, f"loss {name} needs {spec.columns.description}")
     if spec.transformer_only and cfg.model.kind != "transformer":
         raise ConfigError("model.kind", cfg.model.kind, f"loss {name} needs model.kind=transformer")
-    spec.check(cfg)
-    _schedule_values(cfg, spec)
-    validate_wrapper(cfg, spec.gradient_cache)
-    if cfg.loss.get("scale") == 0 and cfg.trial.weight_decay > 0:
+    spec.check(loss)
+    if spec.weight_decay is not None and cfg.trial.weight_decay > 0:
+        raise ConfigError("trial.weight_decay", cfg.trial.weight_decay, spec.weight_decay)
+    _schedule_values(loss, spec)
+    validate_wrapper(loss, cfg.model, spec.gradient_cache)
+    if loss.get("scale") == 0 and cfg.trial.weight_decay > 0:
         raise ConfigError(
             "trial.weight_decay",
             cfg.trial.weight_decay,

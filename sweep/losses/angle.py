@@ -6,10 +6,10 @@ from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AnglELoss
 
-from sweep.losses.spec import SCORED_PAIRS_OR_TEXT_TUPLES, LossSpec
+from sweep.losses.spec import SCORED_PAIRS_OR_TEXT_TUPLES, BaseModel, LossSpec
 
 
-def from_config(model: SentenceTransformer, cfg: DictConfig) -> AnglELoss:
+def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> AnglELoss:
     r"""sentence-transformers' AnglELoss at scale `loss.scale`: CoSENT on the angle difference in complex space.
 
     Each embedding is split into real and imaginary halves, z = a + bi; for a pair (u, v), ``pairwise_angle_sim``
@@ -28,7 +28,7 @@ def from_config(model: SentenceTransformer, cfg: DictConfig) -> AnglELoss:
     Data: (sentence1, sentence2, score) pairs, or (anchor, positive, negative...) text tuples (positives get
     label 1, negatives 0).
     """
-    return AnglELoss(model, scale=cfg.loss.scale)
+    return AnglELoss(model, scale=loss.scale)
 
 
 SPEC = LossSpec(from_config, SCORED_PAIRS_OR_TEXT_TUPLES, scheduled=AnglELoss)

@@ -11,9 +11,10 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss
 from torch import Tensor, nn
 
-from sweep.config.checks import ConfigError, parse_numbers, require_number
+from sweep.config.checks import parse_numbers, require_number
+from sweep.errors import ConfigError
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
-from sweep.losses.spec import SCORED_PAIRS, LossSpec
+from sweep.losses.spec import SCORED_PAIRS, BaseModel, LossSpec
 
 TERMS = ("cos", "ibn", "angle")
 
@@ -111,23 +112,21 @@ def weights(loss: DictConfig) -> tuple[float, float, float]:
     return w1, w2, w3
 
 
-def check(cfg: DictConfig) -> None:
-    loss = cfg.loss
+def check(loss: DictConfig) -> None:
     check_weights("loss.weights" if loss.weights is not None else "loss.w1/w2/w3", weights(loss))
     for name in ("cos_scale", "ibn_scale", "angle_scale"):
         require_number(f"loss.{name}", loss[name], low=0)
     require_number("loss.positive_threshold", loss.positive_threshold)
 
 
-def resolve(cfg: DictConfig) -> dict[str, float]:
+def resolve(loss: DictConfig) -> dict[str, float]:
     """The logged params show what trains: a `loss.weights` string sets w1, w2, w3."""
-    if cfg.loss.weights is None:
+    if loss.weights is None:
         return {}
-    return dict(zip(("loss.w1", "loss.w2", "loss.w3"), weights(cfg.loss), strict=True))
+    return dict(zip(("loss.w1", "loss.w2", "loss.w3"), weights(loss), strict=True))
 
 
-def from_config(model: SentenceTransformer, cfg: DictConfig) -> AnglECompositeLoss:
-    loss = cfg.loss
+def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> AnglECompositeLoss:
     return AnglECompositeLoss(
         model,
         *weights(loss),

@@ -8,7 +8,7 @@ from sentence_transformers.sentence_transformer.losses import CachedMultipleNega
 
 from sweep.config.checks import require_int
 from sweep.losses import mnrl
-from sweep.losses.spec import TEXT_TUPLES, LossSpec
+from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
 
 
 class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLoss):
@@ -46,13 +46,14 @@ class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLos
         self.loss.scale = float(scale)  # the wrapped MultipleNegativesRankingLoss holds the scale
 
 
-def check(cfg: DictConfig) -> None:
-    mnrl.check(cfg)
-    require_int("loss.mini_batch_size", cfg.loss.mini_batch_size)
+def check(loss: DictConfig) -> None:
+    mnrl.check(loss)
+    require_int("loss.mini_batch_size", loss.mini_batch_size)
 
 
-def from_config(model: SentenceTransformer, cfg: DictConfig) -> ScaledCachedMultipleNegativesRankingLoss:
-    loss = cfg.loss
+def from_config(
+    model: SentenceTransformer, loss: DictConfig, base: BaseModel
+) -> ScaledCachedMultipleNegativesRankingLoss:
     return ScaledCachedMultipleNegativesRankingLoss(
         model, scale=loss.scale, similarity=loss.similarity, mini_batch_size=loss.mini_batch_size
     )

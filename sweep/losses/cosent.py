@@ -8,12 +8,12 @@ from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 from sentence_transformers.util import pairwise_cos_sim, pairwise_dot_score
 
 from sweep.config.checks import require_choice
-from sweep.losses.spec import SCORED_PAIRS, LossSpec
+from sweep.losses.spec import SCORED_PAIRS, BaseModel, LossSpec
 
 PAIRWISE_SIMILARITIES = {"cosine": pairwise_cos_sim, "dot": pairwise_dot_score}
 
 
-def from_config(model: SentenceTransformer, cfg: DictConfig) -> CoSENTLoss:
+def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> CoSENTLoss:
     r"""sentence-transformers' CoSENTLoss with the similarity `loss.similarity` at scale `loss.scale`.
 
     .. math::
@@ -27,11 +27,11 @@ def from_config(model: SentenceTransformer, cfg: DictConfig) -> CoSENTLoss:
 
     Data: (sentence1, sentence2, score) with a float score (STSB: 0..1); only the order of the scores matters.
     """
-    return CoSENTLoss(model, scale=cfg.loss.scale, similarity_fct=PAIRWISE_SIMILARITIES[cfg.loss.similarity])
+    return CoSENTLoss(model, scale=loss.scale, similarity_fct=PAIRWISE_SIMILARITIES[loss.similarity])
 
 
-def check(cfg: DictConfig) -> None:
-    require_choice("loss.similarity", cfg.loss.similarity, PAIRWISE_SIMILARITIES)
+def check(loss: DictConfig) -> None:
+    require_choice("loss.similarity", loss.similarity, PAIRWISE_SIMILARITIES)
 
 
 SPEC = LossSpec(from_config, SCORED_PAIRS, check=check, scheduled=CoSENTLoss)

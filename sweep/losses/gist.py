@@ -8,9 +8,10 @@ from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 
-from sweep.config.checks import ConfigError, require_choice, require_number
+from sweep.config.checks import require_choice, require_number
+from sweep.errors import ConfigError
 from sweep.inputs.model import build_model, resolve_path
-from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, LossSpec
+from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, BaseModel, LossSpec
 
 BASE_GUIDE = "base"
 MARGIN_STRATEGIES = ("absolute", "relative")
@@ -22,17 +23,17 @@ def _pretrained_guide(path: str, device: str) -> SentenceTransformer:
     return SentenceTransformer(path, device=device).eval().requires_grad_(False)
 
 
-def guide_model(cfg: DictConfig, device: str) -> SentenceTransformer:
+def guide_model(guide: str, base: BaseModel, device: str) -> SentenceTransformer:
     """The guide of `loss.guide`: ``base`` = a frozen copy of the trial's untrained base model; otherwise a
     SentenceTransformer hub name or path (known hub models load from their local package when
     `model.prefer_local`, as the base model does)."""
-    if cfg.loss.guide == BASE_GUIDE:
-        return build_model(cfg.model, seed=cfg.trial.seed, device=device).eval().requires_grad_(False)
-    path = resolve_path(OmegaConf.create({"name_or_path": cfg.loss.guide, "prefer_local": cfg.model.prefer_local}))
+    if guide == BASE_GUIDE:
+        return build_model(base.model, seed=base.seed, device=device).eval().requires_grad_(False)
+    path = resolve_path(OmegaConf.create({"name_or_path": guide, "prefer_local": base.model.prefer_local}))
     return _pretrained_guide(path, device)
 
 
-def from_config(model: SentenceTransformer, cfg: DictConfig) -> GISTEmbedLoss:
+def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> GISTEmbedLoss:
     r"""sentence-transformers' GISTEmbedLoss with the guide of `loss.guide`, at temperature 1/`loss.scale`.
 
     For anchors a_i, positives p_i (and negatives n_i), candidates are the positives, other anchors, other
@@ -51,10 +52,9 @@ def from_config(model: SentenceTransformer, cfg: DictConfig) -> GISTEmbedLoss:
     Data: (anchor, positive) or (anchor, positive, negative) text columns, no label. Needs a transformer model
     (GISTEmbedLoss needs a Hugging Face tokenizer).
     """
-    loss = cfg.loss
     return GISTEmbedLoss(
         model,
-        guide_model(cfg, str(model.device)),
+        guide_model(loss.guide, base, str(model.device)),
         temperature=1.0 / loss.scale,
         margin_strategy=loss.margin_strategy,
         margin=loss.margin,
@@ -63,8 +63,7 @@ def from_config(model: SentenceTransformer, cfg: DictConfig) -> GISTEmbedLoss:
     )
 
 
-def check(cfg: DictConfig) -> None:
-    loss = cfg.loss
+def check(loss: DictConfig) -> None:
     require_number("loss.scale", loss.scale, low=0, strict=True)  # temperature inf: the masked -inf logits turn NaN
     require_choice("loss.margin_strategy", loss.margin_strategy, MARGIN_STRATEGIES)
     require_number("loss.margin", loss.margin)

@@ -12,9 +12,9 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from torch import Tensor, nn
 from transformers import TrainerCallback
 
-from sweep.config.checks import ConfigError, require_number
+from sweep.config.checks import require_number
 from sweep.losses import mnrl
-from sweep.losses.spec import TEXT_TUPLES, LossSpec
+from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
 
 
 def check_scales(scale: float, max_scale: float | None, prefix: str = "") -> None:
@@ -109,32 +109,32 @@ def learnable_scales(loss: nn.Module) -> list[LearnableScaleMultipleNegativesRan
     return [m for m in loss.modules() if isinstance(m, LearnableScaleMultipleNegativesRankingLoss)]
 
 
-def check(cfg: DictConfig) -> None:
-    loss = cfg.loss
-    mnrl.check(cfg)
+def check(loss: DictConfig) -> None:
+    mnrl.check(loss)
     check_scales(loss.scale, loss.max_scale, prefix="loss.")
     if loss.scale_learning_rate is not None:
         require_number("loss.scale_learning_rate", loss.scale_learning_rate, low=0, strict=True)
-    if cfg.trial.weight_decay > 0:
-        raise ConfigError(
-            "trial.weight_decay",
-            cfg.trial.weight_decay,
-            "must be 0 with loss.name=learnable_scale: decay would pull logit_scale towards 0 (scale 1)",
-        )
 
 
-def from_config(model: SentenceTransformer, cfg: DictConfig) -> LearnableScaleMultipleNegativesRankingLoss:
-    loss = cfg.loss
+def from_config(
+    model: SentenceTransformer, loss: DictConfig, base: BaseModel
+) -> LearnableScaleMultipleNegativesRankingLoss:
     return LearnableScaleMultipleNegativesRankingLoss(
         model, scale=loss.scale, similarity=loss.similarity, max_scale=loss.max_scale
     )
 
 
-def learning_rates(cfg: DictConfig) -> dict[str, float]:
+def learning_rates(loss: DictConfig) -> dict[str, float]:
     """`loss.scale_learning_rate` for the logit_scale parameter (null: the trial's learning rate)."""
-    if cfg.loss.scale_learning_rate is None:
+    if loss.scale_learning_rate is None:
         return {}
-    return {r"logit_scale$": float(cfg.loss.scale_learning_rate)}
+    return {r"logit_scale$": float(loss.scale_learning_rate)}
 
 
-SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, learning_rates=learning_rates)
+SPEC = LossSpec(
+    from_config,
+    TEXT_TUPLES,
+    check=check,
+    learning_rates=learning_rates,
+    weight_decay="must be 0 with loss.name=learnable_scale: decay would pull logit_scale towards 0 (scale 1)",
+)

@@ -10,7 +10,7 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from sentence_transformers.util import cos_sim, dot_score
 
 from sweep.config.checks import require_choice
-from sweep.losses.spec import TEXT_TUPLES, LossSpec
+from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
 
 SIMILARITIES = {"cosine": cos_sim, "dot": dot_score}
 
@@ -46,12 +46,12 @@ class ScaledMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         return math.inf if self.scale == 0 else 1.0 / self.scale
 
 
-def check(cfg: DictConfig) -> None:
-    require_choice("loss.similarity", cfg.loss.similarity, SIMILARITIES)
+def check(loss: DictConfig) -> None:
+    require_choice("loss.similarity", loss.similarity, SIMILARITIES)
 
 
-def from_config(model: SentenceTransformer, cfg: DictConfig) -> ScaledMultipleNegativesRankingLoss:
-    return ScaledMultipleNegativesRankingLoss(model, scale=cfg.loss.scale, similarity=cfg.loss.similarity)
+def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> ScaledMultipleNegativesRankingLoss:
+    return ScaledMultipleNegativesRankingLoss(model, scale=loss.scale, similarity=loss.similarity)
 
 
 SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, scheduled=ScaledMultipleNegativesRankingLoss)

@@ -26,8 +26,9 @@ from typing import Any
 from omegaconf import DictConfig
 from transformers import TrainerCallback
 
-from sweep.config.checks import ConfigError, plain_dict, require_choice, require_int, require_number
+from sweep.config.checks import plain_dict, require_choice, require_int, require_number
 from sweep.config.scale_temperature import given_scale
+from sweep.errors import ConfigError
 
 KINDS = ("constant", "cosine", "linear")
 KEY = "loss.scale_schedule"
@@ -152,16 +153,16 @@ def check_schedule(schedule: ScaleSchedule) -> ScaleSchedule:
     return schedule
 
 
-def schedule_values(cfg: DictConfig) -> dict[str, Any]:
+def schedule_values(loss: DictConfig) -> dict[str, Any]:
     """The keys a schedule derives ({dotted key: value}): a spec's keys, and `loss.scale` / `loss.temperature` at
     the schedule's first step. A scale or temperature the config sets itself (not the loss's default) that
     disagrees with that first scale is refused: the schedule owns the scale. Empty for a constant at `loss.scale`."""
-    schedule = schedule_of(cfg.loss)
-    derived = schedule.keys() if cfg.loss.scale_schedule.spec is not None else {}
+    schedule = schedule_of(loss)
+    derived = schedule.keys() if loss.scale_schedule.spec is not None else {}
     first = schedule.initial_scale()
     if first is None:
         return derived
-    given = given_scale(cfg)
+    given = given_scale(loss)
     if given is not None and not math.isclose(given, first, rel_tol=1e-9):
         raise ConfigError(
             "loss.scale",

@@ -42,27 +42,37 @@ SCORED_PAIRS_OR_TEXT_TUPLES = Columns(
 )
 
 
-def _nothing(cfg: DictConfig) -> None:
+def _nothing(loss: DictConfig) -> None:
     return None
 
 
-def _no_learning_rates(cfg: DictConfig) -> dict[str, float]:
+def _no_learning_rates(loss: DictConfig) -> dict[str, float]:
     return {}
 
 
-def _no_derived_keys(cfg: DictConfig) -> dict[str, Any]:
+def _no_derived_keys(loss: DictConfig) -> dict[str, Any]:
     return {}
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    """The trial's base model as config (its `model` section and `trial.seed`), for a loss that builds another copy
+    of it (GIST's ``base`` guide)."""
+
+    model: DictConfig
+    seed: int
 
 
 @dataclass(frozen=True)
 class LossSpec:
     """One loss of `loss.name`, as its module declares it."""
 
-    from_config: Callable[[SentenceTransformer, DictConfig], nn.Module]  # (model, the trial's whole config)
+    from_config: Callable[[SentenceTransformer, DictConfig, BaseModel], nn.Module]  # (model, `loss`, base model)
     columns: Columns
-    check: Callable[[DictConfig], None] = _nothing  # raises ConfigError on a bad loss parameter
+    check: Callable[[DictConfig], None] = _nothing  # raises ConfigError on a bad parameter of the `loss` section
     resolve: Callable[[DictConfig], dict[str, Any]] = _no_derived_keys  # derived loss keys: {dotted key: value}
     learning_rates: Callable[[DictConfig], dict[str, float]] = _no_learning_rates  # per-parameter, by name pattern
     transformer_only: bool = False  # needs model.kind=transformer
     gradient_cache: bool = False  # back-propagates from a hook (no layer wrappers)
+    weight_decay: str | None = None  # why trial.weight_decay must be 0 with this loss (None: any decay)
     scheduled: type[nn.Module] | None = None  # the module whose `scale` loss.scale_schedule sets (None: constant only)

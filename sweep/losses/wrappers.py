@@ -16,7 +16,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss, MatryoshkaLoss
 from torch import nn
 
-from sweep.config.checks import ConfigError, parse_numbers, require_choice, require_int, require_number
+from sweep.config.checks import parse_numbers, require_choice, require_int, require_number
+from sweep.errors import ConfigError
 from sweep.inputs.model import model_shape
 
 WRAPPERS = ("matryoshka", "adaptive_layer", "matryoshka2d")
@@ -75,15 +76,15 @@ def _check_step(key: str, value: Any, count: int, what: str) -> None:
         require_int(key, value, minimum=1, maximum=count, note=f"or -1 for all; {what}")
 
 
-def validate_wrapper(cfg: DictConfig, gradient_cache: bool) -> None:
+def validate_wrapper(loss: DictConfig, model: DictConfig, gradient_cache: bool) -> None:
     """Check `loss.wrapper` against the model: dims (positive, strictly decreasing, <= the model dimension),
     weights, per-step counts, layer counts (<= the model's layers) and the wrapper/loss/model compatibility."""
-    wrapper = cfg.loss.wrapper
+    wrapper = loss.wrapper
     if wrapper.name is None:
         return
     require_choice("loss.wrapper.name", wrapper.name, WRAPPERS)
     if wrapper.name in LAYER_WRAPPERS:
-        if cfg.model.kind != "transformer":
+        if model.kind != "transformer":
             raise ConfigError(
                 "loss.wrapper.name", wrapper.name, "needs model.kind=transformer (a static model has no layers)"
             )
@@ -91,9 +92,9 @@ def validate_wrapper(cfg: DictConfig, gradient_cache: bool) -> None:
             raise ConfigError(
                 "loss.wrapper.name",
                 wrapper.name,
-                f"does not work with loss {cfg.loss.name} (gradient caching); use matryoshka or loss.name=mnrl",
+                f"does not work with loss {loss.name} (gradient caching); use matryoshka or loss.name=mnrl",
             )
-    shape = model_shape(cfg.model)
+    shape = model_shape(model)
     if wrapper.name in DIM_WRAPPERS:
         dims = parse_numbers("loss.wrapper.dims", wrapper.dims)
         if len(set(dims)) != len(dims) or list(dims) != sorted(dims, reverse=True) or dims[-1] < 1:

@@ -18,7 +18,8 @@ that each subcommand of ``python -m sweep.report`` still imports only what it ne
   (``folder_facts``) and ``strength_rule``, ``scope``, the readers ``table``, ``present``, ``status``, ``objective``,
   ``best_row``, ``row_at``, ``against_best``, ``by_number``, ``untested`` and the formatters ``num``, ``signed``,
   ``interval``, ``temperature``, ``plural``; ``questions_page`` / ``write_questions_page`` answer a YAML file of
-  questions (``read_questions``, ``QuestionsError``; ``python -m sweep.report findings --questions FILE``).
+  questions (``read_questions``; its errors, like every error of sweep, are in `sweep.errors`; ``python -m sweep.report
+  findings --questions FILE``).
 
 Modules (``sweep.report.<name>``): ``loss_curves`` and ``loss_figures`` (analytic loss vs scale), ``runs`` (MLflow),
 ``summaries`` (the tables behind the figures), ``axes`` (drawing helpers), ``study_context``, ``scale_figures``,
@@ -75,12 +76,12 @@ if TYPE_CHECKING:
     from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, profile_label
     from sweep.report.loss_figures import write_loss_vs_scale
     from sweep.report.mechanism_figures import mechanism_summary
-    from sweep.report.pooled import MissingInput, PooledReport, folder_frame, pooled_report
-    from sweep.report.question_file import QuestionsError, read_questions
+    from sweep.report.pooled import PooledReport, folder_frame, pooled_report
+    from sweep.report.question_file import read_questions
     from sweep.report.results_folder import PAIRED_TEST_CSV, TRIALS_CSV, flat_config, load_results_folder, read_csv
     from sweep.report.study_figures import write_study_figures, write_trials_table
     from sweep.report.summaries import concentration_summary, spearman_summary
-    from sweep.report.tuned import Refused, TunedReport, tuned_report
+    from sweep.report.tuned import TunedReport, tuned_report
 
 __all__ = [
     "CONFOUNDED",
@@ -95,10 +96,7 @@ __all__ = [
     "UNTESTED",
     "WEAK",
     "Facts",
-    "MissingInput",
     "PooledReport",
-    "QuestionsError",
-    "Refused",
     "Section",
     "Strength",
     "TunedReport",
@@ -191,12 +189,12 @@ _HOMES = {
     "loss_curves": ("DEFAULT_PROFILES", "loss_table", "parse_scales", "profile_label"),
     "loss_figures": ("write_loss_vs_scale",),
     "mechanism_figures": ("mechanism_summary",),
-    "pooled": ("MissingInput", "PooledReport", "folder_frame", "pooled_report"),
-    "question_file": ("QuestionsError", "read_questions"),
+    "pooled": ("PooledReport", "folder_frame", "pooled_report"),
+    "question_file": ("read_questions",),
     "results_folder": ("PAIRED_TEST_CSV", "TRIALS_CSV", "flat_config", "load_results_folder", "read_csv"),
     "study_figures": ("write_study_figures", "write_trials_table"),
     "summaries": ("concentration_summary", "spearman_summary"),
-    "tuned": ("Refused", "TunedReport", "tuned_report"),
+    "tuned": ("TunedReport", "tuned_report"),
 }
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 

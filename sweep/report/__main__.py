@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import pandas as pd
 
+from sweep.errors import MissingInput, QuestionsError, Refused
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN
@@ -91,9 +92,6 @@ def findings_command(args: argparse.Namespace) -> list[Path]:
     """A findings page: the questions of ``--questions`` answered from the results folders (`sweep.report.answers`).
     A file that cannot be answered: one line on stderr and exit code 2, before any number is computed."""
     from sweep.report.answers import write_questions_page
-    from sweep.report.pooled import MissingInput
-    from sweep.report.question_file import QuestionsError
-    from sweep.report.tuned import Refused
 
     try:
         print(write_questions_page(args.questions, args.results, args.page or args.results / "findings.md"))

@@ -22,8 +22,9 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from sweep.config.checks import ConfigError, resolve_eval_batch_size
+from sweep.config.checks import resolve_eval_batch_size
 from sweep.config.composition import compose_config
+from sweep.errors import ConfigError
 
 
 @dataclass(frozen=True)

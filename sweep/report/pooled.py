@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweep.errors import MissingInput
 from sweep.report.results_folder import TRIALS_CSV, flat_config, load_results_folder
 from sweep.report.summaries import (
     METRIC_LABELS,
@@ -36,10 +37,6 @@ SEED = "param.trial.seed"
 # where and how a study ran, not what its trials trained: left out of a trial's config when looking for re-runs
 IGNORED_KEYS = {"name", "quiet", *NOT_CONDITIONS}
 IGNORED_PREFIXES = ("paths.", "tracking.", "study.")
-
-
-class MissingInput(ValueError):
-    """A folder, a metric or a scale that the command was asked for and the results lack."""
 
 
 def _config_key(config: dict[str, object]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from sweep.errors import QuestionsError
 from sweep.report.results_folder import TRIALS_CSV, flat_config
 
 SCALE, SEED = "loss.scale", "trial.seed"
@@ -46,10 +47,6 @@ COMPARISONS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
 PROSE = ("confounds", "literature", "change")  # the page shows them as given
 COMMON = {"question", "compare", "metric", *PROSE}
 TOP_KEYS = {"title", "intro", "metric", "questions"}
-
-
-class QuestionsError(ValueError):
-    """A questions file that cannot be answered: one line naming the key and the fix."""
 
 
 @dataclass(frozen=True)

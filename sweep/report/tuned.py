@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweep.errors import Refused
 from sweep.report.pooled import IGNORED_KEYS, IGNORED_PREFIXES, SEED
 from sweep.report.results_folder import TRIALS_CSV, flat_config, load_results_folder
 from sweep.report.summaries import METRIC_LABELS, SCALE, complete_trials, condition_columns, markdown_table
@@ -33,10 +34,6 @@ from sweep.stats.tuned_condition import SEED as SEED_COLUMN
 PROG = "python -m sweep.report tuned"
 VALIDATION_METRIC, TEST_METRIC = "stsb_validation_spearman", "stsb_test_spearman"  # the choice, its confirmation
 DEFAULTS = {"--validation": VALIDATION_METRIC, "--test": TEST_METRIC, "--level": 0.95, "--margin": DEFAULT_MARGIN}
-
-
-class Refused(ValueError):
-    """Folders the command cannot compare: one missing, a column missing, or trials that cannot be paired by seed."""
 
 
 def condition_words(condition: str) -> str:

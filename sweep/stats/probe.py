@@ -14,7 +14,9 @@ from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import ConfigError, plain_dict, require_int, require_number
+from sweep.config.checks import plain_dict, require_int, require_number
+from sweep.config.schema import StatsConfig
+from sweep.errors import ConfigError
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
@@ -61,17 +63,18 @@ def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> list[list[s
     return [heldout[c] for c in columns]
 
 
-def loss_scales(cfg: DictConfig) -> list[float]:
+def loss_scales(stats: StatsConfig, search_space: DictConfig, loss: DictConfig) -> list[float]:
     """The scales at which the held-out batches' loss is measured: ``stats.loss_scales`` if set, else the study's
-    grid of ``loss.scale`` (or of ``loss.temperature``, as 1/t), else the trial's own scale."""
-    if cfg.stats.loss_scales is not None:
-        return [float(s) for s in cfg.stats.loss_scales]
-    grid = plain_dict(cfg.study.search_space).get("loss", {})
+    grid (`study.search_space`) of ``loss.scale`` (or of ``loss.temperature``, as 1/t), else the trial's own scale
+    (of the `loss` section)."""
+    if stats.loss_scales is not None:
+        return [float(s) for s in stats.loss_scales]
+    grid = plain_dict(search_space).get("loss", {})
     if isinstance(grid.get("scale"), list):
         return sorted(float(s) for s in grid["scale"])
     if isinstance(grid.get("temperature"), list):
         return sorted(1.0 / float(t) for t in grid["temperature"] if t > 0)
-    scale = cfg.loss.get("scale")
+    scale = loss.get("scale")
     return [float(scale)] if isinstance(scale, (int, float)) else []
 
 

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import FrozenTrial
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError, DivergenceError, TrackingOutage
 from sweep.names import ATTR_CONFIG_ERROR, ATTR_FAIL_REASON, ATTR_NOT_RETRIED
 from sweep.signals import signal_name
-from sweep.tracking.outage_buffer import TrackingOutage
-from sweep.training.trial import DivergenceError
 
 DIVERGED = "diverged:"
 Requeue = Callable[[optuna.Trial | FrozenTrial, bool], None]  # (trial, next_attempt): queue its grid point again

@@ -14,6 +14,7 @@ from sweep.config import search_space
 from sweep.config.checks import flatten, with_values
 from sweep.config.input_checks import check_swept_overrides
 from sweep.evaluation import extra_sets
+from sweep.evaluation.objective import objective_name
 from sweep.inputs import data as data_module
 from sweep.inputs.model import check_available
 from sweep.names import ARTIFACT_CONFIG, ATTR_READY, ATTR_SEARCH_SPACE, TAG_BEST_MODEL_RUN_ID, TAG_END_REASON, TAG_RACE
@@ -43,18 +44,20 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
     # interpolation of the model's rate that trial/cpu.yaml gives it
     config_yaml = OmegaConf.to_yaml(with_values(cfg, {"trial.learning_rate": cfg.trial.learning_rate}))
     cfg = absolute_paths(cfg)
-    declared = declared_space(cfg)
+    declared = declared_space(cfg.study)
     check_swept_overrides(cfg, overrides, declared)
     space = search_space.parse(declared)
     for model in validate(cfg, space):
         check_available(model)
     data_module.check_available(cfg.data)
-    extra_sets.check_sets(cfg)
-    client = mlflow_client.open_tracking(cfg)
+    extra_sets.check_sets(cfg.eval, cfg.data)
+    client = mlflow_client.open_tracking(cfg.tracking)
     versions = version_params()  # pinned at start (read once per process)
     holder: dict[str, StudyRunner] = {}
-    storage = open_storage(cfg, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
-    study, created = create_or_load(cfg, storage, space)
+    storage = open_storage(cfg.study, on_stale=lambda study, trial: holder["sweep"].on_stale_trial(study, trial))
+    study, created = create_or_load(
+        cfg.study, cfg.trial.eval_steps, objective_name(cfg.eval, cfg.study.metric), storage, space
+    )
     exp_id = mlflow_client.experiment_id(client, cfg.tracking.experiment_name, cfg.tracking.artifact_location)
     ui_links.mark_model_development(client, exp_id)
     if created:
@@ -62,14 +65,14 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
         base = ui_links.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
         parent = mlflow_client.parent_run(client, study, exp_id, {**base, "study.search_space": declared, **versions})
         mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
-        seed_race.pin(study, cfg, created)
+        seed_race.pin(study, cfg.study.race, cfg.stats, created)
         if space and search_space.is_grid(space):
-            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed, seed_race.first_seeds(cfg))
+            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed, seed_race.first_seeds(cfg.study))
         study.set_user_attr(ATTR_READY, True)
     else:
         wait_until_ready(study)
         check_declared_space(study, declared, cfg.study.storage)
-        seed_race.pin(study, cfg, created)
+        seed_race.pin(study, cfg.study.race, cfg.stats, created)
         parent = mlflow_client.parent_run(client, study, exp_id, {})
     sweep = StudyRunner(cfg, space, study, client, exp_id, parent)
     holder["sweep"] = sweep
@@ -84,7 +87,8 @@ def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric, sweep.cfg.eval.objective)
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
-    tags.update({**kept_models.parent_tags(sweep.cfg), **({TAG_END_REASON: reason} if reason else {})})
+    best = kept_models.parent_tags(kept_models.Keeping.of(sweep.cfg))
+    tags.update({**best, **({TAG_END_REASON: reason} if reason else {})})
     if sweep.race is not None:
         tags[TAG_RACE] = "; ".join(sweep.race.lines())[:5000]
     mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)

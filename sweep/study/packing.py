@@ -29,6 +29,7 @@ import optuna
 import torch
 from optuna.trial import FrozenTrial, TrialState
 
+from sweep.config.schema import StudyConfig
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
 from sweep.signals import check_stop
 from sweep.study.optuna_access import record_heartbeat, storage_of
@@ -43,14 +44,16 @@ GIB = 2**30
 Callback = Callable[[optuna.Study, FrozenTrial], None]
 
 
-def uses_cuda(cfg: DictConfig) -> bool:
-    device = str(cfg.trial.device)
+def uses_cuda(device: str) -> bool:
+    """Whether `trial.device` runs on CUDA (``auto``: when a GPU is visible)."""
+    device = str(device)
     return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
 
 
-def is_packed(cfg: DictConfig) -> bool:
-    """Whether trials run through `Packer` (a pack of more than one, or any trial on CUDA for the memory guard)."""
-    return cfg.study.pack > 1 or uses_cuda(cfg)
+def is_packed(pack: int, device: str) -> bool:
+    """Whether trials run through `Packer` (a pack of more than one, `study.pack`, or any trial on CUDA,
+    `trial.device`, for the memory guard)."""
+    return pack > 1 or uses_cuda(device)
 
 
 def free_memory(device: str) -> int:
@@ -61,11 +64,12 @@ def free_memory(device: str) -> int:
 class MemoryGuard:
     """How many members fit on the device now: `study.pack_memory_gib` each, or the peak measured per member."""
 
-    def __init__(self, cfg: DictConfig) -> None:
-        self.device = "cuda" if str(cfg.trial.device) == "auto" else str(cfg.trial.device)
-        configured = cfg.study.pack_memory_gib
+    def __init__(self, study: StudyConfig, device: str) -> None:
+        """For the `study` section's pack settings on `trial.device` ``device``."""
+        self.device = "cuda" if str(device) == "auto" else str(device)
+        configured = study.pack_memory_gib
         self.per_member = float(configured) * GIB if configured else 0.0
-        self.wait_s = 3 * cfg.study.heartbeat_interval
+        self.wait_s = 3 * study.heartbeat_interval
 
     def fit(self, wanted: int) -> int:
         """The pack size to start now (at least 1), waiting up to 3 heartbeats for memory other workers free."""
@@ -147,7 +151,8 @@ class Packer:
     def __init__(self, sweep: PackedStudy, callbacks: Sequence[Callback], total: int | None) -> None:
         self.sweep, self.callbacks, self.total = sweep, list(callbacks), total
         self.limit = max(1, sweep.cfg.study.pack)
-        self.guard = MemoryGuard(sweep.cfg) if uses_cuda(sweep.cfg) else None
+        device = sweep.cfg.trial.device
+        self.guard = MemoryGuard(sweep.cfg.study, device) if uses_cuda(device) else None
 
     def __call__(self, leader: optuna.Trial) -> float:
         sweep = self.sweep

@@ -9,7 +9,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweep.config import search_space
 from sweep.config.checks import (
-    ConfigError,
     eval_batch_size,
     validate_data,
     validate_learning_rate,
@@ -20,6 +19,7 @@ from sweep.config.checks import (
 from sweep.config.early_checks import check_batch_fits, check_precision
 from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler
 from sweep.config.scale_temperature import scale_values
+from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import validate_layer_grid
 from sweep.inputs.data import DATA_SPLITS, resolve_source
@@ -30,7 +30,11 @@ from sweep.stats.probe import check_stats
 def resolve_trial_config(cfg: DictConfig) -> DictConfig:
     """A copy of `cfg` with the derived keys consistent: scale/temperature, AnglE weights, the evaluation batch size
     (`cfg` is unchanged)."""
-    derived = {**scale_values(cfg), **loss_values(cfg), "trial.eval_batch_size": eval_batch_size(cfg)}
+    derived = {
+        **scale_values(cfg.loss),
+        **loss_values(cfg.loss),
+        "trial.eval_batch_size": eval_batch_size(cfg.trial, cfg.model.kind),
+    }
     return with_values(cfg, derived)
 
 
@@ -40,11 +44,11 @@ def validate_trial_config(cfg: DictConfig) -> DictConfig:
     cfg = resolve_trial_config(cfg)
     validate_model(cfg.model)
     validate_trial(cfg.trial)
-    validate_learning_rate(cfg)
+    validate_learning_rate(cfg.trial, cfg.model)
     validate_data(cfg.data)
     validate_loss(cfg)
-    extra_sets.validate(cfg)
-    validate_layer_grid(cfg)
+    extra_sets.validate(cfg.eval)
+    validate_layer_grid(cfg.eval, cfg.model, cfg.study.pruner)
     check_stats(cfg.stats)
     check_optimizer_and_scheduler(cfg.trial)
     check_device(cfg.trial.device)

@@ -33,7 +33,8 @@ from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError
+from sweep.config.schema import RaceConfig, StatsConfig
+from sweep.errors import ConfigError
 from sweep.evaluation.predictions import load_predictions
 from sweep.names import (
     ATTR_CONFIG_ERROR,
@@ -74,34 +75,35 @@ class RaceSettings:
     }
 
     @classmethod
-    def of(cls, cfg: DictConfig) -> RaceSettings:
-        paired = cfg.stats.paired
-        return cls(cfg.study.race.min_seeds, paired.level, paired.margin, paired.resamples, cfg.stats.seed)
+    def of(cls, race: RaceConfig, stats: StatsConfig) -> RaceSettings:
+        """The settings of `study.race` (``race``) and the `stats` section."""
+        paired = stats.paired
+        return cls(race.min_seeds, paired.level, paired.margin, paired.resamples, stats.seed)
 
 
-def validate(cfg: DictConfig, space: search_space.Space) -> None:
-    """`study.race` checks, before any training: a race needs `study.seeds` to race over, a grid, whole trials (no
-    pruner) and 2 <= `study.race.min_seeds` <= the number of seeds."""
-    race = cfg.study.race
+def validate(study: DictConfig, space: search_space.Space) -> None:
+    """`study.race` checks (of the `study` section), before any training: a race needs `study.seeds` to race over, a
+    grid, whole trials (no pruner) and 2 <= `study.race.min_seeds` <= the number of seeds."""
+    race = study.race
     if not race.enabled:
         return
-    seeds = list(cfg.study.seeds or [])
+    seeds = list(study.seeds or [])
     if len(seeds) < 2:
         raise ConfigError(
             "study.race.enabled", True, "races over seeds: give study.seeds, e.g. study.seeds=[0,1,2,3,4]"
         )
     if not space or not search_space.is_grid(space):
         raise ConfigError("study.race.enabled", True, "races grid points: give every study.search_space key a list")
-    if cfg.study.pruner.name != "none" or cfg.study.pruner.get("_target_") is not None:
+    if study.pruner.name != "none" or study.pruner.get("_target_") is not None:
         raise ConfigError("study.race.enabled", True, "needs whole trials: set study.pruner.name=none")
     if not isinstance(race.min_seeds, int) or not 2 <= race.min_seeds <= len(seeds):
         raise ConfigError("study.race.min_seeds", race.min_seeds, f"must be 2 to {len(seeds)} (the study.seeds)")
 
 
-def pin(study: optuna.Study, cfg: DictConfig, created: bool) -> None:
-    """Record a new study's race settings, or refuse a rerun whose race settings differ from the recorded ones (its
-    rounds would be decided by another rule)."""
-    wanted = asdict(RaceSettings.of(cfg)) if cfg.study.race.enabled else None
+def pin(study: optuna.Study, race: RaceConfig, stats: StatsConfig, created: bool) -> None:
+    """Record a new study's race settings (`study.race`, the `stats` section), or refuse a rerun whose race settings
+    differ from the recorded ones (its rounds would be decided by another rule)."""
+    wanted = asdict(RaceSettings.of(race, stats)) if race.enabled else None
     if created:
         if wanted is not None:
             study.set_user_attr(ATTR_RACE, wanted)
@@ -122,9 +124,10 @@ def pin(study: optuna.Study, cfg: DictConfig, created: bool) -> None:
     )
 
 
-def first_seeds(cfg: DictConfig) -> list[int] | None:
-    """The seeds the creating process queues: the first `study.race.min_seeds` when racing, else all (None)."""
-    return list(cfg.study.seeds)[: cfg.study.race.min_seeds] if cfg.study.race.enabled else None
+def first_seeds(study: DictConfig) -> list[int] | None:
+    """The seeds the creating process queues (of the `study` section): the first `study.race.min_seeds` when racing,
+    else all (None)."""
+    return list(study.seeds)[: study.race.min_seeds] if study.race.enabled else None
 
 
 def _value(values: Sequence[Any], value: Any) -> Any:
@@ -142,14 +145,22 @@ class Race:
     """The race of one grid study: its points, rounds and records (see the module docstring)."""
 
     def __init__(
-        self, cfg: DictConfig, space: search_space.Space, study: optuna.Study, client: TrackingClient, parent: str
+        self,
+        objective: str,
+        direction: str,
+        space: search_space.Space,
+        study: optuna.Study,
+        client: TrackingClient,
+        parent: str,
     ) -> None:
+        """The race of ``study`` (`eval.objective` ``objective``, `study.direction` ``direction``) over the grid
+        ``space``, recorded on the MLflow run ``parent``."""
         self.study, self.client, self.parent = study, client, parent
         self.space = cast(dict[str, list[Any]], space)  # a grid: `validate` refuses a race over distributions
         self.seeds = list(self.space[PARAM_SEED])
         self.settings = RaceSettings(**study.user_attrs[ATTR_RACE])
-        self.full = cfg.eval.objective == "full"  # the STSB validation Spearman: its per-pair predictions
-        self.sign = -1.0 if cfg.study.direction == "minimize" else 1.0
+        self.full = objective == "full"  # the STSB validation Spearman: its per-pair predictions
+        self.sign = -1.0 if direction == "minimize" else 1.0
         axes = {k: v for k, v in space.items() if k != PARAM_SEED}
         self.family_keys = (
             [k for k in axes if k not in search_space.SCALE_KEYS] if set(axes) & set(search_space.SCALE_KEYS) else []

@@ -72,8 +72,10 @@ class StudyRunner:
     def __post_init__(self) -> None:
         self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
         self.categorical = grid_queue.categorical_params(self.study)
-        raced = self.cfg.study.race.enabled and self.is_grid
-        self.race = seed_race.Race(self.cfg, self.space, self.study, self.client, self.parent_run_id) if raced else None
+        cfg = self.cfg
+        raced = cfg.study.race.enabled and self.is_grid
+        race = (cfg.eval.objective, cfg.study.direction, self.space, self.study, self.client, self.parent_run_id)
+        self.race = seed_race.Race(*race) if raced else None
         # Every ask, Optuna's in optimize and the packer's, holds a stop signal for the objective's check_stop.
         wrap_ask(self.study, holding_stop_signals)
 
@@ -135,7 +137,9 @@ class StudyRunner:
                     self.resources,
                     run,
                     quiet=self.cfg.quiet,
-                    on_trained=functools.partial(kept_models.keep, cfg, trial_number=trial.number, run=run),
+                    on_trained=functools.partial(
+                        kept_models.keep, kept_models.Keeping.of(cfg), trial_number=trial.number, run=run
+                    ),
                 )
         except optuna.TrialPruned as pruned:
             self._end(trial, run, start, TrialState.PRUNED, str(pruned), description)
@@ -240,7 +244,8 @@ class StudyRunner:
         if not self.is_grid:
             callbacks.append(optuna.study.MaxTrialsCallback(total, states=DONE_STATES))
         deadline = time.monotonic() + self.cfg.study.timeout if self.cfg.study.timeout else None
-        packed = packing.is_packed(self.cfg)  # study.pack > 1, or CUDA (memory guard): sweep/packing.py
+        # study.pack > 1, or CUDA (memory guard): sweep/packing.py
+        packed = packing.is_packed(self.cfg.study.pack, self.cfg.trial.device)
         objective = packing.Packer(self, callbacks, None if self.is_grid else total) if packed else self.objective
         try:
             while self.stopped_reason is None and (deadline is None or time.monotonic() < deadline):

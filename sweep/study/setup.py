@@ -43,7 +43,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
 from sweep.config.checks import (
-    ConfigError,
     plain_dict,
     require_auto_or_int,
     require_choice,
@@ -54,7 +53,8 @@ from sweep.config.checks import (
 from sweep.config.composition import check_known_keys
 from sweep.config.database_drivers import require_driver
 from sweep.config.early_checks import check_seeds, check_study_name
-from sweep.evaluation.objective import objective_name
+from sweep.config.schema import StudyConfig
+from sweep.errors import ConfigError
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
 from sweep.study.race import validate as validate_race
@@ -229,19 +229,19 @@ def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
     require_number("tracking.system_metrics_interval_s", interval, low=0, strict=True, note="seconds between samples")
     make_sampler(cfg.study.sampler, space)
     make_pruner(cfg.study.pruner, cfg.trial.eval_steps)
-    validate_race(cfg, space)
+    validate_race(cfg.study, space)
     return validate_space(cfg, space)
 
 
-def declared_space(cfg: DictConfig) -> dict[str, Any]:
-    """`study.search_space` with `study.seeds` (replicates) added as a `trial.seed` axis."""
-    declared = plain_dict(cfg.study.search_space)
-    if cfg.study.seeds:
+def declared_space(study: DictConfig) -> dict[str, Any]:
+    """`study.search_space` (of the `study` section) with `study.seeds` (replicates) added as a `trial.seed` axis."""
+    declared = plain_dict(study.search_space)
+    if study.seeds:
         if "seed" in declared.get("trial", {}):
             raise ConfigError(
-                "study.seeds", list(cfg.study.seeds), "conflicts with study.search_space.trial.seed: give one of them"
+                "study.seeds", list(study.seeds), "conflicts with study.search_space.trial.seed: give one of them"
             )
-        declared.setdefault("trial", {})["seed"] = list(cfg.study.seeds)
+        declared.setdefault("trial", {})["seed"] = list(study.seeds)
     return declared
 
 
@@ -250,12 +250,12 @@ SQLITE_BUSY_TIMEOUT_S = 60  # how long one SQLite call waits for another connect
 StaleTrialCallback = Callable[[optuna.Study, FrozenTrial], None]
 
 
-def open_storage(cfg: DictConfig, on_stale: StaleTrialCallback) -> optuna.storages.RDBStorage:
+def open_storage(study: StudyConfig, on_stale: StaleTrialCallback) -> optuna.storages.RDBStorage:
     """The RDB storage with heartbeats (a killed worker's trial is failed and re-queued by another process), whose
     calls are retried while its database restarts or, for SQLite, another process holds it locked, opening included
-    (`study.outage_timeout_s`)."""
-    url = cfg.study.storage
-    interval = cfg.study.heartbeat_interval
+    (`study.outage_timeout_s`; ``study``: the `study` section)."""
+    url = study.storage
+    interval = study.heartbeat_interval
     engine_kwargs = (
         {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     )
@@ -266,36 +266,40 @@ def open_storage(cfg: DictConfig, on_stale: StaleTrialCallback) -> optuna.storag
         heartbeat_interval=interval,
         grace_period=3 * interval,
         heartbeat_stale_trial_callback=on_stale,
-        outage_timeout_s=cfg.study.outage_timeout_s,
+        outage_timeout_s=study.outage_timeout_s,
     )
     try:
         with sqlite_init_lock(url), warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return wait_while_locked(new_storage, url, cfg.study.outage_timeout_s, "study.outage_timeout_s")
+            return wait_while_locked(new_storage, url, study.outage_timeout_s, "study.outage_timeout_s")
     except Exception as error:  # noqa: BLE001 - any driver error: name the key and stop before training
         raise ConfigError("study.storage", url, f"cannot open the storage ({type(error).__name__}: {error})") from None
 
 
 def create_or_load(
-    cfg: DictConfig, storage: optuna.storages.RDBStorage, space: search_space.Space
+    study_cfg: DictConfig,
+    eval_steps: int,
+    objective: str,
+    storage: optuna.storages.RDBStorage,
+    space: search_space.Space,
 ) -> tuple[optuna.Study, bool]:
-    """The study `study.name` in `storage` and whether this process created it. Its objective is named
-    (`objective_name`), also in a study created before studies named it."""
+    """The study `study.name` (of the `study` section; its pruner reports every `trial.eval_steps`) in `storage` and
+    whether this process created it. Its objective is named ``objective`` (`objective_name`), also in a study created
+    before studies named it."""
     kwargs = dict(
-        study_name=cfg.study.name,
+        study_name=study_cfg.name,
         storage=storage,
-        sampler=make_sampler(cfg.study.sampler, space),
-        pruner=make_pruner(cfg.study.pruner, cfg.trial.eval_steps),
+        sampler=make_sampler(study_cfg.sampler, space),
+        pruner=make_pruner(study_cfg.pruner, eval_steps),
     )
     try:
-        study, created = optuna.create_study(direction=cfg.study.direction, **kwargs), True
+        study, created = optuna.create_study(direction=study_cfg.direction, **kwargs), True
     except optuna.exceptions.DuplicatedStudyError:
         study, created = optuna.load_study(**kwargs), False
-    name = objective_name(cfg)
-    if study.metric_names != [name]:
+    if study.metric_names != [objective]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names([name])
+            study.set_metric_names([objective])
     return study, created
 
 

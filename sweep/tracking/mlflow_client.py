@@ -29,9 +29,10 @@ import optuna
 from mlflow.entities import DatasetInput, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig
 
-from sweep.config.checks import ConfigError, require_number
+from sweep.config.checks import require_number
+from sweep.config.schema import TrackingConfig
+from sweep.errors import ConfigError, TrackingOutage
 from sweep.names import (
     ATTR_FAIL_REASON,
     ATTR_MLFLOW_PARENT_RUN_ID,
@@ -47,10 +48,8 @@ from sweep.names import (
     TAG_TRIAL_NUMBER,
     TAG_WORKER,
 )
-from sweep.tracking.outage_buffer import BufferedWriter, TrackingOutage, use_http_defaults
+from sweep.tracking.outage_buffer import BufferedWriter, use_http_defaults
 from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
-
-__all__ = ["TrackingOutage"]  # raised by TrialRun() when the server stays unreachable past the limit
 
 log = logging.getLogger(__name__)
 
@@ -70,28 +69,26 @@ def is_http(uri: str) -> bool:
     return uri.startswith(("http://", "https://"))
 
 
-def open_tracking(cfg: DictConfig) -> TrackingClient:
-    """A TrackingClient whose store answers now (creating a new SQLite database under the lock; a SQLite database
-    another process holds locked is waited for up to `tracking.outage_timeout_s`); an unreachable store at start is a
-    config error, a later outage is buffered (`tracking.outage_timeout_s`)."""
-    timeout = require_number(
-        "tracking.outage_timeout_s", cfg.tracking.outage_timeout_s, low=0, strict=True, note="seconds"
-    )
-    if is_http(cfg.tracking.uri):
+def open_tracking(tracking: TrackingConfig) -> TrackingClient:
+    """A TrackingClient for the `tracking` section whose store answers now (creating a new SQLite database under the
+    lock; a SQLite database another process holds locked is waited for up to `tracking.outage_timeout_s`); an
+    unreachable store at start is a config error, a later outage is buffered (`tracking.outage_timeout_s`)."""
+    timeout = require_number("tracking.outage_timeout_s", tracking.outage_timeout_s, low=0, strict=True, note="seconds")
+    if is_http(tracking.uri):
         use_http_defaults()
 
     def opened() -> TrackingClient:
-        client = TrackingClient(cfg.tracking.uri, timeout)  # creates the store (and a new schema) at once
+        client = TrackingClient(tracking.uri, timeout)  # creates the store (and a new schema) at once
         client.search_experiments(max_results=1)
         return client
 
     try:
-        with sqlite_init_lock(cfg.tracking.uri):
-            client = wait_while_locked(opened, cfg.tracking.uri, timeout, "tracking.outage_timeout_s")
+        with sqlite_init_lock(tracking.uri):
+            client = wait_while_locked(opened, tracking.uri, timeout, "tracking.outage_timeout_s")
     except Exception as error:  # noqa: BLE001 - any store or driver error: name the key and stop before training
         raise ConfigError(
             "tracking.uri",
-            cfg.tracking.uri,
+            tracking.uri,
             f"cannot reach the MLflow tracking store ({type(error).__name__}: {error})",
         ) from None
     return client

@@ -28,6 +28,7 @@ from typing import TypeVar
 import requests
 from mlflow.exceptions import MlflowException
 
+from sweep.errors import TrackingOutage
 from sweep.signals import deferred
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,6 @@ RETRY_EVERY_S = (0.5, 10.0)  # the wait between tries during an outage grows fro
 # MLflow's HTTP retry settings for this process, unless the user set them: fail fast into the buffer.
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
 UNAVAILABLE_CODES = ("TEMPORARILY_UNAVAILABLE", "REQUEST_LIMIT_EXCEEDED", "SERVICE_UNDER_MAINTENANCE")
-
-
-class TrackingOutage(RuntimeError):
-    """A call that needs an answer (creating a run) found the server unreachable past `tracking.outage_timeout_s`."""
 
 
 def use_http_defaults() -> None:

@@ -4,10 +4,9 @@ shares between its trials and the models worth keeping."""
 from sweep.training.kept_models import best_path, keep
 from sweep.training.lockstep import Lockstep, Outcome, run_in_lockstep
 from sweep.training.resources import StudyResources, spearman, stsb_evaluator
-from sweep.training.trial import DivergenceError, train_and_evaluate
+from sweep.training.trial import train_and_evaluate
 
 __all__ = [
-    "DivergenceError",
     "Lockstep",
     "Outcome",
     "StudyResources",

@@ -35,6 +35,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,33 @@ def _clean_leftovers(directory: Path, keep: Path | None, mode: str) -> None:
                 shutil.rmtree(path)
 
 
+@dataclass(frozen=True)
+class Keeping:
+    """What the kept models of a study depend on: `paths.root`, `study.name`, `study.direction`,
+    `trial.save_model`, `tracking.registered_model_name` and `tracking.uri`."""
+
+    root: str
+    study: str
+    direction: str
+    save_model: str
+    registered_model_name: str | None
+    tracking_uri: str
+
+    @classmethod
+    def of(cls, cfg: DictConfig) -> Keeping:
+        """The values of a study's (or a trial's) config."""
+        tracking = cfg.tracking
+        study = cfg.study
+        return cls(
+            cfg.paths.root,
+            study.name,
+            study.direction,
+            cfg.trial.save_model,
+            tracking.registered_model_name,
+            tracking.uri,
+        )
+
+
 def _better(value: float, current: dict[str, Any] | None, direction: str) -> bool:
     if current is None:
         return True
@@ -141,7 +169,7 @@ def _better(value: float, current: dict[str, Any] | None, direction: str) -> boo
 
 
 def keep(
-    cfg: DictConfig,
+    keeping: Keeping,
     model: SentenceTransformer,
     value: float,
     metrics: dict[str, float],
@@ -155,17 +183,17 @@ def keep(
     """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept).
     ``collapsed``: why the model collapsed (never the best), or None; `step` (the last training step) and `data`
     (the trial's datasets): what the logged model's linked `metrics` are (`logged_models.log_to_mlflow`)."""
-    mode = cfg.trial.save_model
+    mode = keeping.save_model
     if mode == "none":
         return None
-    directory = study_dir(cfg.paths.root, cfg.study.name)
+    directory = study_dir(keeping.root, keeping.study)
     meta = {"trial_number": trial_number, "value": value, "mlflow_run_id": run.run_id, "metrics": metrics}
     if collapsed is not None:
         meta["collapsed"] = collapsed
     final = directory / TRIALS / model_name(trial_number)
     with _locked(directory):
         current_target = (directory / BEST).resolve() if (directory / BEST).exists() else None
-        is_best = collapsed is None and _better(value, read_meta(directory / BEST), cfg.study.direction)
+        is_best = collapsed is None and _better(value, read_meta(directory / BEST), keeping.direction)
         if mode == "best" and not is_best:
             _clean_leftovers(directory, current_target, mode)
             return None
@@ -174,10 +202,18 @@ def keep(
             _point_best(directory, final)
         _clean_leftovers(directory, final if is_best else current_target, mode)
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
-    registered = cfg.tracking.registered_model_name if is_best else None
+    registered = keeping.registered_model_name if is_best else None
     # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial
     upload = functools.partial(
-        log_to_mlflow, cfg, model, run, trial_number, registered, step=step, metrics=list(metrics), data=data
+        log_to_mlflow,
+        keeping.tracking_uri,
+        model,
+        run,
+        trial_number,
+        registered,
+        step=step,
+        metrics=list(metrics),
+        data=data,
     )
     run.client.writer.write("model", upload)
     return final
@@ -189,10 +225,10 @@ def model_uri(client: MlflowClient, run_id: str) -> str:
     return str(client.get_run(run_id).data.tags.get(TAG_MODEL_URI, f"runs:/{run_id}/{LEGACY_ARTIFACT}"))
 
 
-def parent_tags(cfg: DictConfig) -> dict[str, str]:
+def parent_tags(keeping: Keeping) -> dict[str, str]:
     """Tags linking the study's parent run to its best kept model (empty when none is kept)."""
-    best = best_path(cfg.paths.root, cfg.study.name)
-    meta = read_meta(best) if cfg.trial.save_model != "none" else None
+    best = best_path(keeping.root, keeping.study)
+    meta = read_meta(best) if keeping.save_model != "none" else None
     if meta is None:
         return {}
     return {
@@ -203,20 +239,20 @@ def parent_tags(cfg: DictConfig) -> dict[str, str]:
     }
 
 
-def record_verdict(cfg: DictConfig, client: TrackingClient, lines: list[str]) -> Path | None:
+def record_verdict(keeping: Keeping, client: TrackingClient, lines: list[str]) -> Path | None:
     """At the end of a study, put its verdict `lines` into the card of its best kept model (`model_card`), on disk
     and in MLflow, and into its Description there (`logged_models.publish_verdict`); return that README (None when no
     model is kept)."""
-    directory = study_dir(cfg.paths.root, cfg.study.name)
-    if cfg.trial.save_model == "none" or not directory.is_dir():
+    directory = study_dir(keeping.root, keeping.study)
+    if keeping.save_model == "none" or not directory.is_dir():
         return None
     with _locked(directory):
         meta = read_meta(directory / BEST)
         if meta is None:
             return None
-        section = model_card.study_section(cfg.study.name, meta["trial_number"], meta["value"], lines)
+        section = model_card.study_section(keeping.study, meta["trial_number"], meta["value"], lines)
         readme = model_card.write_study_section((directory / BEST).resolve(), section)
-    registered = cfg.tracking.registered_model_name
+    registered = keeping.registered_model_name
     publish = functools.partial(publish_verdict, client, meta["mlflow_run_id"], readme, section, registered)
     client.writer.write("model card", publish)
     return readme

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from mlflow.entities import LoggedModelOutput, Metric
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
 from sweep.names import (
@@ -68,7 +67,7 @@ def link_metrics(run: TrialRun, model_id: str, keys: Iterable[str], data: Tracke
 
 
 def log_to_mlflow(
-    cfg: DictConfig,
+    tracking_uri: str,
     model: SentenceTransformer,
     run: TrialRun,
     trial_number: int,
@@ -78,17 +77,18 @@ def log_to_mlflow(
     metrics: Iterable[str] = (),
     data: TrackedData | None = None,
 ) -> str:
-    """Log ``model`` to the trial's run with MLflow's sentence_transformers flavor, named by its trial, as the run's
-    output at training step `step`, with the run's last values of `metrics` linked to it (`link_metrics`); register
-    it under `registered_model_name` (when given) and point the alias ``best`` at that version. Returns
-    ``runs:/<id>/trial-NNN``, also recorded as the run's tag ``sweep.model_uri`` (the model id as ``sweep.model_id``).
+    """Log ``model`` to the trial's run (at `tracking.uri` ``tracking_uri``) with MLflow's sentence_transformers
+    flavor, named by its trial, as the run's output at training step `step`, with the run's last values of `metrics`
+    linked to it (`link_metrics`); register it under `registered_model_name` (when given) and point the alias
+    ``best`` at that version. Returns ``runs:/<id>/trial-NNN``, also recorded as the run's tag ``sweep.model_uri``
+    (the model id as ``sweep.model_id``).
 
     Requirements are given, not inferred (inference reloads the model in a subprocess)."""
     import mlflow
     import mlflow.sentence_transformers
 
     requirements = [f"{package}=={metadata.version(package)}" for package in ("sentence-transformers", "torch")]
-    mlflow.set_tracking_uri(cfg.tracking.uri)
+    mlflow.set_tracking_uri(tracking_uri)
     client, name = run.client, model_name(trial_number)
     params = client.get_run(run.run_id).data.params  # what log_model copies onto a model it creates itself
     logged = client.create_logged_model(run.experiment_id, name=name, source_run_id=run.run_id, params=params)

@@ -46,13 +46,13 @@ class TrialCardData(SentenceTransformerModelCardData):
         return None
 
 
-def describe(model: SentenceTransformer, cfg: DictConfig, title: str, training: dict[str, str]) -> None:
+def describe(model: SentenceTransformer, base_model: DictConfig, title: str, training: dict[str, str]) -> None:
     """Give `model` the card data of its trial, before its trainer is built (whose card callback adds the training
     rows' statistics, the loss with its parameters and the hyperparameters): `title`, the training dataset
     `training` (``{"name": ..., "id": hub id}``) and, for pretrained weights, the base model with the language and
-    license of its card."""
-    base = pretrained_base(cfg.model)
-    found = base_card(cfg.model) if base else None
+    license of its card (``base_model``: the `model` section)."""
+    base = pretrained_base(base_model)
+    found = base_card(base_model) if base else None
     card = TrialCardData(
         language=(found.data.get("language") if found else None) or [],
         license=found.data.get("license") if found else None,

@@ -14,8 +14,10 @@ from mlflow.entities import DatasetInput
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 
+from sweep.config.checks import eval_batch_size
+from sweep.config.schema import EvalConfig, TrialConfig
 from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import stsb_layer_grid
+from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid
 from sweep.inputs import data as data_module
 from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
@@ -26,8 +28,9 @@ VALIDATION = "stsb_validation"
 TEST = "stsb_test"
 
 
-def device_of(cfg: DictConfig) -> str | None:
-    return None if cfg.trial.device == "auto" else cfg.trial.device
+def device_of(trial: TrialConfig) -> str | None:
+    """The device of the `trial` section for sentence-transformers (None: its own choice, ``auto``)."""
+    return None if trial.device == "auto" else trial.device
 
 
 def _cache_key(*parts: Any) -> str:
@@ -81,10 +84,11 @@ class TrackedData:
         return next((split for split, prefix in self.splits if prefix and metric.startswith(prefix)), None)
 
 
-def track_data(cfg: DictConfig, splits: dict[str, Dataset], extra: extra_sets.ExtraEvaluators) -> TrackedData:
-    """The training rows, STSB validation and test, the held-out pairs and the extra sets as MLflow datasets."""
-    sources = {split: data_module.resolve_source(cfg.data, split) for split in data_module.DATA_SPLITS}
-    names = {split: split_name(source, cfg.data[split].local_file) for split, source in sources.items()}
+def track_data(data: DictConfig, splits: dict[str, Dataset], extra: extra_sets.ExtraEvaluators) -> TrackedData:
+    """The training rows, STSB validation and test, the held-out pairs and the extra sets as MLflow datasets
+    (``data``: the `data` section)."""
+    sources = {split: data_module.resolve_source(data, split) for split in data_module.DATA_SPLITS}
+    names = {split: split_name(source, data[split].local_file) for split, source in sources.items()}
     tracked: list[tuple[TrackedSplit, str | None]] = [
         (tracked_split(splits["train"], names["train"], sources["train"], TRAINING), "train_loss"),
         (tracked_split(splits["validation"], names["validation"], sources["validation"], EVALUATION), VALIDATION),
@@ -119,12 +123,13 @@ class StudyResources:
             self._datasets[key] = data_module.load_all(data, heldout_pairs)
         return self._datasets[key]
 
-    def tracked_data(self, cfg: DictConfig) -> TrackedData:
-        """The trial's datasets as MLflow records them (`track_data`), built once per distinct data config."""
-        key = _cache_key(cfg.data, cfg.stats.heldout_pairs, cfg.eval.extra)
+    def tracked_data(self, data: DictConfig, heldout_pairs: int, ev: EvalConfig, batch_size: int) -> TrackedData:
+        """The trial's datasets as MLflow records them (`track_data`), built once per distinct data config (the
+        `data` section, `stats.heldout_pairs`, the extra sets of the `eval` section scored in ``batch_size``)."""
+        key = _cache_key(data, heldout_pairs, ev.extra)
         if key not in self._tracked:
-            splits = self.datasets(cfg.data, cfg.stats.heldout_pairs)
-            self._tracked[key] = track_data(cfg, splits, self.extra.get(cfg))
+            splits = self.datasets(data, heldout_pairs)
+            self._tracked[key] = track_data(data, splits, self.extra.get(ev, data, batch_size))
         return self._tracked[key]
 
     def evaluators(
@@ -161,7 +166,7 @@ class StudyResources:
         key = _cache_key(
             cfg.model,
             cfg.trial.seed,
-            device_of(cfg),
+            device_of(cfg.trial),
             cfg.data,
             cfg.stats,
             cfg.eval.layer_grid,
@@ -169,9 +174,10 @@ class StudyResources:
         )
         if key not in self._initial:
             value = spearman(validation, model, step=0)
-            self._initial[key] = InitialEvaluation(
-                validation_spearman=value,
-                encodings=probe.encode(model, validation) if probe is not None else None,
-                layer_grid=stsb_layer_grid(model, validation_pairs, cfg) if cfg.eval.layer_grid.enabled else None,
-            )
+            encodings = probe.encode(model, validation) if probe is not None else None
+            layer_grid = None
+            if cfg.eval.layer_grid.enabled:
+                grid = grid_sets(cfg.eval.layer_grid, cfg.model)
+                layer_grid = stsb_layer_grid(model, validation_pairs, grid, eval_batch_size(cfg.trial, cfg.model.kind))
+            self._initial[key] = InitialEvaluation(value, encodings, layer_grid)
         return self._initial[key]

@@ -121,16 +121,17 @@ def show_progress(trainer: SentenceTransformerTrainer, trial_number: int, bars: 
     trainer.add_callback(ProgressLines(trial_number))
 
 
-def early_stopping(cfg: DictConfig) -> list[TrainerCallback]:
+def early_stopping(patience: int | None) -> list[TrainerCallback]:
     """transformers' `EarlyStoppingCallback` on STSB validation Spearman when `trial.early_stopping_patience` is set:
     training stops after that many evaluations in a row without a new best (the model kept is the last one, not the
     best: reloading the best would need a checkpoint at every evaluation)."""
-    patience = cfg.trial.early_stopping_patience
     return [EarlyStoppingCallback(early_stopping_patience=patience)] if patience else []
 
 
-def training_arguments(cfg: DictConfig, output_dir: str, bars: bool) -> SentenceTransformerTrainingArguments:
-    t = cfg.trial
+def training_arguments(
+    t: DictConfig, loss: DictConfig, output_dir: str, bars: bool
+) -> SentenceTransformerTrainingArguments:
+    """The trainer's arguments from the `trial` section (``t``) and the loss's learning rates (the `loss` section)."""
     device = t.device
     return SentenceTransformerTrainingArguments(
         output_dir=output_dir,
@@ -138,7 +139,7 @@ def training_arguments(cfg: DictConfig, output_dir: str, bars: bool) -> Sentence
         per_device_train_batch_size=t.batch_size,
         per_device_eval_batch_size=t.eval_batch_size,
         learning_rate=t.learning_rate,
-        learning_rate_mapping=learning_rate_mapping(cfg),
+        learning_rate_mapping=learning_rate_mapping(loss),
         weight_decay=t.weight_decay,
         warmup_steps=t.warmup_ratio,  # transformers 5: a float below 1 is a ratio of max_steps
         lr_scheduler_type=t.lr_scheduler,

@@ -21,9 +21,10 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from transformers import set_seed
 from transformers.trainer_callback import PrinterCallback
 
-from sweep.config.checks import with_values
+from sweep.config.checks import eval_batch_size, with_values
+from sweep.errors import DivergenceError
 from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import log_layer_grid, stsb_layer_grid
+from sweep.evaluation.layer_grid import grid_sets, log_layer_grid, stsb_layer_grid
 from sweep.evaluation.objective import objective_value
 from sweep.evaluation.predictions import log_predictions
 from sweep.losses import build_loss, schedule_callback, training_callbacks
@@ -56,20 +57,21 @@ OnTrained = Callable[..., object]
 
 def probe_at_evaluation(
     probe: ConcentrationProbe | None,
-    cfg: DictConfig,
+    every_eval: bool,
+    max_steps: int,
     model: SentenceTransformer,
     validation: EmbeddingKeepingEvaluator,
     run: TrialRun,
 ) -> Callable[[int], object] | None:
     """What the probe logs at each evaluation during training: every statistic (``stats.every_eval``), else the
-    loss at every grid scale, but not at the last step (the final statistics log those)."""
+    loss at every grid scale, but not at the last step, ``max_steps`` (the final statistics log those)."""
     if probe is None:
         return None
-    if cfg.stats.every_eval:
+    if every_eval:
         return lambda step: probe.measure(model, validation, run, step=step)
 
     def losses(step: int) -> None:
-        if step < cfg.trial.max_steps:
+        if step < max_steps:
             probe.log_losses(model, run, step)
 
     return losses
@@ -108,10 +110,11 @@ def prepare(cfg: DictConfig, resources: StudyResources, run: TrialRun) -> Prepar
     stats = cfg.stats
     heldout_pairs = stats.heldout_pairs  # held out with statistics on or off: they never change what is trained
     splits = resources.datasets(cfg.data, heldout_pairs)
-    data = resources.tracked_data(cfg)
+    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+    data = resources.tracked_data(cfg.data, heldout_pairs, cfg.eval, batch_size)
     run.log_inputs(data.inputs)
     validation, test = resources.evaluators(cfg.data, heldout_pairs, cfg.trial.eval_batch_size)
-    model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg))
+    model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg.trial))
     probe = None
     if stats.enabled:
         # The softmax statistics use the in-batch scale: `scale`, or AnglE's in-batch-negatives scale.
@@ -123,7 +126,7 @@ def prepare(cfg: DictConfig, resources: StudyResources, run: TrialRun) -> Prepar
             softmax_scale,
             cfg.trial.eval_batch_size,
             similarity=cfg.loss.get("similarity", "cosine"),
-            loss_scales=loss_scales(cfg),
+            loss_scales=loss_scales(stats, cfg.study.search_space, cfg.loss),
         )
     initial = resources.initial_evaluation(cfg, model, validation, splits["validation"], probe)
     run.log_metrics({f"{VALIDATION}_spearman": initial.validation_spearman}, step=0)
@@ -147,23 +150,24 @@ def train(
     if cfg.loss.get("scale") == 0:
         run.set_tags({TAG_SCALE_ZERO: SCALE_ZERO_MODE})
         initial_weights = {name: param.detach().clone() for name, param in p.model.named_parameters()}
-    schedule = schedule_callback(loss, cfg)  # None: a constant scale
+    schedule = schedule_callback(loss, cfg.loss)  # None: a constant scale
     if p.probe is not None:  # the statistics use the loss's current scale (a learned or scheduled one included)
         p.probe.follow(loss, schedule.current_scale if schedule is not None else None)
-    extra = resources.extra.get(cfg)
+    extra = resources.extra.get(cfg.eval, cfg.data, eval_batch_size(cfg.trial, cfg.model.kind))
     scorer = extra_sets.TrialScorer(extra, p.model, run.log_metrics)
     every_eval = extra_sets.chain(
-        probe_at_evaluation(p.probe, cfg, p.model, p.validation, run), scorer if cfg.eval.extra_every_eval else None
+        probe_at_evaluation(p.probe, cfg.stats.every_eval, cfg.trial.max_steps, p.model, p.validation, run),
+        scorer if cfg.eval.extra_every_eval else None,
     )
     scheduled = [schedule] if schedule is not None else []
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval, reporters=scheduled)
     title = f"{cfg.study.name}, trial {trial.number}: {ui_links.trial_description(cfg.loss, trial.params)}"
-    model_card.describe(p.model, cfg, title, p.data.training)  # before the trainer: its card callback reads it
+    model_card.describe(p.model, cfg.model, title, p.data.training)  # before the trainer: its card callback reads it
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = SentenceTransformerTrainer(
             model=p.model,
-            args=training_arguments(cfg, output_dir, bars=not quiet and sys.stderr.isatty()),
+            args=training_arguments(cfg.trial, cfg.loss, output_dir, bars=not quiet and sys.stderr.isatty()),
             train_dataset=p.splits["train"],
             loss=loss,
             evaluator=p.validation,
@@ -171,7 +175,7 @@ def train(
                 callback,
                 *training_callbacks(loss),
                 *scheduled,
-                *early_stopping(cfg),
+                *early_stopping(cfg.trial.early_stopping_patience),
                 *member_callbacks(),  # a packed trial takes turns
             ],
         )
@@ -192,11 +196,17 @@ def check_outcome(trained: Trained) -> None:
 
 
 def score(
-    cfg: DictConfig, run: TrialRun, p: Prepared, trained: Trained
+    run: TrialRun,
+    p: Prepared,
+    trained: Trained,
+    every_eval: bool,
+    cells: tuple[tuple[int, ...], tuple[int, ...]] | None,
+    batch_size: int,
 ) -> tuple[float, dict[str, float], pd.DataFrame | None, str | None]:
     """Score the trained model: STSB validation (reusing the last evaluation when it was at the last step) and
-    test with their per-pair predictions, the statistics, the layer grid; returns (validation, metrics, grid, why
-    the model collapsed or None: `sweep.stats.collapse` on the validation cosines)."""
+    test with their per-pair predictions, the statistics (already measured at the last step with
+    ``stats.every_eval``), the layer grid (its `grid_sets`, None when off) in batches of ``batch_size``; returns
+    (validation, metrics, grid, why the model collapsed or None: `sweep.stats.collapse` on the validation cosines)."""
     steps = trained.output.global_step
     last_eval = trained.callback.last_eval
     if last_eval is not None and last_eval[0] == steps:
@@ -204,7 +214,7 @@ def score(
     else:
         val = spearman(p.validation, p.model, step=steps)
         run.log_metrics({f"{VALIDATION}_spearman": val}, step=steps)
-    if p.probe is not None and not (cfg.stats.every_eval and last_eval and last_eval[0] == steps):
+    if p.probe is not None and not (every_eval and last_eval and last_eval[0] == steps):
         p.probe.measure(p.model, p.validation, run, step=steps)
     collapsed = collapse_reason(log_predictions(run, p.validation, "validation"))  # the last call: the final model
     test_value = spearman(p.test, p.model, step=steps)
@@ -222,10 +232,10 @@ def score(
             for name, param in p.model.named_parameters()
         )
     grid = None
-    if cfg.eval.layer_grid.enabled:
-        grid = stsb_layer_grid(p.model, p.splits["validation"], cfg)
+    if cells is not None:
+        grid = stsb_layer_grid(p.model, p.splits["validation"], cells, batch_size)
         log_layer_grid(run, grid, "validation", step=steps)
-        log_layer_grid(run, stsb_layer_grid(p.model, p.splits["test"], cfg), "test", step=steps)
+        log_layer_grid(run, stsb_layer_grid(p.model, p.splits["test"], cells, batch_size), "test", step=steps)
     return val, metrics, grid, collapsed
 
 
@@ -252,12 +262,14 @@ def train_and_evaluate(
     prepared = prepare(cfg, resources, run)
     trained = train(trial, cfg, resources, run, prepared, quiet)
     check_outcome(trained)
-    val, metrics, grid, collapsed = score(cfg, run, prepared, trained)
+    cells = grid_sets(cfg.eval.layer_grid, cfg.model) if cfg.eval.layer_grid.enabled else None
+    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+    val, metrics, grid, collapsed = score(run, prepared, trained, cfg.stats.every_eval, cells, batch_size)
     if collapsed is not None:
         flag_collapse(trial, run, collapsed)
     steps = trained.output.global_step
     extra_scores = trained.scorer.final(steps)
-    objective = objective_value(cfg, val, grid, trained.extra, extra_scores)
+    objective = objective_value(cfg.eval, val, grid, trained.extra, extra_scores)
     metrics["objective"] = objective
     run.log_metrics(metrics, step=steps)
     trial.set_user_attr(ATTR_VALIDATION_SPEARMAN, val)
@@ -268,7 +280,3 @@ def train_and_evaluate(
         scores = {f"{VALIDATION}_spearman": val, **metrics, **extra_scores}
         on_trained(prepared.model, objective, scores, collapsed, step=steps, data=prepared.data)
     return objective
-
-
-class DivergenceError(RuntimeError):
-    """The training loss became NaN or infinite."""

@@ -9,9 +9,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep.config import search_space
-from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, ConfigError, flatten
+from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, flatten
 from sweep.config.composition import compose_config
 from sweep.config.scale_temperature import resolve_scale
+from sweep.errors import ConfigError
 from sweep.study.lifecycle import open_sweep
 from sweep.study.preflight import validate_trial_config
 from sweep.study.setup import declared_space, validate
@@ -83,10 +84,10 @@ def test_search_space_grid_and_distributions():
 
 def test_seeds_become_a_trial_seed_axis(compose_cfg):
     cfg = compose_cfg("+experiment=mnrl_scale", "study.seeds=[0,1,2]", tiny=False)
-    space = search_space.parse(declared_space(cfg))
+    space = search_space.parse(declared_space(cfg.study))
     assert space["trial.seed"] == [0, 1, 2] and search_space.grid_size(space) == 3 * len(space["loss.scale"])
     with pytest.raises(ConfigError, match="study.seeds"):
-        declared_space(compose_cfg("study.seeds=[0]", "+study.search_space.trial.seed=[1]"))
+        declared_space(compose_cfg("study.seeds=[0]", "+study.search_space.trial.seed=[1]").study)
 
 
 def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):

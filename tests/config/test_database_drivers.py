@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.config.checks import ConfigError
 from sweep.config.database_drivers import POSTGRES_FIX, require_driver
+from sweep.errors import ConfigError
 from sweep.study.lifecycle import open_sweep
 
 

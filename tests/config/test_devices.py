@@ -11,8 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep import signals
-from sweep.config.checks import ConfigError
 from sweep.config.devices import Placement, place_workers, resolve_devices, trial_records, visible_gpus
+from sweep.errors import ConfigError
 from sweep.names import TAG_DEVICE, TAG_SLURM_JOB_ID, TAG_SLURM_LOCALID
 
 TWO = {"SWEEP_SIMULATED_GPUS": "2"}

@@ -8,7 +8,7 @@ import pytest
 import transformers.utils
 from mlflow.utils.validation import _validate_metric_name
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.report.summaries import LOSS_AT_SCALE
 from sweep.stats.concentration import loss_metric
 from sweep.study.lifecycle import open_sweep

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.study.lifecycle import open_sweep
 from tests.conftest import TINY
 from tests.helpers import run_sweep

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import optuna
 
-from sweep.config.checks import ConfigError
 from sweep.config.multirun import shared_study
+from sweep.errors import ConfigError
 from tests.conftest import TINY, Compose
 from tests.helpers import mlflow_runs, run_sweep
 

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError
 from sweep.config.scale_temperature import resolve_scale
+from sweep.errors import ConfigError
 from sweep.study.setup import validate
 
 SCALED_LOSSES = ("mnrl", "cached_mnrl", "cosent", "angle", "gist", "learnable_scale")

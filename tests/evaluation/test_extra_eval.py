@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.report.__main__ import main as report_main
 from sweep.study.lifecycle import finish, open_sweep
 

@@ -10,7 +10,8 @@ import torch
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.checks import ConfigError, parse_numbers
+from sweep.config.checks import eval_batch_size, parse_numbers
+from sweep.errors import ConfigError
 from sweep.evaluation.layer_grid import (
     grid_metrics,
     grid_sets,
@@ -75,17 +76,18 @@ def test_grid_runs_one_transformer_forward_per_batch(tiny, monkeypatch):
 def test_grid_of_the_config_metrics_and_objective(tiny):
     cfg, model, dataset = tiny
     cfg.eval.layer_grid.merge_with({"enabled": True, "layers": "1,2", "dims": [32, 8]})
-    table = stsb_layer_grid(model, dataset, cfg)
+    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+    table = stsb_layer_grid(model, dataset, grid_sets(cfg.eval.layer_grid, cfg.model), batch_size)
     assert list(zip(table.layer, table.dim, strict=True)) == [(1, 32), (1, 8), (2, 32), (2, 8)]
     metrics = grid_metrics(table, "validation")
     assert metrics["stsb_validation_spearman_L2_D8"] == table.spearman.iloc[3]
     assert metrics["stsb_validation_spearman_grid_mean"] == pytest.approx(table.spearman.mean())
-    assert objective_value(cfg, 0.5, table) == 0.5
+    assert objective_value(cfg.eval, 0.5, table) == 0.5
     cfg.eval.objective = "grid_mean"
-    assert objective_value(cfg, 0.5, table) == pytest.approx(table.spearman.mean())
+    assert objective_value(cfg.eval, 0.5, table) == pytest.approx(table.spearman.mean())
     cfg.eval.objective, cfg.eval.cell = "cell", "L1_D8"
-    validate_layer_grid(cfg)
-    assert objective_value(cfg, 0.5, table) == table.spearman.iloc[1]
+    validate_layer_grid(cfg.eval, cfg.model, cfg.study.pruner)
+    assert objective_value(cfg.eval, 0.5, table) == table.spearman.iloc[1]
 
 
 def test_log_layer_grid_logs_metrics_and_table():
@@ -104,7 +106,7 @@ def test_log_layer_grid_logs_metrics_and_table():
 
 def test_defaults_are_every_layer_at_full_dimension(compose_cfg):
     cfg = compose_cfg("eval.layer_grid.enabled=true")
-    assert model_shape(cfg.model).layers == 2 and grid_sets(cfg) == ((1, 2), (32,))
+    assert model_shape(cfg.model).layers == 2 and grid_sets(cfg.eval.layer_grid, cfg.model) == ((1, 2), (32,))
     static = compose_cfg("model=static_minilm")
     assert model_shape(static.model).dim == 384 and model_shape(static.model).layers is None
 
@@ -141,14 +143,14 @@ def test_parse_numbers_accepts_lists_and_comma_strings():
     ],
 )
 def test_bad_layer_grid_configs_are_refused(compose_cfg, overrides, key):
+    cfg = compose_cfg(*overrides)
     with pytest.raises(ConfigError) as error:
-        validate_layer_grid(compose_cfg(*overrides))
+        validate_layer_grid(cfg.eval, cfg.model, cfg.study.pruner)
     assert error.value.key == key and key in str(error.value)
 
 
 def test_the_nop_pruner_by_target_counts_as_no_pruner(compose_cfg):
-    validate_layer_grid(
-        compose_cfg(
-            "eval.layer_grid.enabled=true", "eval.objective=grid_mean", "study.pruner._target_=optuna.pruners.NopPruner"
-        )
+    cfg = compose_cfg(
+        "eval.layer_grid.enabled=true", "eval.objective=grid_mean", "study.pruner._target_=optuna.pruners.NopPruner"
     )
+    validate_layer_grid(cfg.eval, cfg.model, cfg.study.pruner)

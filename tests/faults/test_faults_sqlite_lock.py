@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from sqlalchemy import create_engine, text
 from sqlalchemy import exc as sqlalchemy_exc
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.study import setup
 from sweep.study.setup import open_storage
 from sweep.tracking.mlflow_client import open_tracking
@@ -57,13 +57,13 @@ def locked(database: Path, release_after: float | None = None) -> Iterator[None]
 
 
 def open_mlflow(database: Path, limit_s: float) -> Callable[[], Any]:
-    cfg = OmegaConf.create({"tracking": {"uri": f"sqlite:///{database}", "outage_timeout_s": limit_s}})
-    return lambda: open_tracking(cfg)
+    tracking = OmegaConf.create({"uri": f"sqlite:///{database}", "outage_timeout_s": limit_s})
+    return lambda: open_tracking(tracking)
 
 
 def open_optuna(database: Path, limit_s: float) -> Callable[[], Any]:
     cfg = {"storage": f"sqlite:///{database}", "outage_timeout_s": limit_s, "heartbeat_interval": 20}
-    return lambda: open_storage(OmegaConf.create({"study": cfg}), on_stale=lambda study, trial: None)
+    return lambda: open_storage(OmegaConf.create(cfg), on_stale=lambda study, trial: None)
 
 
 @pytest.fixture

@@ -107,8 +107,9 @@ def test_the_buffer_keeps_order_raises_wrong_writes_and_gives_up_past_the_limit(
     """The writer alone, on a fake clock: no server, no sleeping."""
     from mlflow.exceptions import MlflowException
 
+    from sweep.errors import TrackingOutage
     from sweep.tracking import outage_buffer
-    from sweep.tracking.outage_buffer import BufferedWriter, TrackingOutage
+    from sweep.tracking.outage_buffer import BufferedWriter
 
     clock = [0.0]
     monkeypatch.setattr(outage_buffer.time, "monotonic", lambda: clock[0])

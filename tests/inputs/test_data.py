@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import pytest
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.inputs import data
 
 SHARED = Path(data.REPO_ROOT).parent / "shared" / "data"

@@ -15,13 +15,15 @@ from sentence_transformers import SentenceTransformerTrainer, SentenceTransforme
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, MatryoshkaLoss
 
 from sweep.config import search_space
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
 from sweep.config.scale_temperature import resolve_scale
+from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
 from sweep.losses import LOSSES, build_loss, learning_rate_mapping, resolve_loss
 from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
+from sweep.losses.spec import BaseModel
 from sweep.names import ROLE_TRIAL, TAG_ROLE
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.setup import validate
@@ -202,7 +204,7 @@ def test_trainer_optimizer_holds_logit_scale_with_its_own_learning_rate(compose_
         report_to="none",
         use_cpu=True,
         learning_rate=1e-3,
-        learning_rate_mapping=learning_rate_mapping(cfg),
+        learning_rate_mapping=learning_rate_mapping(cfg.loss),
     )
     train = Dataset.from_dict({"anchor": S1, "positive": S2})
     optimizer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss).create_optimizer()
@@ -219,7 +221,8 @@ def test_a_wrapped_loss_keeps_its_logged_metrics(compose_cfg):
 
 def test_gist_guide_base_is_a_frozen_copy_of_the_untrained_base_model(compose_cfg):
     cfg = compose_cfg("loss=gist", "loss.guide=base")
-    guide, model = guide_model(cfg, "cpu"), build_model(cfg.model, seed=cfg.trial.seed)
+    base = BaseModel(cfg.model, cfg.trial.seed)
+    guide, model = guide_model(cfg.loss.guide, base, "cpu"), build_model(cfg.model, seed=cfg.trial.seed)
     assert not any(p.requires_grad for p in guide.parameters())
     assert all(torch.equal(a, b) for a, b in zip(guide.state_dict().values(), model.state_dict().values(), strict=True))
 

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 
 from sweep.config import search_space
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
 from sweep.losses import build_loss, loss_values, schedule_callback
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
@@ -82,7 +82,7 @@ def test_a_wrapped_loss_trains_at_the_scheduled_scale(compose_cfg):
     cfg = validate_trial_config(cfg)
     model = build_model(cfg.model, seed=0).eval()
     loss = build_loss(model, cfg)
-    callback = schedule_callback(loss, cfg)
+    callback = schedule_callback(loss, cfg.loss)
     assert callback is not None and [type(t) for t in callback.targets] == [ScaledMultipleNegativesRankingLoss]
     assert callback.current_scale() == pytest.approx(5.0)  # built at the first step's scale (loss.scale)
     callback.on_step_begin(None, step_state(3, 4), None)
@@ -96,7 +96,7 @@ def test_a_wrapped_loss_trains_at_the_scheduled_scale(compose_cfg):
 def test_a_cosent_loss_follows_its_schedule(compose_cfg):
     cfg = validate_trial_config(compose_cfg("loss=cosent", "data=stsb_pairs", "loss.scale_schedule.spec=cosine 5-50"))
     loss = build_loss(build_model(cfg.model, seed=0), cfg)
-    callback = schedule_callback(loss, cfg)
+    callback = schedule_callback(loss, cfg.loss)
     assert callback is not None
     callback.on_step_begin(None, step_state(2, 4), None)  # half a period: the highest scale
     assert loss.scale == pytest.approx(50.0) and callback.logged_metrics()[SCHEDULED_SCALE] == pytest.approx(50.0)
@@ -104,11 +104,11 @@ def test_a_cosent_loss_follows_its_schedule(compose_cfg):
 
 def test_the_constant_default_changes_nothing(compose_cfg):
     cfg = compose_cfg()
-    assert loss_values(cfg) == {}  # no derived key: the resolved config, and what trains, as before
-    assert schedule_callback(build_loss(build_model(cfg.model, seed=0), cfg), cfg) is None
+    assert loss_values(cfg.loss) == {}  # no derived key: the resolved config, and what trains, as before
+    assert schedule_callback(build_loss(build_model(cfg.model, seed=0), cfg), cfg.loss) is None
     constant = validate_trial_config(compose_cfg("loss.scale_schedule.spec=constant 10"))
     assert constant.loss.scale == 10.0 and constant.loss.temperature == 0.1
-    assert schedule_callback(build_loss(build_model(cfg.model, seed=0), constant), constant) is None
+    assert schedule_callback(build_loss(build_model(cfg.model, seed=0), constant), constant.loss) is None
 
 
 K = "loss.scale_schedule"

@@ -12,7 +12,7 @@ import torch
 from datasets import Dataset
 from omegaconf import OmegaConf
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics
 from sweep.stats.probe import ConcentrationProbe, Encodings, loss_scales
 from sweep.study.preflight import validate_trial_config
@@ -123,11 +123,22 @@ def test_tolerance_is_the_mean_cosine_of_gold_similar_pairs():
 
 def test_loss_scales_come_from_the_study_grid(compose_cfg):
     cfg = compose_cfg("+experiment=mnrl_scale")
-    assert loss_scales(cfg) == [0.0, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 50.0]
-    assert loss_scales(compose_cfg("loss.scale=7")) == [7.0]
-    assert loss_scales(compose_cfg("+stats.loss_scales=[1,3]")) == [1.0, 3.0]
+    assert loss_scales(cfg.stats, cfg.study.search_space, cfg.loss) == [
+        0.0,
+        1.0,
+        2.0,
+        5.0,
+        10.0,
+        15.0,
+        20.0,
+        30.0,
+        50.0,
+    ]
+    for overrides, scales in [("loss.scale=7", [7.0]), ("+stats.loss_scales=[1,3]", [1.0, 3.0])]:
+        one = compose_cfg(overrides)
+        assert loss_scales(one.stats, one.study.search_space, one.loss) == scales
     temperatures = compose_cfg("+study.search_space.loss.temperature=[0.05,0.1]")
-    assert loss_scales(temperatures) == [10.0, 20.0]
+    assert loss_scales(temperatures.stats, temperatures.study.search_space, temperatures.loss) == [10.0, 20.0]
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,8 @@ GRID = ("+study.search_space.loss.scale=[2,10]", "study.seeds=[0,1]", "stats.ena
     ],
 )
 def test_the_objective_is_named_after_the_metric_it_is(compose_cfg, overrides, name):
-    assert objective_name(compose_cfg(*overrides)) == name
+    cfg = compose_cfg(*overrides)
+    assert objective_name(cfg.eval, cfg.study.metric) == name
 
 
 @pytest.mark.filterwarnings("ignore:PedAnovaImportanceEvaluator computes")

@@ -8,7 +8,8 @@ import math
 import pytest
 from omegaconf import OmegaConf
 
-from sweep.evaluation.layer_grid import stsb_layer_grid, validate_layer_grid
+from sweep.config.checks import eval_batch_size
+from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid, validate_layer_grid
 from sweep.inputs.data import load_split
 from sweep.inputs.model import build_model
 from sweep.study.lifecycle import finish, open_sweep
@@ -51,12 +52,14 @@ def test_experiment_runs_one_grid_point(compose_cfg, shared_root, experiment):
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_experiment_eval_config_is_valid(compose_cfg, experiment):
-    validate_layer_grid(compose_cfg(f"+experiment={experiment}", tiny=False))
+    cfg = compose_cfg(f"+experiment={experiment}", tiny=False)
+    validate_layer_grid(cfg.eval, cfg.model, cfg.study.pruner)
 
 
 def test_matryoshka2d_experiment_grid_evaluates_every_cell(compose_cfg):
     cfg = compose_cfg("+experiment=matryoshka2d", tiny=False)
     dataset = load_split(cfg.data, "validation").select(range(40))
-    table = stsb_layer_grid(build_model(cfg.model, seed=0), dataset, cfg)
+    grid = grid_sets(cfg.eval.layer_grid, cfg.model)
+    table = stsb_layer_grid(build_model(cfg.model, seed=0), dataset, grid, eval_batch_size(cfg.trial, cfg.model.kind))
     assert sorted(set(table.layer)) == [1, 2, 3] and sorted(set(table.dim)) == [64, 128, 256, 384]
     assert table.spearman.between(-1, 1).all()

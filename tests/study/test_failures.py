@@ -15,14 +15,13 @@ from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
 import sweep.study.run_loop as study_module
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError, DivergenceError, TrackingOutage
 from sweep.names import ATTR_ATTEMPT, ATTR_VALIDATION_SPEARMAN, TAG_BEST_PARAMS, TAG_END_REASON
 from sweep.signals import Interrupted, StopSignals
 from sweep.study.grid_queue import unresolved_points
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.summary import parent_summary
 from sweep.tracking import mlflow_client
-from sweep.training.trial import DivergenceError
 from tests.faults.harness import wait_for
 from tests.helpers import point_of, run_study, trial_runs
 
@@ -69,7 +68,7 @@ def test_ctrl_c_twice_on_a_point_leaves_it_queued_and_the_next_run_trains_it(com
     ("error", "reason"),
     [
         (Interrupted(signal.SIGTERM), "interrupted (SIGTERM); the point is queued again"),
-        (mlflow_client.TrackingOutage("server down"), "TrackingOutage: server down"),
+        (TrackingOutage("server down"), "TrackingOutage: server down"),
     ],
 )
 def test_a_trial_stopped_before_its_run_exists_records_why_and_its_point_is_trained_later(
@@ -218,7 +217,7 @@ def test_the_printed_summary_picks_the_best_by_the_study_direction():
             "trial": {"save_model": "none"},
             "eval": {"objective": "grid_mean"},
             "stats": {"paired": {"level": 0.95}},
-            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x"},
+            "tracking": {"uri": "sqlite:///m.db", "experiment_name": "x", "registered_model_name": None},
         }
     )
     sweep = SimpleNamespace(

@@ -171,7 +171,7 @@ def test_out_of_memory_member_fails_and_is_requeued_at_a_smaller_pack(compose_cf
         trial.set_user_attr(ATTR_TEST_SPEARMAN, 0.5)
         return 0.5
 
-    monkeypatch.setattr(pack_module, "uses_cuda", lambda cfg: True)
+    monkeypatch.setattr(pack_module, "uses_cuda", lambda device: True)
     monkeypatch.setattr(pack_module, "free_memory", lambda device: 5 * pack_module.GIB)
     monkeypatch.setattr(pack_module, "run_in_lockstep", record)
     monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: None)
@@ -191,7 +191,8 @@ def test_out_of_memory_member_fails_and_is_requeued_at_a_smaller_pack(compose_cf
 def test_memory_guard_shrinks_the_pack_to_what_fits_and_waits_for_one(compose_cfg, monkeypatch):
     free = iter([1.5, 0.5, 0.5, 2.5])  # GiB, one value per check
     monkeypatch.setattr(pack_module, "free_memory", lambda device: next(free) * pack_module.GIB)
-    guard = pack_module.MemoryGuard(compose_cfg("study.pack_memory_gib=1", "study.heartbeat_interval=1"))
+    cfg = compose_cfg("study.pack_memory_gib=1", "study.heartbeat_interval=1")
+    guard = pack_module.MemoryGuard(cfg.study, cfg.trial.device)
     assert guard.fit(4) == 1
     assert guard.fit(4) == 2, "waited for other workers to free memory"
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 9 * pack_module.GIB)

@@ -15,7 +15,8 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from sweep.app import paired_summary, summary
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
+from sweep.errors import ConfigError
 from sweep.names import (
     ATTR_RACE,
     ATTR_TEST_SPEARMAN,

@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 import optuna
 import pytest
-from omegaconf import OmegaConf
 
 from sweep.names import ATTR_NOT_RETRIED, ATTR_RACE, PARAM_SEED, TAG_RACE, TAG_RACE_ELIMINATED_AFTER
 from sweep.stats.race import ONE_LEFT
@@ -33,8 +32,7 @@ def race(tmp_path):
         set_tag=lambda run, key, value: tags.append((run, key, value)),
         writer=SimpleNamespace(write=lambda what, call: call(), flush=lambda: None),
     )
-    cfg = OmegaConf.create({"eval": {"objective": "grid_mean"}, "study": {"direction": "maximize"}})
-    made = Race(cfg, SPACE, study, client, "parent")  # type: ignore[arg-type]
+    made = Race("grid_mean", "maximize", SPACE, study, client, "parent")  # type: ignore[arg-type]
     made.tags = tags  # type: ignore[attr-defined]
     return made
 

@@ -10,8 +10,9 @@ import optuna
 import pytest
 
 from sweep.config import search_space
-from sweep.config.checks import CONFIG_DIR, ConfigError
+from sweep.config.checks import CONFIG_DIR
 from sweep.config.composition import compose_config
+from sweep.errors import ConfigError
 from sweep.study.setup import QueuedGridSampler, create_or_load, make_pruner, make_sampler, open_storage, validate
 
 GRID = {"loss.scale": [1.0, 20.0]}
@@ -29,7 +30,8 @@ def test_a_target_builds_a_qmc_sampler_study(compose_cfg, tmp_path):
     )
     space = search_space.parse(cfg.study.search_space)
     validate(cfg, space)
-    study, created = create_or_load(cfg, open_storage(cfg, on_stale=lambda study, trial: None), space)
+    storage = open_storage(cfg.study, on_stale=lambda study, trial: None)
+    study, created = create_or_load(cfg.study, cfg.trial.eval_steps, "stsb_validation_spearman", storage, space)
     assert created and isinstance(study.sampler, optuna.samplers.QMCSampler)
     assert study.sampler._seed == 7 and study.sampler._scramble is True
 

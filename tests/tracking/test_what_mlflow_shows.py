@@ -12,6 +12,7 @@ import mlflow.artifacts
 import pandas as pd
 import pytest
 
+from sweep.config.checks import eval_batch_size
 from sweep.names import MODEL_ALIAS_BEST, TAG_MODEL_ID, TAG_RUN_DESCRIPTION
 from sweep.tracking import ui_links
 from sweep.tracking.mlflow_client import TrialRun, experiment_id, open_tracking
@@ -110,14 +111,16 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
 
 def test_the_best_alias_follows_each_new_best_and_the_study_end(compose_cfg):
     cfg = compose_cfg("model=static_minilm", "name=alias", "tracking.registered_model_name=sweep-alias")
-    client = open_tracking(cfg)
+    client = open_tracking(cfg.tracking)
     exp = experiment_id(client, "alias", cfg.tracking.artifact_location)
     model = StudyResources().model(cfg.model, seed=0, device="cpu")
 
     def kept(trial: int, value: float) -> TrialRun:
         run = TrialRun(client, exp, "no-parent", "alias", trial, f"trial {trial}")
         run.log_metrics({"objective": value}, step=3)
-        kept_models.keep(cfg, model, value, {"objective": value}, trial_number=trial, run=run, step=3)
+        kept_models.keep(
+            kept_models.Keeping.of(cfg), model, value, {"objective": value}, trial_number=trial, run=run, step=3
+        )
         return run
 
     def alias() -> str:
@@ -140,7 +143,7 @@ def monitors() -> list[threading.Thread]:
 
 def test_system_metrics_stop_with_the_trial_also_when_it_fails(compose_cfg):
     cfg = compose_cfg("name=system", "tracking.system_metrics_interval_s=0.05")
-    client = open_tracking(cfg)
+    client = open_tracking(cfg.tracking)
     run = TrialRun(client, experiment_id(client, "system", None), "no-parent", "system", 0, "trial 0")
     with pytest.raises(RuntimeError, match="the trial failed"), system_metrics(run, cfg.tracking):
         wait_for(lambda: len(client.writer.pending) >= 2, "two samples handed to the writer", every_s=0.01)
@@ -167,8 +170,13 @@ def test_a_deferred_write_waits_for_the_next_write_in_order():
 
 def test_the_study_builds_its_mlflow_datasets_once(compose_cfg):
     resources = StudyResources()
-    first = resources.tracked_data(compose_cfg("loss.scale=1"))
-    assert resources.tracked_data(compose_cfg("loss.scale=20")) is first, "another grid point, the same data"
+
+    def tracked(cfg):
+        batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+        return resources.tracked_data(cfg.data, cfg.stats.heldout_pairs, cfg.eval, batch_size)
+
+    first = tracked(compose_cfg("loss.scale=1"))
+    assert tracked(compose_cfg("loss.scale=20")) is first, "another grid point, the same data"
     assert first.scored_on("stsb_validation_spearman").name == "stsb-validation"
     assert first.scored_on("sim_gap") is None
     assert first.training == {"name": "nli-triplet"}
@@ -195,7 +203,7 @@ def test_a_dataset_another_worker_inserts_at_the_same_moment_is_still_logged(com
     from mlflow.entities import DatasetInput
     from mlflow.exceptions import MlflowException
 
-    client = open_tracking(compose_cfg("name=inputs"))
+    client = open_tracking(compose_cfg("name=inputs").tracking)
     run = TrialRun(client, experiment_id(client, "inputs", None), "no-parent", "inputs", 0, "trial 0")
     dataset = from_pandas(pd.DataFrame({"anchor": ["a"], "positive": ["b"]}), name="pairs")._to_mlflow_entity()
     real, calls = client.log_inputs, []

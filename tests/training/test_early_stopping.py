@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from sweep.config.checks import ConfigError
+from sweep.errors import ConfigError
 from sweep.study.lifecycle import finish, open_sweep
 
 

@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from sentence_transformers import SentenceTransformer
 
+from sweep.config.checks import eval_batch_size
 from sweep.evaluate import main as evaluate_main
 from sweep.evaluate import stsb_scores
 from sweep.inputs.model import build_model
@@ -70,7 +71,7 @@ def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tm
     versions = client.search_model_versions("name='sweep-best'")
     assert max(versions, key=lambda v: int(v.version)).run_id == run.info.run_id, "each new best is registered"
 
-    test = stsb_scores(cfg, ["test"])["test"]
+    test = stsb_scores(cfg.data, ["test"], eval_batch_size(cfg.trial, cfg.model.kind))["test"]
     monkeypatch.setenv("MLFLOW_TRACKING_URI", cfg.tracking.uri)  # runs:/ URIs resolve there, in this test only
     for model in (
         SentenceTransformer(str(best)),
@@ -122,7 +123,7 @@ def store_cfg(compose_cfg, monkeypatch):
 
 def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatch):
     cfg, model = store_cfg
-    kept_models.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
     best = kept_models.best_path(cfg.paths.root, "crash")
 
     def crash(*args):
@@ -131,14 +132,14 @@ def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatc
     with monkeypatch.context() as patch:
         patch.setattr(kept_models.os, "rename", crash)
         with pytest.raises(OSError, match="simulated"):
-            kept_models.keep(cfg, model, 0.9, {}, trial_number=1, run=FakeRun())
+            kept_models.keep(kept_models.Keeping.of(cfg), model, 0.9, {}, trial_number=1, run=FakeRun())
     assert kept_models.read_meta(best)["trial_number"] == 0
     assert list(best.parent.glob(".tmp-*")), "the half-done save is left behind..."
     SentenceTransformer(str(best))
 
-    kept_models.keep(cfg, model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
+    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
     assert not list(best.parent.glob(".tmp-*")), "...and removed by the next save"
-    kept_models.keep(cfg, model, 0.7, {}, trial_number=3, run=FakeRun())
+    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.7, {}, trial_number=3, run=FakeRun())
     assert kept_models.read_meta(best)["trial_number"] == 3
     assert [p.name for p in (best.parent / "trials").iterdir()] == ["trial-003"]
 
@@ -165,13 +166,13 @@ model.save = slow_save
 class Run:
     run_id = "killed"
 
-kept_models.keep(cfg, model, 0.9, {}, trial_number=1, run=Run())
+kept_models.keep(kept_models.Keeping.of(cfg), model, 0.9, {}, trial_number=1, run=Run())
 """
 
 
 def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path):
     cfg, model = store_cfg
-    kept_models.keep(cfg, model, 0.5, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
     best = kept_models.best_path(cfg.paths.root, "crash")
     config, marker, script = tmp_path / "cfg.yaml", tmp_path / "saving", tmp_path / "killed_save.py"
     config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -189,6 +190,8 @@ def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path
     assert Path(marker.read_text()).is_dir(), "a complete-looking temporary folder was left, never published"
     assert kept_models.read_meta(best)["trial_number"] == 0
     SentenceTransformer(str(best))
-    kept_models.keep(cfg, model, 0.6, {}, trial_number=2, run=FakeRun())  # the lock died with the worker
+    kept_models.keep(
+        kept_models.Keeping.of(cfg), model, 0.6, {}, trial_number=2, run=FakeRun()
+    )  # the lock died with the worker
     assert kept_models.read_meta(best)["trial_number"] == 2
     assert not list(best.parent.glob(".tmp-*"))
