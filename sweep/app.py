@@ -204,9 +204,14 @@ def _refuse_path_name(configs: list[DictConfig]) -> None:
 
 def _worker_arguments() -> list[str]:
     """The command-line arguments of this run for its extra workers: a multirun job's are its own overrides (the
-    command line would start the whole multirun in each worker)."""
+    command line would start the whole multirun in each worker), after the ``--config-dir`` folders it was given (a
+    user's experiments there compose in the workers too)."""
     hydra_config = HydraConfig.get()
-    return list(hydra_config.overrides.task) if hydra_config.mode == RunMode.MULTIRUN else sys.argv[1:]
+    if hydra_config.mode != RunMode.MULTIRUN:
+        return sys.argv[1:]
+    sources = hydra_config.runtime.config_sources
+    folders = [f"--config-dir={s.path}" for s in sources if s.provider == "command-line" and s.schema == "file"]
+    return [*folders, *hydra_config.overrides.task]
 
 
 def _extra_workers(study: StudyConfig, device: str) -> tuple[list[Worker], bool]:

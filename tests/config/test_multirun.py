@@ -47,3 +47,18 @@ def test_a_multirun_over_two_experiments_runs_two_studies(tmp_path):
         assert f"study {name}: 1 complete trials" in done.stdout
     (sweep_dir,) = (tmp_path / "hydra" / "multirun").iterdir()
     assert sorted(job.name for job in sweep_dir.iterdir() if job.is_dir()) == sorted(names), "a folder per job"
+
+
+def test_the_workers_of_a_multirun_job_find_the_experiments_of_its_config_dir(tmp_path):
+    """A user's experiment in a folder of theirs (`--config-dir`), run as a multirun job with two workers: the extra
+    worker composes the job's overrides with the same folder (before, it was given the overrides alone and stopped
+    with 'Could not find experiment/mine' while the coordinator trained every point by itself)."""
+    folder = tmp_path / "my_configs" / "experiment"
+    folder.mkdir(parents=True)
+    (folder / "mine.yaml").write_text("# @package _global_\nname: mine\n")
+    home = tmp_path / "home"
+    grid = ["stats.enabled=false", "study.seeds=[0]", "++study.search_space.loss.scale=[10,20]", "study.n_workers=2"]
+    done = run_sweep("-m", f"--config-dir={folder.parent}", "+experiment=mine", *TINY, *grid, home=home)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "invalid config" not in done.stdout + done.stderr, (done.stdout + done.stderr)[-3000:]
+    assert "study mine: 2 complete trials" in done.stdout, done.stdout[-3000:]
