@@ -30,8 +30,9 @@ Modules (``sweep.report.<name>``): ``loss_curves`` and ``loss_figures`` (analyti
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from sweep import lazy_face
 
 if TYPE_CHECKING:
     from sweep.report.answers import questions_page, write_questions_page
@@ -196,17 +197,4 @@ _HOMES = {
     "summaries": ("concentration_summary", "spearman_summary"),
     "tuned": ("TunedReport", "tuned_report"),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use (then cached here)."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+_MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

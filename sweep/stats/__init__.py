@@ -10,8 +10,9 @@ report that only pools differences does not import torch and sentence-transforme
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from sweep import lazy_face
 
 if TYPE_CHECKING:
     from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
@@ -85,17 +86,4 @@ _HOMES = {
     "seed_paired": ("comparison_line", "mean_interval", "seed_paired_comparison"),
     "tuned_condition": ("TunedComparison", "tuned_comparison"),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use (then cached here)."""
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+_MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)
