@@ -26,7 +26,7 @@ from sweep.config.devices import place_workers
 from sweep.config.early_checks import check_study_name
 from sweep.config.schema import StudyConfig
 from sweep.errors import ConfigError
-from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
+from sweep.names import ATTR_VERDICT, TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL
 from sweep.signals import (
@@ -55,7 +55,7 @@ from sweep.study.summary import (
     per_scale_table,
 )
 from sweep.tracking import ui_links
-from sweep.training import kept_models
+from sweep.training import kept_models, model_card
 
 log = logging.getLogger("sweep")
 
@@ -91,8 +91,10 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
     if not per_scale.empty:
         metric = STSB_VALIDATION_LABEL if same else f"objective ({sweep.cfg.eval.objective})"
         lines += [
-            f"per scale: {metric}, mean over seeds [{level:.0%} t-interval over seeds, none with one seed]",
-            per_scale.to_string(index=False, formatters={"scale": "{:g}".format}, float_format=lambda v: f"{v:.4f}"),
+            f"per scale: {metric}, mean over seeds [{level:.0%} t-interval over seeds; n/a: one seed, no interval]",
+            per_scale.to_string(
+                index=False, formatters={"scale": "{:g}".format}, float_format=lambda v: f"{v:.4f}", na_rep="n/a"
+            ),
             "per trial:",
         ]
     lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4f}") if not table.empty else "(no trials)")
@@ -132,9 +134,9 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
 
 
 def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
-    """Log the study's report on its parent run (its figures under ``report/``, `log_study_report`) and return the
-    answer lines, each naming its metric, also logged there; no lines when nothing was swept or
-    `stats.paired.enabled` is false:
+    """Log the study's report on its parent run (its figures under ``report/``, `log_study_report`, the Description
+    naming the model) and return the answer lines, each naming its metric, also logged there and kept as the Optuna
+    study's user attribute ``verdict``; no lines when nothing was swept or `stats.paired.enabled` is false:
 
     - the STSB validation Spearman's paired bootstrap over pairs and seeds (best scale and the scales not
       distinguishable from it; the grid points instead of scales when other keys were swept);
@@ -147,7 +149,8 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
         "margin": stats.paired.margin,
         "seed": stats.seed,
     }
-    lines = log_study_report(sweep.client, sweep.parent_run_id, options if stats.paired.enabled else None)
+    about = model_card.model_words(sweep.cfg.model, sweep.cfg.trial.learning_rate)
+    lines = log_study_report(sweep.client, sweep.parent_run_id, options if stats.paired.enabled else None, about)
     if not stats.paired.enabled:
         return []
     if not objective_is_stsb_validation(table):
@@ -158,6 +161,8 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
         if objective:
             sweep.client.set_tag(sweep.parent_run_id, TAG_OBJECTIVE_COMPARISON, "; ".join(objective)[:5000])
         lines += objective
+    if lines:
+        sweep.study.set_user_attr(ATTR_VERDICT, lines)  # optuna-dashboard shows it with the study's other attributes
     return lines
 
 

@@ -77,6 +77,9 @@ TAG_SLURM_JOB_ID = "sweep.slurm_job_id"  # in a SLURM job: SLURM_JOB_ID
 TAG_SLURM_LOCALID = "sweep.slurm_localid"  # in a SLURM task: SLURM_LOCALID (the task's index on its node)
 ATTR_DEVICE, ATTR_SLURM_JOB_ID, ATTR_SLURM_LOCALID = TAG_DEVICE, TAG_SLURM_JOB_ID, TAG_SLURM_LOCALID
 # Racing the seeds (`study.race`, sweep.study.race).
+ATTR_VERDICT = (
+    "verdict"  # study attribute: the study's answer lines (the parent run's Description), for optuna-dashboard
+)
 ATTR_RACE = "sweep.race"  # study attribute: the race's settings, pinned when the study is created
 ATTR_RACE_ROUND = "sweep.race.round_{seeds}"  # study attribute: one round's decision (kept, eliminated, ended)
 TAG_RACE = "sweep.race"  # parent run: the race's record ("eliminated after 2 seeds: 1, 2, 50; ...")

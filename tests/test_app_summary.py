@@ -54,12 +54,24 @@ def test_the_per_scale_means_come_before_the_trials_and_the_best_trial_is_called
     text = summary(fake_sweep("full"), seeded_table(objective_is_stsb=True))
     lines = text.splitlines()
     head = lines.index(
-        "per scale: STSB validation Spearman, mean over seeds [95% t-interval over seeds, none with one seed]"
+        "per scale: STSB validation Spearman, mean over seeds [95% t-interval over seeds; n/a: one seed, no interval]"
     )
     assert lines.index("per trial:") > head + 4  # header and three scales; the failed scale 50 has no mean
     assert lines[head + 1].split() == ["scale", "n_seeds", "mean", "ci_low", "ci_high"]
     assert lines[head + 2].split()[:3] == ["1", "3", "0.3100"]
     assert "best single trial by STSB validation: trial 4 (scale 10.0), validation 0.5500" in text
+
+
+def test_one_seed_prints_n_a_for_the_interval_and_says_why():
+    table = seeded_table(objective_is_stsb=True)
+    lines = summary(fake_sweep("full"), table[table["trial.seed"] == 0]).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("per scale: "))
+    assert lines[head].endswith("[95% t-interval over seeds; n/a: one seed, no interval]")
+    assert [line.split() for line in lines[head + 2 : lines.index("per trial:")]] == [
+        ["1", "1", "0.3000", "n/a", "n/a"],
+        ["10", "1", "0.5000", "n/a", "n/a"],
+        ["20", "1", "0.5100", "n/a", "n/a"],
+    ]
 
 
 def test_an_objective_other_than_stsb_gets_its_own_answer_line_paired_by_seed():

@@ -59,17 +59,22 @@ def write_live_study(
     return figures + write_paired_comparison(paired, lines, out_dir, test) + objective + shipped + config
 
 
-def log_study_report(client: MlflowClient, parent_run_id: str, paired: dict[str, Any] | None) -> list[str]:
+def log_study_report(
+    client: MlflowClient, parent_run_id: str, paired: dict[str, Any] | None, about: str = ""
+) -> list[str]:
     """At the end of a study: its paired comparison (``paired``: the options of `paired_comparisons`, None when
     `stats.paired.enabled` is false) as the parent run's tag ``sweep.paired_comparison`` and ``paired_comparison.csv``,
     and every figure with its CSV under the artifact folder ``report/``. Returns the answer lines (`study_comparison`).
-    A figure that cannot be drawn or uploaded is a warning: the study's results are already recorded."""
+    The parent run's Description becomes ``about`` (what the model is, `sweep.training.model_card.model_words`) above
+    the answer lines. A figure that cannot be drawn or uploaded is a warning: the study's results are already
+    recorded."""
     trials = load_trials(client, parent_run_id=parent_run_id)
     table, test, lines = study_comparison(trials, client, **paired) if paired is not None else (None, None, [])
     if lines and table is not None:
         client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
         # the run page's Description shows the whole answer, where the tag is cut to one line
-        client.set_tag(parent_run_id, TAG_RUN_DESCRIPTION, "\n".join(f"- {line}" for line in lines))
+        answer = "\n".join(f"- {line}" for line in lines)
+        client.set_tag(parent_run_id, TAG_RUN_DESCRIPTION, f"{about}\n\n{answer}" if about else answer)
         client.log_text(parent_run_id, table.to_csv(index=False), ARTIFACT_PAIRED_COMPARISON)
     try:
         histories = {key: load_metric_history(client, trials["run_id"], key) for key in HISTORY_KEYS}

@@ -17,7 +17,15 @@ from sweep.evaluation import extra_sets
 from sweep.evaluation.objective import objective_name
 from sweep.inputs import data as data_module
 from sweep.inputs.model import check_available
-from sweep.names import ARTIFACT_CONFIG, ATTR_READY, ATTR_SEARCH_SPACE, TAG_BEST_MODEL_RUN_ID, TAG_END_REASON, TAG_RACE
+from sweep.names import (
+    ARTIFACT_CONFIG,
+    ATTR_READY,
+    ATTR_SEARCH_SPACE,
+    TAG_BEST_MODEL_RUN_ID,
+    TAG_END_REASON,
+    TAG_RACE,
+    TAG_RUN_DESCRIPTION,
+)
 from sweep.study import grid_queue
 from sweep.study import race as seed_race
 from sweep.study.run_loop import StudyRunner
@@ -34,7 +42,7 @@ from sweep.study.setup import (
 from sweep.study.summary import parent_summary, results_table
 from sweep.tracking import mlflow_client, ui_links
 from sweep.tracking.versions import version_params
-from sweep.training import kept_models, logged_models
+from sweep.training import kept_models, logged_models, model_card
 
 
 def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
@@ -65,6 +73,8 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
         base = ui_links.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
         parent = mlflow_client.parent_run(client, study, exp_id, {**base, "study.search_space": declared, **versions})
         mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
+        about = model_card.model_words(cfg.model, cfg.trial.learning_rate)  # the run page's Description, until the end
+        client.writer.write("parent description", functools.partial(client.set_tag, parent, TAG_RUN_DESCRIPTION, about))
         seed_race.pin(study, cfg.study.race, cfg.stats, created)
         if space and search_space.is_grid(space):
             grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed, seed_race.first_seeds(cfg.study))

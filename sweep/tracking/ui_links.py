@@ -61,7 +61,9 @@ def mark_model_development(client: MlflowClient, experiment_id: str) -> None:
 
 def open_lines(tracking_uri: str, experiment_id: str, parent_run_id: str, storage: str) -> list[str]:
     """The lines the final summary prints on how to open the study in MLflow and in optuna-dashboard."""
-    opener = f"mlflow ui --backend-store-uri {tracking_uri}" if is_local_store(tracking_uri) else tracking_uri
+    local = is_local_store(tracking_uri)
+    port = f" (serves on {LOCAL_UI} by default, as below; with --port P, use port P)" if local else ""
+    opener = f"mlflow ui --backend-store-uri {tracking_uri}{port}" if local else tracking_uri
     parent = run_page(tracking_uri, experiment_id, parent_run_id)
     return [
         f"Open the runs: {opener}",

@@ -2,7 +2,9 @@
 (`SentenceTransformerModelCardData`): a title naming the study, the trial and its grid point; the base model with the
 language and license of its own card; the training data by name (its size, columns, examples and the loss with its
 parameters, the scale among them, come from the trainer's model-card callback); the trial's STSB and extra-set
-scores (from its evaluators). For the study's best model, the study's verdict lines are added when the study ends.
+scores (from its evaluators); which model it is in words (`model_words`: a static embedding or a transformer, its
+learning rate and how to switch), also the study's Description in MLflow. For the study's best model, the study's
+verdict lines are added when the study ends.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from huggingface_hub import ModelCard, try_to_load_from_cache
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer, SentenceTransformerModelCardData
 
+from sweep.config.checks import CONFIG_DIR
 from sweep.inputs.model import resolve_path
 
 README = "README.md"
@@ -30,6 +33,24 @@ def pretrained_base(model: DictConfig) -> str | None:
     return None if random or Path(model.name_or_path).expanduser().exists() else str(model.name_or_path)
 
 
+def model_words(model: DictConfig, learning_rate: float) -> str:
+    """What the model is, in a sentence a newcomer reads first (the card, the study's Description): a static
+    embedding (token vectors, mean-pooled, no transformer layers) or a transformer, the learning rate it trains at,
+    and, for a static model, the command-line switch to the transformer with that model's own rate."""
+    name = f"`{model.name_or_path}`"
+    if model.kind != "static":
+        weights = f"random weights, {name}'s tokenizer" if model.reinit else f"the pretrained {name}"
+        return f"The model is a transformer ({weights}), trained at learning rate {learning_rate:g}."
+    transformer = OmegaConf.load(Path(CONFIG_DIR) / "model" / "minilm.yaml").learning_rate
+    tokens = "random token vectors" if model.static_init == "random" else f"{name}'s input token embeddings"
+    return (
+        f"The model is a static embedding (`model.kind=static`, as the default `model=static_minilm`: {tokens}, "
+        f"mean-pooled, no transformer layers), trained at learning rate {learning_rate:g}: fast on a CPU, not the "
+        f"transformer. For the transformer itself, run with `model=minilm` "
+        f"(its learning rate, {transformer:g}, comes with it)."
+    )
+
+
 def base_card(model: DictConfig) -> ModelCard | None:
     """The base checkpoint's own card, read from its local folder or the Hugging Face cache (never downloaded)."""
     path = Path(resolve_path(model)) / README
@@ -42,15 +63,27 @@ class TrialCardData(SentenceTransformerModelCardData):
     widget's examples are drawn with Python's global random state behind a progress bar (a line of redraws in a log
     file)."""
 
+    about: str = ""  # `model_words`, shown under the card's first paragraph
+
     def set_widget_examples(self, dataset: Any) -> None:
         return None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The card template's values, with `about` after the first paragraph's last value (its task, which the
+        template ends with a full stop)."""
+        values = super().to_dict()
+        if self.about:
+            values["task_name"] = f"{values['task_name']}.\n\n{self.about.removesuffix('.')}"
+        return values
 
-def describe(model: SentenceTransformer, base_model: DictConfig, title: str, training: dict[str, str]) -> None:
+
+def describe(
+    model: SentenceTransformer, base_model: DictConfig, title: str, training: dict[str, str], learning_rate: float
+) -> None:
     """Give `model` the card data of its trial, before its trainer is built (whose card callback adds the training
     rows' statistics, the loss with its parameters and the hyperparameters): `title`, the training dataset
     `training` (``{"name": ..., "id": hub id}``) and, for pretrained weights, the base model with the language and
-    license of its card (``base_model``: the `model` section)."""
+    license of its card (``base_model``: the `model` section), and the model in words at `learning_rate`."""
     base = pretrained_base(base_model)
     found = base_card(base_model) if base else None
     card = TrialCardData(
@@ -60,6 +93,7 @@ def describe(model: SentenceTransformer, base_model: DictConfig, title: str, tra
         train_datasets=[training],
         local_files_only=True,  # no Hub lookups while training or saving: the base model and data are named here
     )
+    card.about = model_words(base_model, learning_rate)
     card.base_model = base
     card.register_model(model)
     model.model_card_data = card

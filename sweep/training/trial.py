@@ -162,7 +162,9 @@ def train(
     scheduled = [schedule] if schedule is not None else []
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval, reporters=scheduled)
     title = f"{cfg.study.name}, trial {trial.number}: {ui_links.trial_description(cfg.loss, trial.params)}"
-    model_card.describe(p.model, cfg.model, title, p.data.training)  # before the trainer: its card callback reads it
+    model_card.describe(
+        p.model, cfg.model, title, p.data.training, cfg.trial.learning_rate
+    )  # before the trainer: its card callback reads it
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = SentenceTransformerTrainer(

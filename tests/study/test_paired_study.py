@@ -33,7 +33,10 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     client = MlflowClient(cfg.tracking.uri)
     tags = client.get_run(sweep.parent_run_id).data.tags
     assert tags[TAG_PAIRED_COMPARISON] == f"{line}; {confirmation}"
-    assert tags["mlflow.note.content"] == f"- {line}\n- {confirmation}"  # the run page's Description, uncut
+    # the run page's Description: what the model is (tiny_bert: random weights), then the answer, uncut
+    model = "The model is a transformer (random weights, `sentence-transformers/all-MiniLM-L6-v2`'s tokenizer)"
+    assert tags["mlflow.note.content"] == f"{model}, trained at learning rate 0.001.\n\n- {line}\n- {confirmation}"
+    assert sweep.study.user_attrs["verdict"] == [line, confirmation], "optuna-dashboard shows the answer too"
     report = {a.path for a in client.list_artifacts(sweep.parent_run_id, "report")}  # the figures, where users land
     assert {"report/spearman_vs_scale.png", "report/spearman_vs_scale.csv", "report/paired_comparison.md"} <= report
     children = [

@@ -91,13 +91,22 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
     card = (best / "README.md").read_text()
     scale = float(client.get_run(best_run_id).data.params["loss.scale"])
     assert "finetuned from [sentence-transformers/all-MiniLM-L6-v2]" in card
+    rate = float(client.get_run(best_run_id).data.params["trial.learning_rate"])
+    static = (  # the default model is no transformer: the card says so under its first paragraph, with the switch
+        "The model is a static embedding (`model.kind=static`, as the default `model=static_minilm`: "
+        "`sentence-transformers/all-MiniLM-L6-v2`'s input token embeddings, mean-pooled, no transformer layers), "
+        f"trained at learning rate {rate:g}: fast on a CPU, not the transformer. For the transformer itself, run with "
+        "`model=minilm` (its learning rate, 2e-05, comes with it)."
+    )
+    assert f"clustering, and more.\n\n{static}\n\n" in card
     assert "- **Training Dataset:**\n    - nli-triplet" in card
     assert "* Loss: <code>sweep.losses.mnrl.ScaledMultipleNegativesRankingLoss</code>" in card
     assert f'"scale": {scale}' in card
     assert "Unknown" not in card, "base model, training data, language and license are all named"
     trial = parent.data.tags["sweep.best_model_trial"]
     assert f"## The study\n\nThe best model of the sweep study `shown`: trial {trial}, objective " in card
-    verdict = parent.data.tags[TAG_RUN_DESCRIPTION]  # the study's answer lines, as its parent run shows them
+    about, _, verdict = parent.data.tags[TAG_RUN_DESCRIPTION].partition("\n\n")  # the model, the answer lines
+    assert about == static, "the study's Description names the model and the switch"
     assert verdict.startswith("- STSB validation Spearman: best scale ") and f"verdict:\n\n{verdict}\n" in card
     best_model = client.get_logged_model(client.get_run(best_run_id).data.tags[TAG_MODEL_ID])
     section = card.partition("<!-- sweep: the study -->\n## The study\n\n")[2].partition("\n<!-- /sweep")[0]

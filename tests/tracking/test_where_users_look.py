@@ -27,7 +27,10 @@ def test_runs_page_addresses_open_the_model_training_views():
         "http://tracking:5000/#/experiments/3/runs?workflowType=machine_learning&compareRunsMode=CHART"
     )
     lines = ui_links.open_lines("sqlite:////x/mlflow.db", "3", "abc", "sqlite:////x/optuna.db")
-    assert lines[0] == "Open the runs: mlflow ui --backend-store-uri sqlite:////x/mlflow.db"
+    assert lines[0] == (  # the addresses assume mlflow ui's default port, and say so
+        "Open the runs: mlflow ui --backend-store-uri sqlite:////x/mlflow.db "
+        "(serves on http://127.0.0.1:5000 by default, as below; with --port P, use port P)"
+    )
     assert lines[1].endswith("http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning")
     assert lines[-1].endswith("optuna-dashboard sqlite:////x/optuna.db")
 
