@@ -22,6 +22,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from sweep.config.checks import plain_dict
 from sweep.config.composition import config_error
 from sweep.errors import ConfigError
+from sweep.names import PARAM_SEED
 
 Space = dict[str, "list[Any] | BaseDistribution"]
 GridValue = None | bool | int | float | str
@@ -121,11 +122,9 @@ def suggest(
     categorical: Collection[str] = (),
 ) -> dict[str, Any]:
     """Ask the trial for one value per key. A grid trial (`point`: the grid point it was enqueued with, whose values
-    Optuna takes as fixed) asks each grid key from `grid_distribution` over all of the key's values, the seed's
-    (`trial.seed`) too: one distribution shared by every trial is what optuna-dashboard's contour and rank plots need
-    to draw every trial (a seed asked from its one value, so that its importance read 0, left the contour empty and
-    the rank plot with one seed's trials). The seed's importance then reads the share of the score's spread the seeds
-    explain. The keys in `categorical` stay categorical choices: a study begun before
+    Optuna takes as fixed) asks each grid key from `grid_distribution`, and the seed (`trial.seed`, a replicate, not
+    a hyperparameter) from its one value: Optuna's parameter importances, and optuna-dashboard's, give a parameter
+    with a single value no importance. The keys in `categorical` stay categorical choices: a study begun before
     grids were numeric has them so, and Optuna refuses another kind for a parameter of the same study. Outside a
     grid (a sampler draws the values) a list is categorical choices, so that only its values are drawn. Returns
     the grid's own values (20, not 20.0, when a mixed list's range is a FloatDistribution)."""
@@ -138,7 +137,7 @@ def suggest(
         if point is None or name in categorical:
             distribution = CategoricalDistribution(spec)
         else:
-            distribution = grid_distribution(spec)
+            distribution = grid_distribution([point[name]] if name == PARAM_SEED else spec)
         value = _ask(trial, name, distribution)
         params[name] = value if isinstance(distribution, CategoricalDistribution) else spec[spec.index(value)]
     return params
