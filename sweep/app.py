@@ -26,7 +26,7 @@ from sweep.config.devices import place_workers
 from sweep.config.early_checks import check_study_name
 from sweep.config.schema import StudyConfig
 from sweep.errors import ConfigError
-from sweep.names import ARTIFACT_SPEARMAN_FIGURE, TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
+from sweep.names import TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL
 from sweep.signals import (
@@ -282,8 +282,9 @@ def run(cfg: DictConfig) -> None:
         lines = paired_summary(sweep, table)
         for line in lines:
             print(line)
-        if ui_links.has_artifact(sweep.client, sweep.parent_run_id, ARTIFACT_SPEARMAN_FIGURE):
-            print(ui_links.answer_line(sweep.cfg.tracking.uri, sweep.experiment_id, sweep.parent_run_id))
+        figure = ui_links.answer_line(sweep.client, sweep.cfg.tracking.uri, sweep.experiment_id, sweep.parent_run_id)
+        if figure:
+            print(figure)
         # the best model's card says what the study found
         kept_models.record_verdict(kept_models.Keeping.of(sweep.cfg), sweep.client, lines)
         sweep.client.writer.flush()

@@ -91,10 +91,13 @@ def open_lines(tracking_uri: str, experiment_id: str, parent_run_id: str, storag
     ]
 
 
-def answer_line(tracking_uri: str, experiment_id: str, parent_run_id: str) -> str:
+def answer_line(client: MlflowClient, tracking_uri: str, experiment_id: str, parent_run_id: str) -> str | None:
     """The line printed under the study's answer once its report is logged: the address of the parent run's
     `ARTIFACT_SPEARMAN_FIGURE` itself, STSB Spearman vs scale with the mean over seeds, open with no click (from
-    the chart view, a scatter of the trials takes 8 clicks and 2 typed searches, and has no mean)."""
+    the chart view, a scatter of the trials takes 8 clicks and 2 typed searches, and has no mean). None when the
+    parent run has no such figure."""
+    if not has_artifact(client, parent_run_id, ARTIFACT_SPEARMAN_FIGURE):
+        return None
     figure = artifact_page(tracking_uri, experiment_id, parent_run_id, ARTIFACT_SPEARMAN_FIGURE)
     return f"The answer as a figure (STSB Spearman vs scale, mean over seeds, in the MLflow UI above): {figure}"
 

@@ -33,17 +33,19 @@ def test_runs_page_addresses_open_the_model_training_views():
 
 
 def test_the_answer_figure_is_one_address_away_once_logged(tmp_path):
-    assert ui_links.answer_line("sqlite:////x/mlflow.db", "3", "abc").endswith(
-        "http://127.0.0.1:5000/#/experiments/3/runs/abc/artifacts/report/spearman_vs_scale.png"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    run_id = client.create_run(client.create_experiment("e", artifact_location=str(tmp_path / "art"))).info.run_id
+    assert ui_links.answer_line(client, uri, "3", run_id) is None, "no report drawn: no address"
+    client.log_text(run_id, "png", "report/spearman_vs_step.png")
+    assert ui_links.answer_line(client, uri, "3", run_id) is None
+    client.log_text(run_id, "png", ARTIFACT_SPEARMAN_FIGURE)
+    line = ui_links.answer_line(client, uri, "3", run_id)
+    assert line is not None
+    assert line.endswith(
+        f"http://127.0.0.1:5000/#/experiments/3/runs/{run_id}/artifacts/report/spearman_vs_scale.png"
         "?workflowType=machine_learning"
     )  # the run page's Artifacts tab opened on the PNG (checked in headless Chromium against MLflow 3.17.2)
-    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    run_id = client.create_run(client.create_experiment("e", artifact_location=str(tmp_path / "art"))).info.run_id
-    assert not ui_links.has_artifact(client, run_id, ARTIFACT_SPEARMAN_FIGURE), "no report drawn: no address"
-    client.log_text(run_id, "png", "report/spearman_vs_step.png")
-    assert not ui_links.has_artifact(client, run_id, ARTIFACT_SPEARMAN_FIGURE)
-    client.log_text(run_id, "png", ARTIFACT_SPEARMAN_FIGURE)
-    assert ui_links.has_artifact(client, run_id, ARTIFACT_SPEARMAN_FIGURE)
 
 
 def _free_port() -> int:
