@@ -287,6 +287,9 @@ def run(cfg: DictConfig) -> None:
         lines = paired_summary(sweep, table)
         for line in lines:
             print(line)
+        figure = ui_links.answer_line(sweep.client, sweep.cfg.tracking.uri, sweep.experiment_id, sweep.parent_run_id)
+        if figure:
+            print(figure)
         # the best model's card says what the study found
         kept_models.record_verdict(kept_models.Keeping.of(sweep.cfg), sweep.client, lines)
         sweep.client.writer.flush()

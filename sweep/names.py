@@ -69,6 +69,7 @@ TAG_OBJECTIVE_COMPARISON = "sweep.objective_comparison"  # parent run: the same 
 ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cosine per STSB pair (final model)
 ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table
 ARTIFACT_REPORT = "report"  # parent run: the study's figures and their CSVs (python -m sweep.report study's files)
+ARTIFACT_SPEARMAN_FIGURE = f"{ARTIFACT_REPORT}/spearman_vs_scale.png"  # parent run: the answer, mean over seeds
 ARTIFACT_CONFIG = "config.yaml"  # parent run: the study's composed config, paths as given (a results folder's copy)
 
 # Where a trial ran (sweep.config.devices.trial_records): each an Optuna trial attribute and an MLflow trial-run tag.

@@ -13,7 +13,7 @@ import urllib.request
 import optuna
 from mlflow.tracking import MlflowClient
 
-from sweep.names import EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
+from sweep.names import ARTIFACT_SPEARMAN_FIGURE, EXPERIMENT_KIND_MODELS, TAG_EXPERIMENT_KIND
 from sweep.study.lifecycle import open_sweep
 from sweep.tracking import ui_links
 from tests.helpers import cannot_set_up
@@ -33,6 +33,22 @@ def test_runs_page_addresses_open_the_model_training_views():
     )
     assert lines[1].endswith("http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning")
     assert lines[-1].endswith("optuna-dashboard sqlite:////x/optuna.db")
+
+
+def test_the_answer_figure_is_one_address_away_once_logged(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    run_id = client.create_run(client.create_experiment("e", artifact_location=str(tmp_path / "art"))).info.run_id
+    assert ui_links.answer_line(client, uri, "3", run_id) is None, "no report drawn: no address"
+    client.log_text(run_id, "png", "report/spearman_vs_step.png")
+    assert ui_links.answer_line(client, uri, "3", run_id) is None
+    client.log_text(run_id, "png", ARTIFACT_SPEARMAN_FIGURE)
+    line = ui_links.answer_line(client, uri, "3", run_id)
+    assert line is not None
+    assert line.endswith(
+        f"http://127.0.0.1:5000/#/experiments/3/runs/{run_id}/artifacts/report/spearman_vs_scale.png"
+        "?workflowType=machine_learning"
+    )  # the run page's Artifacts tab opened on the PNG (checked in headless Chromium against MLflow 3.17.2)
 
 
 def _free_port() -> int:
