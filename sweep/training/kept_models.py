@@ -210,15 +210,22 @@ def keep(
         _clean_leftovers(directory, final if is_best else current_target, mode)
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
     registered = keeping.registered_model_name if is_best else None
-
-    def upload() -> None:
-        log_to_mlflow(
-            keeping.tracking_uri, model, run, trial_number, registered, step=step, metrics=list(metrics), data=data
-        )
-        prune_mlflow(keeping, run.client, run.experiment_id)
-
-    # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial
+    # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial;
+    # the superseded models are removed after it, in a write of their own (a retried removal does not upload again)
+    upload = functools.partial(
+        log_to_mlflow,
+        keeping.tracking_uri,
+        model,
+        run,
+        trial_number,
+        registered,
+        step=step,
+        metrics=list(metrics),
+        data=data,
+    )
     run.client.writer.write("model", upload)
+    prune = functools.partial(prune_mlflow, keeping, run.client, run.experiment_id)
+    run.client.writer.write("remove superseded models", prune)
     return final
 
 
