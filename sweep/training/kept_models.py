@@ -245,7 +245,8 @@ def prune_mlflow(keeping: Keeping, client: MlflowClient, experiment_id: str) -> 
         query = f"tags.`{TAG_STUDY_NAME}` = '{keeping.study}' and tags.`{TAG_MODEL_LOGGED}` = 'true'"
         for found in client.search_runs([experiment_id], query):
             if found.info.run_id != meta["mlflow_run_id"]:
-                remove_logged(client, found.info.run_id, keeping.registered_model_name)
+                better = model_name(meta["trial_number"])
+                remove_logged(client, found.info.run_id, keeping.registered_model_name, better)
                 log.info("removed the superseded model of run %s from MLflow", found.info.run_id)
 
 

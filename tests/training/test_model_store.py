@@ -105,7 +105,7 @@ def test_all_keeps_one_model_per_trial_and_none_keeps_nothing(compose_cfg, mode)
         SentenceTransformer(str(directory / "trials" / f"trial-{trial.number:03d}"))
 
 
-def test_best_keeps_one_model_on_disk_and_one_in_mlflow_and_prints_its_disk_use(tmp_path):
+def test_best_keeps_one_model_on_disk_and_one_in_mlflow_and_prints_its_disk_use(tmp_path, capsys):
     """Every trial that was the best when it finished used to stay logged in MLflow (4 copies after this study), and
     the disk use was not said."""
     grid = ["+experiment=mnrl_scale", *TINY, "study.seeds=[0]", "study.search_space.loss.scale=[1,5,10,20]"]
@@ -131,6 +131,18 @@ def test_best_keeps_one_model_on_disk_and_one_in_mlflow_and_prints_its_disk_use(
     assert version.run_id == best_run
     tagged = client.search_runs([experiment], f"tags.`{TAG_MODEL_LOGGED}` = 'true'")
     assert [r.info.run_id for r in tagged] == [best_run]
+    first = min(study.trials, key=lambda t: t.number)  # the first trial was the best once, and is superseded
+    assert first.number != best_trial.number
+    removed = client.get_run(first.user_attrs["mlflow_run_id"]).data.tags["sweep.model_removed"]
+    assert removed == f"superseded by trial-{best_trial.number:03d}"
+    rescore = ["--run-id", first.user_attrs["mlflow_run_id"], f"paths.root={tmp_path}"]
+    with pytest.raises(SystemExit) as refused:
+        evaluate_main(rescore)
+    assert refused.value.code == 1
+    assert (
+        f"its model was removed from MLflow, {removed}; rescore the study's best with --study"
+        in capsys.readouterr().err
+    )
 
     kept = sum(f.stat().st_size for f in (directory / "trials").rglob("*") if f.is_file()) / 1e6
     in_mlflow = sum(f.stat().st_size for f in (tmp_path / "mlartifacts").rglob("*") if f.is_file()) / 1e6
