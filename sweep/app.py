@@ -55,7 +55,7 @@ from sweep.study.summary import (
     per_scale_table,
 )
 from sweep.tracking import ui_links
-from sweep.training import kept_models, model_card
+from sweep.training import disk_use, kept_models, model_card
 
 log = logging.getLogger("sweep")
 
@@ -292,7 +292,9 @@ def run(cfg: DictConfig) -> None:
             print(figure)
         # the best model's card says what the study found
         kept_models.record_verdict(kept_models.Keeping.of(sweep.cfg), sweep.client, lines)
+    if not sweep.stopped_reason:  # once every upload is in (a stopped study's tracking server may be down)
         sweep.client.writer.flush()
+        print(disk_use.line(kept_models.Keeping.of(sweep.cfg), sweep.client, sweep.experiment_id))
     for point, reason in grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []:
         print(
             f"sweep: grid point {point} has no result and is left out of the answer: {reason}"

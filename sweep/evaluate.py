@@ -24,6 +24,7 @@ from sweep.config.composition import compose_config
 from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
+from sweep.names import TAG_MODEL_REMOVED
 from sweep.stats.probe import EmbeddingKeepingEvaluator
 from sweep.training import kept_models
 from sweep.training.resources import stsb_evaluator  # the trial's own evaluator: identical settings
@@ -76,6 +77,11 @@ def load_models(
         mlflow.set_tracking_uri(args.tracking_uri or tracking_uri)
         client = mlflow.MlflowClient()
         for run_id in args.run_id:
+            if removed := client.get_run(run_id).data.tags.get(TAG_MODEL_REMOVED):
+                raise ValueError(
+                    f"--run-id {run_id}: its model was removed from MLflow, {removed}; rescore the study's best "
+                    "with --study NAME (trial.save_model=all keeps every trial's model)"
+                )
             uri = kept_models.model_uri(client, run_id)
             models.append(({"source": "mlflow", "model": uri}, mlflow.sentence_transformers.load_model(uri)))
     return models

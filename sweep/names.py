@@ -31,6 +31,7 @@ TAG_BEST_MODEL_TRIAL = "sweep.best_model_trial"
 TAG_MODEL_LOGGED = "sweep.model_logged"  # on a trial run whose model was logged with the sentence_transformers flavor
 TAG_MODEL_URI = "sweep.model_uri"  # that trial run: runs:/<run id>/trial-NNN (the logged model is named by trial)
 TAG_MODEL_ID = "sweep.model_id"  # that trial run: the MLflow logged model's id
+TAG_MODEL_REMOVED = "sweep.model_removed"  # a trial run whose logged model was removed: why (a better trial)
 TAG_STUDY_BEST = "sweep.study_best"  # "true" on the study's best kept model: its logged model and its trial run
 MODEL_ALIAS_BEST = "best"  # registered model alias (tracking.registered_model_name): the study's best version
 # MLflow experiment tag read by the MLflow 3 UI: "custom_model_development" opens the runs page, not GenAI views.

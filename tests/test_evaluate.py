@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from sentence_transformers import SentenceTransformer
 
+from sweep.config.checks import eval_batch_size
 from sweep.config.composition import compose_config
 from sweep.evaluate import stsb_scores
 from sweep.inputs.model import build_model
@@ -35,7 +36,8 @@ def test_a_saved_model_is_scored_as_the_trials_evaluator_scores_it(tmp_path):
     (row,) = pd.read_csv(out).to_dict("records")
     assert (row["source"], row["model"]) == ("folder", str(folder.resolve()))
     model = SentenceTransformer(str(folder))
-    for split, evaluator in stsb_scores(cfg, ["validation", "test"]).items():
+    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+    for split, evaluator in stsb_scores(cfg.data, ["validation", "test"], batch_size).items():
         expected = float(evaluator(model)[f"stsb_{split}_spearman_cosine"])
         assert row[f"stsb_{split}_spearman"] == pytest.approx(expected, abs=1e-6)
         assert f"{expected:.4f}" in done.stdout, "the printed table"

@@ -97,12 +97,16 @@ def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric, sweep.cfg.eval.objective)
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
-    best = kept_models.parent_tags(kept_models.Keeping.of(sweep.cfg))
+    keeping = kept_models.Keeping.of(sweep.cfg)
+    best = kept_models.parent_tags(keeping)
     tags.update({**best, **({TAG_END_REASON: reason} if reason else {})})
     if sweep.race is not None:
         tags[TAG_RACE] = "; ".join(sweep.race.lines())[:5000]
     mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
     mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
+    # a superseded model whose prune a killed worker did not reach
+    prune = functools.partial(kept_models.prune_mlflow, keeping, sweep.client, sweep.experiment_id)
+    sweep.client.writer.write("remove superseded models", prune)
     if TAG_BEST_MODEL_RUN_ID in tags:  # through the writer: a tracking outage delays it like any other write
         registered = sweep.cfg.tracking.registered_model_name
         mark = functools.partial(logged_models.mark_study_best, sweep.client, tags[TAG_BEST_MODEL_RUN_ID], registered)

@@ -19,6 +19,10 @@ it becomes the best and ``tracking.registered_model_name`` is set, registered wi
 ends, the best one is tagged ``sweep.study_best=true`` (its logged model and its run), so the UI's model list says
 which it is, and its card (README.md, `sweep.training.model_card`) gets the study's verdict, on disk and in MLflow.
 
+In ``best`` mode a superseded best leaves MLflow too: after each upload, and when the study ends, every model logged
+on the study's trial runs but the kept best's is removed (`prune_mlflow`), so a study holds one model on disk and one
+in MLflow whatever the number of improvements, workers or restarts.
+
 A trial whose model collapsed (`sweep.stats.collapse`: every evaluation pair scored alike) is never the best, whatever
 its Spearman: ``best`` mode keeps nothing of it, ``all`` mode keeps it under ``trials/`` (its ``sweep_model.json``
 says why) without pointing ``best`` at it.
@@ -39,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mlflow
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
@@ -48,11 +53,13 @@ from sweep.names import (
     TAG_BEST_MODEL_RUN_ID,
     TAG_BEST_MODEL_TRIAL,
     TAG_BEST_MODEL_URI,
+    TAG_MODEL_LOGGED,
     TAG_MODEL_URI,
+    TAG_STUDY_NAME,
 )
 from sweep.tracking.mlflow_client import TrackingClient, TrialRun
 from sweep.training import model_card
-from sweep.training.logged_models import log_to_mlflow, model_name, publish_verdict
+from sweep.training.logged_models import log_to_mlflow, model_name, publish_verdict, remove_logged
 from sweep.training.resources import TrackedData
 
 log = logging.getLogger(__name__)
@@ -203,7 +210,8 @@ def keep(
         _clean_leftovers(directory, final if is_best else current_target, mode)
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
     registered = keeping.registered_model_name if is_best else None
-    # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial
+    # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial;
+    # the superseded models are removed after it, in a write of their own (a retried removal does not upload again)
     upload = functools.partial(
         log_to_mlflow,
         keeping.tracking_uri,
@@ -216,7 +224,30 @@ def keep(
         data=data,
     )
     run.client.writer.write("model", upload)
+    prune = functools.partial(prune_mlflow, keeping, run.client, run.experiment_id)
+    run.client.writer.write("remove superseded models", prune)
     return final
+
+
+def prune_mlflow(keeping: Keeping, client: MlflowClient, experiment_id: str) -> None:
+    """In ``best`` mode, remove from MLflow the models logged on the study's trial runs other than the kept best's
+    (`logged_models.remove_logged`). Decided under the folder's lock against ``best``, so a worker cannot remove the
+    model another one just made the best; an upload that finishes after its model was superseded is removed by the
+    prune that follows it. Nothing is removed while no model is kept on disk."""
+    directory = study_dir(keeping.root, keeping.study)
+    if keeping.save_model != "best" or not directory.is_dir():
+        return
+    mlflow.set_tracking_uri(keeping.tracking_uri)  # where a proxied artifact location (mlflow-artifacts:/) resolves
+    with _locked(directory):
+        meta = read_meta(directory / BEST)
+        if meta is None:
+            return
+        query = f"tags.`{TAG_STUDY_NAME}` = '{keeping.study}' and tags.`{TAG_MODEL_LOGGED}` = 'true'"
+        for found in client.search_runs([experiment_id], query):
+            if found.info.run_id != meta["mlflow_run_id"]:
+                better = model_name(meta["trial_number"])
+                remove_logged(client, found.info.run_id, keeping.registered_model_name, better)
+                log.info("removed the superseded model of run %s from MLflow", found.info.run_id)
 
 
 def model_uri(client: MlflowClient, run_id: str) -> str:

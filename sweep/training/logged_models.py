@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from mlflow.entities import LoggedModelOutput, Metric
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.tracking import MlflowClient
 from sentence_transformers import SentenceTransformer
 
@@ -27,6 +28,7 @@ from sweep.names import (
     MODEL_ALIAS_BEST,
     TAG_MODEL_ID,
     TAG_MODEL_LOGGED,
+    TAG_MODEL_REMOVED,
     TAG_MODEL_URI,
     TAG_RUN_DESCRIPTION,
     TAG_STUDY_BEST,
@@ -119,6 +121,23 @@ def study_version(client: MlflowClient, run_id: str, registered_model_name: str 
         return None
     versions = client.search_model_versions(f"name='{registered_model_name}' and run_id='{run_id}'")
     return str(max(int(v.version) for v in versions)) if versions else None
+
+
+def remove_logged(client: MlflowClient, run_id: str, registered_model_name: str | None, superseded_by: str) -> None:
+    """Remove the model logged on run `run_id` (superseded as the study's best) from MLflow: its registered version
+    deleted, its artifacts deleted the way ``mlflow gc`` deletes them (MLflow's client only marks a logged model
+    deleted), the logged model marked deleted, the run's tags naming it removed and its tag ``sweep.model_removed`` set
+    to ``superseded by <superseded_by>``."""
+    tags = client.get_run(run_id).data.tags
+    if (version := study_version(client, run_id, registered_model_name)) is not None:
+        client.delete_model_version(str(registered_model_name), version)
+    if model_id := tags.get(TAG_MODEL_ID):
+        get_artifact_repository(client.get_logged_model(model_id).artifact_location).delete_artifacts()
+        client.delete_logged_model(model_id)
+    for key in (TAG_MODEL_URI, TAG_MODEL_ID, TAG_MODEL_LOGGED):
+        if key in tags:
+            client.delete_tag(run_id, key)
+    client.set_tag(run_id, TAG_MODEL_REMOVED, f"superseded by {superseded_by}")
 
 
 def mark_study_best(client: MlflowClient, run_id: str, registered_model_name: str | None) -> None:

@@ -63,7 +63,8 @@ def test_the_example_output_is_the_default_studys(page):
         assert f"; {verdict}: {scales}" in answer
     assert f"{top['n_pairs']:,} pairs x {top['n_seeds']} seeds" in answer
     written = [line[2:] for line in (STUDY / "paired_comparison.md").read_text().splitlines() if line.startswith("- ")]
-    assert written == block[-3:-1]  # the study's two answer lines, as the report wrote them from its data
-    assert block[-1].startswith("The answer as a figure ") and block[-1].endswith(
+    assert written == block[-4:-2]  # the study's two answer lines, as the report wrote them from its data
+    assert block[-1].startswith("Disk use: ")
+    assert block[-2].startswith("The answer as a figure ") and block[-2].endswith(
         "/artifacts/report/spearman_vs_scale.png?workflowType=machine_learning"
     )

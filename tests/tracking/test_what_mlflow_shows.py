@@ -119,7 +119,10 @@ def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_
 
 
 def test_the_best_alias_follows_each_new_best_and_the_study_end(compose_cfg):
-    cfg = compose_cfg("model=static_minilm", "name=alias", "tracking.registered_model_name=sweep-alias")
+    # save_model=all: a superseded best stays registered (`best` removes it), for the alias to be moved back to it
+    cfg = compose_cfg(
+        "model=static_minilm", "name=alias", "tracking.registered_model_name=sweep-alias", "trial.save_model=all"
+    )
     client = open_tracking(cfg.tracking)
     exp = experiment_id(client, "alias", cfg.tracking.artifact_location)
     model = StudyResources().model(cfg.model, seed=0, device="cpu")

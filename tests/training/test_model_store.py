@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import mlflow
 import mlflow.sentence_transformers
+import optuna
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -26,6 +27,8 @@ from sweep.inputs.model import build_model
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_URI, TAG_MODEL_LOGGED
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.training import kept_models
+from tests.conftest import TINY
+from tests.helpers import run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,6 +105,54 @@ def test_all_keeps_one_model_per_trial_and_none_keeps_nothing(compose_cfg, mode)
         SentenceTransformer(str(directory / "trials" / f"trial-{trial.number:03d}"))
 
 
+def test_best_keeps_one_model_on_disk_and_one_in_mlflow_and_prints_its_disk_use(tmp_path, capsys):
+    """Every trial that was the best when it finished used to stay logged in MLflow (4 copies after this study), and
+    the disk use was not said."""
+    grid = ["+experiment=mnrl_scale", *TINY, "study.seeds=[0]", "study.search_space.loss.scale=[1,5,10,20]"]
+    done = run_sweep(*grid, "name=keep_one", "tracking.registered_model_name=keep-one", home=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    study = optuna.load_study(study_name="keep_one", storage=f"sqlite:///{tmp_path}/optuna.db")
+    values = [t.value for t in sorted(study.trials, key=lambda t: t.number)]
+    improvements = sum(v > max(values[:i], default=float("-inf")) for i, v in enumerate(values))
+    assert improvements >= 2, "the study must supersede a best model for this test to mean anything"
+    best_trial = study.best_trial
+    directory = kept_models.study_dir(tmp_path, "keep_one")
+    assert [p.name for p in (directory / "trials").iterdir()] == [f"trial-{best_trial.number:03d}"]
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    experiment = client.get_experiment_by_name("keep_one").experiment_id
+    best_run = best_trial.user_attrs["mlflow_run_id"]
+    (logged,) = client.search_logged_models(experiment_ids=[experiment])
+    assert logged.source_run_id == best_run and logged.name == f"trial-{best_trial.number:03d}"
+    models = Path(logged.artifact_location.removeprefix("file://")).parent.parent  # <artifact root>/models
+    with_files = [p.name for p in models.iterdir() if any(f.is_file() for f in p.rglob("*"))]
+    assert with_files == [logged.model_id], "a superseded model's artifacts stay on disk"
+    (version,) = client.search_model_versions("name='keep-one'")
+    assert version.run_id == best_run
+    tagged = client.search_runs([experiment], f"tags.`{TAG_MODEL_LOGGED}` = 'true'")
+    assert [r.info.run_id for r in tagged] == [best_run]
+    first = min(study.trials, key=lambda t: t.number)  # the first trial was the best once, and is superseded
+    assert first.number != best_trial.number
+    removed = client.get_run(first.user_attrs["mlflow_run_id"]).data.tags["sweep.model_removed"]
+    better = {t.number: t.value for t in study.trials}[int(removed.removeprefix("superseded by trial-"))]
+    assert better > first.value, removed  # the best when it was removed
+    rescore = ["--run-id", first.user_attrs["mlflow_run_id"], f"paths.root={tmp_path}"]
+    with pytest.raises(SystemExit) as refused:
+        evaluate_main(rescore)
+    assert refused.value.code == 1
+    assert (
+        f"its model was removed from MLflow, {removed}; rescore the study's best with --study"
+        in capsys.readouterr().err
+    )
+
+    kept = sum(f.stat().st_size for f in (directory / "trials").rglob("*") if f.is_file()) / 1e6
+    in_mlflow = sum(f.stat().st_size for f in (tmp_path / "mlartifacts").rglob("*") if f.is_file()) / 1e6
+    assert done.stdout.splitlines()[-1] == (
+        f"Disk use: {kept + in_mlflow:.1f} MB (kept models {kept:.1f} MB, MLflow artifacts {in_mlflow:.1f} MB)"
+    )
+    assert in_mlflow < 1.5 * kept, "one copy of the model in MLflow, not one per improvement"
+
+
 class ImmediateWriter:
     """The tracking writer's interface, delivering at once (no MLflow here)."""
 
@@ -111,7 +162,8 @@ class ImmediateWriter:
 
 class FakeRun:
     run_id = "no-mlflow"
-    client = SimpleNamespace(writer=ImmediateWriter())
+    experiment_id = "0"
+    client = SimpleNamespace(writer=ImmediateWriter(), search_runs=lambda *args: [])  # no logged model to remove
 
 
 @pytest.fixture
@@ -149,6 +201,8 @@ import sys, time
 from pathlib import Path
 from omegaconf import OmegaConf
 from sweep.training import kept_models
+from tests.conftest import TINY
+from tests.helpers import run_sweep
 from sweep.inputs.model import build_model
 
 cfg = OmegaConf.load(sys.argv[1])
