@@ -37,12 +37,15 @@ def scales(listed: str) -> list[float]:
 
 
 def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -> None:
-    """The last two printed lines, the study's answer, against the study itself (its trials in Optuna): the best scale
-    is the one with the highest mean validation Spearman over seeds, with that mean; every other scale of the grid
-    gets exactly one verdict; the confidence set starts with the best, by falling P(best), and holds no worse scale;
-    the method names the study's pairs and seeds; the test line names the same scale and confirms it exactly when it
-    is in test's confidence set."""
-    validation_line, test_line = output.strip().splitlines()[-2:]
+    """The two answer lines (after `Best model`, before the figure's address and the disk use, the last line),
+    against the study itself (its trials in Optuna): the best scale is the one with the highest mean validation
+    Spearman over seeds, with that mean; every other scale of the grid gets exactly one verdict; the confidence set
+    starts with the best, by falling P(best), and holds no worse scale; the method names the study's pairs and seeds;
+    the test line names the same scale and confirms it exactly when it is in test's confidence set."""
+    lines = output.strip().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("STSB validation Spearman: best scale "))
+    validation_line, test_line = lines[at : at + 2]
+    assert lines[-1].startswith("Disk use: "), "the last line says what the study keeps on disk"
     spearman = defaultdict(list)
     for trial in load_trials(storage):
         if trial.state.name == "COMPLETE":
