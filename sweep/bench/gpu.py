@@ -10,7 +10,7 @@ def gpu_rows() -> list[Row]:
     import torch  # a slow import: only when this item runs
 
     if torch.cuda.is_available():
-        note = "not measured by this benchmark yet: run items 1-3 with trial.device=cuda"
+        note = "measured by its own command: python -m sweep.bench.gpu_check --out DIR --reference-trials CSV"
     else:
         note = "skipped: no GPU on this machine (torch.cuda.is_available() is False)"
     return [Row("7", "GPU (preset=gpu)", "-", "-", None, "", note, status="skipped")]
