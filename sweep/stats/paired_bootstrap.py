@@ -1,26 +1,27 @@
-"""Paired bootstrap of STSB Spearman across scales: the best scale's confidence set and every scale's verdict.
+"""The paired comparison of STSB Spearman across scales from per-pair predictions: the evaluation pairs' bootstrap,
+the verdicts it feeds, and the answer line.
 
 Trials that differ only in scale (same seed) train on the same batches and are scored on the same evaluation
-pairs, so their Spearman correlations are compared *paired*. Rule, for one condition (the swept parameters other
-than scale and seed held fixed), with predictions of shape (scales, seeds, pairs); a study that sweeps other keys
+pairs, so their Spearman correlations are compared *paired*. For one condition (the swept parameters other than
+scale and seed held fixed), with predictions of shape (scales, seeds, pairs); a study that sweeps other keys
 instead of one scale (AnglE's three scales, its weights) compares its grid points the same way, labelled by name:
 
-1. point estimate per scale: the mean over seeds of the Spearman correlation on all pairs; the best scale has the
-   highest one;
-2. each of ``n_resamples`` bootstrap resamples draws the evaluation pairs with replacement and, with several seeds,
-   the seeds with replacement too; every scale is scored on the *same* drawn pairs and seeds (the pairing);
-3. the resampled statistic per scale is the mean over the drawn seeds of the Spearman on the drawn pairs;
-4. `sweep.stats.scale_verdicts` turns the resamples (and, with 2-9 seeds, the per-seed Spearman) into the confidence
-   set for the best, P(best), simultaneous intervals of best - this and the verdicts *equivalent* (within the
-   margin), *not distinguishable* and *worse*.
+1. per scale and seed, the Spearman correlation on all pairs (``per_seed``); a scale's point estimate is its mean
+   over seeds, and the best scale has the highest one;
+2. ``n_resamples`` bootstrap resamples draw the evaluation pairs with replacement, one draw shared by every scale
+   and seed (the pairing); from them, the covariance across scales of the pairs' error that the seeds share (the
+   covariance between *different* seeds' resampled Spearman), or with one seed the whole pairs-only covariance;
+3. `sweep.stats.scale_verdicts` combines it with the scale x seed error of ``per_seed`` into one set of joint draws
+   of the seed means, and from them the confidence set for the best, P(best), simultaneous intervals of best - this
+   and the words; `sweep.stats.optimum` locates the optimum between grid points from the same draws.
 
 A scale whose predictions collapsed with some seed (`sweep.stats.collapse`: cosines without spread, constant ones
 included, whose Spearman is undefined) is *not scoreable*: it is left out before step 1, its row says why
 (``not_scoreable``) and carries no Spearman, difference or interval, it is never the best, and the other scales are
-compared as if it had not been swept (the same resamples). With no scoreable scale there is no best.
+compared as if it had not been swept. With no scoreable scale there is no best.
 
-The resampling is vectorised numpy rather than ``scipy.stats.bootstrap(paired=True)``: every scale must share one
-draw of pairs *and* of seeds, and the statistic is a whole vector of scales, which scipy's interface does not
+The resampling is vectorised numpy rather than ``scipy.stats.bootstrap(paired=True)``: every scale and seed must
+share one draw of pairs and the statistic is a whole matrix of scales and seeds, which scipy's interface does not
 express; ranks come from ``scipy.stats.rankdata`` (ties averaged, as in Spearman).
 """
 
@@ -35,11 +36,11 @@ from scipy.stats import rankdata
 
 from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
 from sweep.stats.scale_verdicts import (
-    BEST,
     COLUMNS,
     DEFAULT_MARGIN,
     ELIMINATED_AFTER,
     EQUIVALENT,
+    LOWER_ON_PAIRS,
     NOT_DISTINGUISHABLE,
     WORSE,
     Verdicts,
@@ -48,6 +49,14 @@ from sweep.stats.scale_verdicts import (
 
 CHUNK = 25  # resamples ranked at once: (scales x seeds x CHUNK x pairs) floats
 NUMBERS = [c for c in COLUMNS if c not in ("in_confidence_set", "verdict")]  # NaN for a scale not scoreable
+# the answer line's words for the verdicts (the table keeps the verdicts' names; docs/concepts.md maps them)
+LINE_WORDS = {
+    EQUIVALENT: "as good (within {margin:g})",
+    NOT_DISTINGUISHABLE: "cannot tell apart",
+    WORSE: "worse",
+    LOWER_ON_PAIRS: "lower on these pairs",
+}
+ONE_SEED_WARNING = "one seed: these intervals leave out seed-to-seed noise; add study.seeds"
 
 
 def _spearman(ranked_gold: np.ndarray, ranked_predictions: np.ndarray) -> np.ndarray:
@@ -63,11 +72,16 @@ def listed(scales: pd.Series, numeric: bool) -> str:
     return (", " if numeric else "; ").join(f"{s:g}" if numeric else f"({s})" for s in scales) or "none"
 
 
+def share(p: float) -> str:
+    """P(best) as printed: two decimals, ``<0.01`` for a small share that is not zero, ``0`` for none."""
+    return "0" if p == 0 else "<0.01" if p < 0.005 else ">0.99" if p > 0.995 and p < 1 else f"{p:.2f}"
+
+
 @dataclass(frozen=True)
 class PairedComparison:
     """The result for one condition: ``table`` has one row per scale or grid point (``scale, spearman``, the
     `sweep.stats.scale_verdicts.COLUMNS`, ``best, indistinguishable, not_scoreable``; ``indistinguishable`` is
-    "not shown worse", ``not_scoreable`` is empty for a scale that was compared, else why it was left out)."""
+    "in the confidence set", ``not_scoreable`` is empty for a scale that was compared, else why it was left out)."""
 
     table: pd.DataFrame
     n_pairs: int
@@ -89,37 +103,40 @@ class PairedComparison:
     def confidence_set(self) -> str:
         """``10 (P(best) 0.71), 15 (0.29)``: the scales in the confidence set, most often best first."""
         rows = self.table[self.table["in_confidence_set"].eq(True)]
-        if not self.n_resamples:  # from seeds alone: no P(best)
+        if rows["p_best"].isna().all():  # nothing estimated the noise: no P(best)
             return listed(rows["scale"], self.numeric)
         rows = rows.sort_values("p_best", ascending=False)
         names = [f"{s:g}" if self.numeric else f"({s})" for s in rows["scale"]]
-        shares = [f"P(best) {p:.2f}" if i == 0 else f"{p:.2f}" for i, p in enumerate(rows["p_best"])]
-        return ", ".join(f"{name} ({share})" for name, share in zip(names, shares, strict=True))
+        shares = [f"P(best) {share(p)}" if i == 0 else share(p) for i, p in enumerate(rows["p_best"])]
+        return ", ".join(f"{name} ({text})" for name, text in zip(names, shares, strict=True))
 
     def method(self) -> str:
-        """What the numbers rest on, in words."""
+        """What the numbers rest on, in words: the data, then how the intervals were made."""
         seeds = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
-        if not self.n_resamples:
-            return f"one score per trial, {seeds}, no per-pair predictions: no bootstrap, no P(best)"
-        return f"paired bootstrap, {self.n_pairs:,} pairs x {seeds}, {self.n_resamples:,} resamples"
+        data = (
+            f"{seeds} x {self.n_pairs:,} pairs, {self.n_resamples:,} pair resamples"
+            if self.n_resamples
+            else (f"one score per trial, {seeds}, no per-pair predictions")
+        )
+        return f"{data}; {self.correction}" if self.correction else data
 
     def line(self, condition: str = "") -> str:
-        """``best scale 10 (0.732); 95% confidence set for the best: 10 (P(best) 0.71), 15 (0.29); equivalent to it
-        (within +-0.01): none; not distinguishable: 15; worse: 1, 2, 50 (paired bootstrap, 1,500 pairs x 3 seeds;
-        max-t ...)``, then the scales left out (``; not scoreable (collapsed: ...): 1, 2``), prefixed with the
-        condition when there is one."""
+        """The answer in one line, e.g. ``best scale 10 (0.732); as good (within 0.01): 15; cannot tell apart: 20;
+        worse: 0, 1, 50 (3 seeds x 1,500 pairs, 95%)``, then the scales left out and a race's drops, prefixed with
+        the condition when there is one; with one seed it says that seed noise is left out."""
         if self.table["best"].any():
             best = f"scale {self.best['scale']:g}" if self.numeric else f"point ({self.best['scale']})"
-            groups = {
-                v: self.table[self.table["verdict"] == v]["scale"] for v in (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE)
-            }
-            text = (
-                f"best {best} ({self.best['spearman']:.3f}); {self.level:.0%} confidence set for the best: "
-                f"{self.confidence_set()}; equivalent to it (within +-{self.margin:g}): "
-                f"{listed(groups[EQUIVALENT], self.numeric)}; not distinguishable: "
-                f"{listed(groups[NOT_DISTINGUISHABLE], self.numeric)}; worse: {listed(groups[WORSE], self.numeric)} "
-                f"({self.method()}; simultaneous: {self.correction})"
-            )
+            one_seed = self.n_seeds < 2
+            words = (LOWER_ON_PAIRS, NOT_DISTINGUISHABLE) if one_seed else (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE)
+            parts = [
+                f"{LINE_WORDS[v].format(margin=self.margin)}: {listed(rows, self.numeric)}"
+                for v in words
+                if not (rows := self.table[self.table["verdict"] == v]["scale"]).empty or v == WORSE
+            ]
+            data = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
+            data += f" x {self.n_pairs:,} pairs" if self.n_pairs else ", one score per trial"
+            text = "; ".join([f"best {best} ({self.best['spearman']:.3f})", *parts])
+            text += f" ({ONE_SEED_WARNING})" if one_seed else f" ({data}, {self.level:.0%})"
         else:
             text = f"no best {'scale' if self.numeric else 'point'}: none is scoreable"
         excluded = self.table[self.table["not_scoreable"] != ""]["scale"]
@@ -130,6 +147,19 @@ class PairedComparison:
             )
         text += self.race()
         return f"{condition}: {text}" if condition else text
+
+    def detail(self) -> str:
+        """The line under the answer: P(best) of the set's members and the method, e.g. ``P(best): 10 0.71, 15
+        0.29, 20 <0.01; 3 seeds x 1,500 pairs, 1,000 pair resamples; seeds as blocks ...``."""
+        if not self.table["best"].any():
+            return ""
+        members = self.confidence_set()
+        head = (
+            f"{self.level:.0%} confidence set for the best: {members}"
+            if self.n_seeds > 1
+            else (f"P(best) on these pairs: {members}" if self.n_resamples else "")
+        )
+        return "; ".join(part for part in (head, f"method: {self.method()}") if part)
 
     def race(self) -> str:
         """``; eliminated by the race: after 2 seeds: 1, 2; after 3 seeds: 20`` for a raced study (a point dropped
@@ -166,11 +196,11 @@ def paired_bootstrap(
         )
     reasons = [_not_scoreable(by_seed) for by_seed in predictions]
     scored = np.flatnonzero([reason == "" for reason in reasons])
-    verdicts = None
+    verdicts, per_seed = None, np.empty((0, n_seeds))
     if scored.size:
-        point, resampled, per_seed = _resample(gold, predictions[scored], n_resamples, seed)
-        verdicts = scale_verdicts(point, resampled, per_seed, level, margin)
-    table = _table(scales, scored, point if scored.size else np.empty(0), verdicts, reasons)
+        per_seed, covariance = pair_resamples(gold, predictions[scored], n_resamples, seed)
+        verdicts = scale_verdicts(per_seed, covariance, level, margin, seed=seed)
+    table = _table(scales, scored, per_seed.mean(axis=1), verdicts, reasons)
     correction = verdicts.correction if verdicts else ""
     return PairedComparison(table, n_pairs, n_seeds, n_resamples, level, margin, correction)
 
@@ -178,13 +208,13 @@ def paired_bootstrap(
 def seed_comparison(
     per_seed: np.ndarray, scales: Sequence[float] | Sequence[str], level: float = 0.95, margin: float = DEFAULT_MARGIN
 ) -> PairedComparison:
-    """The same verdicts from the per-seed Spearman alone, ``per_seed`` (scales, seeds): for a results folder that
-    ships no per-pair predictions, so nothing can be resampled (no P(best); the seed interval decides)."""
+    """The same verdicts from the per-seed scores alone, ``per_seed`` (scales, seeds): for a results folder that
+    ships no per-pair predictions or a metric known as one number per trial (the seeds carry all the noise)."""
     per_seed = np.asarray(per_seed, dtype=np.float64)
     scored = np.flatnonzero(~np.isnan(per_seed).any(axis=1))
-    reasons = ["" if i in scored else "no Spearman (collapsed)" for i in range(len(scales))]
+    reasons = ["" if i in scored else "no score (collapsed)" for i in range(len(scales))]
     point = per_seed[scored].mean(axis=1)
-    verdicts = scale_verdicts(point, None, per_seed[scored], level, margin) if scored.size else None
+    verdicts = scale_verdicts(per_seed[scored], None, level, margin) if scored.size else None
     table = _table(scales, scored, point, verdicts, reasons)
     correction = verdicts.correction if verdicts else ""
     return PairedComparison(table, 0, per_seed.shape[1], 0, level, margin, correction)
@@ -216,7 +246,7 @@ def _table(
             "in_confidence_set": in_set,
             "verdict": verdict,
             "best": best,
-            "indistinguishable": np.isin(verdict, [BEST, EQUIVALENT, NOT_DISTINGUISHABLE]),
+            "indistinguishable": in_set,
             "not_scoreable": reasons,
         }
     )
@@ -232,20 +262,23 @@ def _not_scoreable(by_seed: np.ndarray) -> str:
     return ""
 
 
-def _resample(
+def pair_resamples(
     gold: np.ndarray, predictions: np.ndarray, n_resamples: int, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Steps 1 to 3 on scoreable predictions (scales, seeds, pairs): the point estimates (scales,), the resampled
-    statistic (scales, resamples) and the per-seed Spearman on all pairs (scales, seeds)."""
-    _, n_seeds, n_pairs = predictions.shape
-    per_seed = _spearman(rankdata(gold), rankdata(predictions, axis=-1))  # (scales, seeds)
+) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1 and 2 on scoreable predictions (scales, seeds, pairs): the per-seed Spearman on all pairs (scales,
+    seeds) and the pairs' covariance across scales (scales, scales): shared by the seeds, or with one seed whole."""
+    n_scales, n_seeds, n_pairs = predictions.shape
+    per_seed = _spearman(rankdata(gold), rankdata(predictions, axis=-1))
     rng = np.random.default_rng(seed)
-    statistics = []
+    drawn = []
     for start in range(0, n_resamples, CHUNK):
-        m = min(CHUNK, n_resamples - start)
-        pairs = rng.integers(0, n_pairs, size=(m, n_pairs))
-        seeds = rng.integers(0, n_seeds, size=(m, n_seeds)) if n_seeds > 1 else np.zeros((m, 1), dtype=int)
-        rho = _spearman(rankdata(gold[pairs], axis=-1), rankdata(predictions[:, :, pairs], axis=-1))  # (S, K, m)
-        drawn = np.take_along_axis(rho, seeds.T[None], axis=1)  # (S, drawn seeds, m): the same seeds for all scales
-        statistics.append(drawn.mean(axis=1))
-    return per_seed.mean(axis=1), np.concatenate(statistics, axis=1), per_seed
+        pairs = rng.integers(0, n_pairs, size=(min(CHUNK, n_resamples - start), n_pairs))
+        drawn.append(_spearman(rankdata(gold[pairs], axis=-1), rankdata(predictions[:, :, pairs], axis=-1)))
+    rho = np.concatenate(drawn, axis=-1)  # (scales, seeds, resamples)
+    centred = rho - rho.mean(axis=-1, keepdims=True)
+    if n_seeds == 1:
+        return per_seed, np.atleast_2d(np.cov(centred[:, 0]))
+    total = centred.sum(axis=1)  # (scales, resamples)
+    within = np.einsum("irb,jrb->ij", centred, centred)  # same-seed products, left out below
+    across = (total @ total.T - within) / ((n_resamples - 1) * n_seeds * (n_seeds - 1))
+    return per_seed, (across + across.T) / 2

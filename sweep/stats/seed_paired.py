@@ -4,10 +4,10 @@ scale's verdict against the best one.
 The STSB Spearman is compared by the paired bootstrap over pairs and seeds (`sweep.stats.paired_bootstrap`), since
 every trial logs its per-pair predictions. An objective named by ``eval.objective`` (an extra set's retrieval metric,
 the layer grid's mean) is known only as one number per trial, so its comparison can only be over seeds: for each
-scale, the per-seed differences *best minus that scale* (the same seed trains on the same batches, hence paired), a
-Student-t interval of their mean Bonferroni-corrected over the comparisons with the best, and the verdicts
-*equivalent* / *not distinguishable* / *worse* of `sweep.stats.scale_verdicts`. With one seed there is no interval,
-and the table says so rather than pretending to a verdict.
+scale, the mean of the per-seed differences *best minus that scale* (the same seed trains on the same batches, hence
+paired) with the verdict engine's simultaneous interval (`sweep.stats.scale_verdicts`: seeds as blocks, the scale x
+seed error pooled over every scale) and its words *equivalent* / *not distinguishable* / *worse*. With one seed
+there is no interval, and the table says so rather than pretending to a verdict.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def seed_paired_comparison(
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     sign = -1.0 if minimize else 1.0
     signed = sign * wide.to_numpy().T  # (scales, seeds), higher is better
-    verdicts = scale_verdicts(signed.mean(axis=1), None, signed, level, margin).table
+    verdicts = scale_verdicts(signed, None, level, margin).table
     one_seed = len(wide) < 2
     return pd.DataFrame(
         {
@@ -89,8 +89,8 @@ def seed_paired_comparison(
 
 def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: float = DEFAULT_MARGIN) -> str:
     """``<metric>, mean over 3 seeds: best scale 10 (0.412); equivalent to it (within +-0.01): none; not
-    distinguishable: 15; worse: 1 (paired t over seeds, Bonferroni over the comparisons with the best, 95%)``, or
-    with one seed a line that says there is no interval."""
+    distinguishable: 15; worse: 1 (seeds as blocks, 95%)``, or with one seed a line that says there is no
+    interval."""
     best = table.loc[table["best"]].iloc[0]
     n_seeds = int(best["n_seeds"])
     head = f"{metric}, mean over {n_seeds} seed{'s' if n_seeds != 1 else ''}: best scale {best['scale']:g} "
@@ -98,9 +98,7 @@ def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: floa
     if n_seeds < 2:
         return f"{head}; one seed: no interval over seeds (set study.seeds=[0,1,2] to compare scales)"
     groups = verdict_groups(table, "verdict", margin)
-    return (
-        f"{head}; {'; '.join(groups)} (paired t over seeds, Bonferroni over the comparisons with the best, {level:.0%})"
-    )
+    return f"{head}; {'; '.join(groups)} (seeds as blocks, max-t over every pair of scales, {level:.0%})"
 
 
 LINE_VERDICTS = (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE)

@@ -12,8 +12,8 @@ the lowest is taken and the others named. The chosen value's place among the val
 reported: at the lowest or highest tried, the optimum is not bracketed and the scale may do better outside the grid.
 
 **The comparison.** For each scale, the per-seed differences best minus it (each at its chosen value), their mean and
-a paired Student-t interval over seeds, Bonferroni-corrected over the S - 1 comparisons with the best
-(`sweep.stats.scale_verdicts.seed_intervals`), on validation and on test. Verdicts from the interval of best - this
+the verdict engine's simultaneous interval (`sweep.stats.scale_verdicts`: seeds as blocks, max-t over every pair of
+chosen cells), on validation and on test. Verdicts from the interval of best - this
 (`sweep.stats.scale_verdicts`'s words): *equivalent* when the whole interval lies within +-margin, *worse* when it
 lies above 0, *not distinguishable* otherwise; on test also *better* when it lies below 0 (the best was chosen on
 validation, so on test another scale can beat it).
@@ -37,7 +37,7 @@ from sweep.stats.scale_verdicts import (
     EQUIVALENT,
     NOT_DISTINGUISHABLE,
     WORSE,
-    seed_intervals,
+    scale_verdicts,
 )
 
 SCALE, CONDITION, SEED, VALIDATION, TEST = "scale", "condition", "seed", "validation", "test"
@@ -139,18 +139,19 @@ def choose_conditions(validation: pd.DataFrame) -> pd.DataFrame:
 def against_reference(
     per_seed: np.ndarray, reference: int, level: float = 0.95, margin: float = DEFAULT_MARGIN
 ) -> pd.DataFrame:
-    """Per row of ``per_seed`` (scales, seeds): the mean of reference - it, its paired t interval over seeds
-    Bonferroni-corrected over the comparisons with the reference, and the verdict (`BEST` for the reference, NaN
-    bounds there)."""
+    """Per row of ``per_seed`` (scales, seeds): the mean of reference - it, its simultaneous interval from the verdict
+    engine (`sweep.stats.scale_verdicts`: seeds as blocks, max-t over every pair of rows), and the verdict (`BEST`
+    for the reference, NaN bounds there; NaN bounds and *not distinguishable* everywhere with one seed)."""
     per_seed = np.asarray(per_seed, dtype=float)
-    gaps = per_seed[reference][None] - per_seed
-    diff, half = gaps.mean(axis=1), seed_intervals(gaps, level)
-    low, high = diff - half, diff + half
-    verdict = np.where(
-        (low >= -margin) & (high <= margin),
-        EQUIVALENT,
-        np.where(low > 0, WORSE, np.where(high < 0, BETTER, NOT_DISTINGUISHABLE)),
-    ).astype(object)
+    engine = scale_verdicts(per_seed, None, level, margin, reference=reference).table
+    diff = engine["diff_to_best"].to_numpy()
+    low, high = engine["ci_low"].to_numpy().copy(), engine["ci_high"].to_numpy().copy()
+    with np.errstate(invalid="ignore"):
+        verdict = np.where(
+            (low >= -margin) & (high <= margin),
+            EQUIVALENT,
+            np.where(low > 0, WORSE, np.where(high < 0, BETTER, NOT_DISTINGUISHABLE)),
+        ).astype(object)
     verdict[reference] = BEST
     low[reference], high[reference] = np.nan, np.nan
     return pd.DataFrame({"diff": diff, "low": low, "high": high, "verdict": verdict})
