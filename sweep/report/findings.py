@@ -101,7 +101,8 @@ def _verdict_lines(paired: pd.DataFrame, default: float | None) -> list[str]:
     """The answer line of the paired comparison (`PairedComparison.line`) and the library default's verdict."""
     if paired.empty:
         return ["- no paired comparison (one seed, or one scale only)"]
-    lines = [f"- {comparison_of(paired).line()}"]
+    comparison = comparison_of(paired)
+    lines = [f"- {comparison.line()}", *([f"  - {comparison.detail()}"] if comparison.detail() else [])]
     at_default = paired[(paired["scale"] == default) & paired["spearman"].notna()]
     if default is not None and not at_default.empty and not at_default.iloc[0]["best"]:
         row = at_default.iloc[0]

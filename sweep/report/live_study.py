@@ -19,6 +19,7 @@ from sweep.report.paired_table import confirmation_lines, paired_comparisons, wr
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
 from sweep.report.study_figures import write_study_figures
+from sweep.stats.paired_bootstrap import bullets
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def log_study_report(
     if lines and table is not None:
         client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
         # the run page's Description shows the whole answer, where the tag is cut to one line
-        answer = "\n".join(f"- {line}" for line in lines)
+        answer = bullets(lines)
         client.set_tag(parent_run_id, TAG_RUN_DESCRIPTION, f"{about}\n\n{answer}" if about else answer)
         client.log_text(parent_run_id, table.to_csv(index=False), ARTIFACT_PAIRED_COMPARISON)
     try:

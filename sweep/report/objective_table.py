@@ -17,6 +17,7 @@ from sweep.report.best_scale_figures import write_best_scale_vs_condition
 from sweep.report.paired_table import confirmation_lines, seed_comparisons
 from sweep.report.study_context import config_value
 from sweep.report.summaries import markdown_table
+from sweep.stats.paired_bootstrap import bullets
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN
 
 OBJECTIVE_STEM = "objective_comparison"
@@ -57,5 +58,5 @@ def write_objective_comparison(table: pd.DataFrame, lines: list[str], out_dir: P
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, markdown = out_dir / f"{OBJECTIVE_STEM}.csv", out_dir / f"{OBJECTIVE_STEM}.md"
     table.to_csv(csv, index=False)
-    markdown.write_text("\n".join([*(f"- {line}" for line in lines), "", *markdown_table(table), ""]))
+    markdown.write_text("\n".join([bullets(lines), "", *markdown_table(table), ""]))
     return [csv, markdown, *write_best_scale_vs_condition(table, out_dir)]

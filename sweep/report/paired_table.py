@@ -33,7 +33,14 @@ from sweep.report.summaries import (
     markdown_table,
     swept_scales,
 )
-from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap, seed_comparison
+from sweep.stats.paired_bootstrap import (
+    DETAIL_INDENT,
+    LINE_WORDS,
+    PairedComparison,
+    bullets,
+    paired_bootstrap,
+    seed_comparison,
+)
 from sweep.stats.scale_verdicts import DEFAULT_MARGIN, ELIMINATED_AFTER, eliminated_after
 
 log = logging.getLogger(__name__)
@@ -264,7 +271,12 @@ def _assembled(results: list[tuple[str, PairedComparison]], column: str, metric:
         )
         for label, result in results
     ]
-    lines = [result.line(f"{metric}, {label}" if label else metric) for label, result in results]
+    lines = [
+        text
+        for label, result in results
+        for text in (result.line(f"{metric}, {label}" if label else metric), f"{DETAIL_INDENT}{result.detail()}")
+        if text.strip()
+    ]
     table = pd.concat(tables, ignore_index=True)
     table = table[COLUMNS + [c for c in table if c not in COLUMNS]]
     return table.rename(columns={"scale": column}), lines
@@ -285,8 +297,9 @@ def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame, metric: str
         members = ", ".join(_name(v) for v in held.sort_values("p_best", ascending=False)[column])
         verdict = "confirms" if row["in_confidence_set"] else "does not confirm"
         head = f"{metric}, {condition}" if condition else metric
+        words = LINE_WORDS.get(row["verdict"], row["verdict"]).format(margin=row["margin"])
         lines.append(
-            f"{head}: test {verdict} {name} chosen on validation ({row['verdict']} on test, "
+            f"{head}: test {verdict} {name} chosen on validation ({words} on test; "
             f"{row['level']:.0%} confidence set for the best on test: {members})"
         )
     return lines
@@ -312,5 +325,5 @@ def write_paired_comparison(
         written.append(out_dir / PAIRED_TEST_CSV)
         test.to_csv(written[-1], index=False)
         body += ["STSB test (confirmation; never used to choose):", "", *markdown_table(test), ""]
-    markdown.write_text("\n".join([*(f"- {line}" for line in lines), *body]))
+    markdown.write_text("\n".join([bullets(lines), *body]))
     return written

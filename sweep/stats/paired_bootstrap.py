@@ -57,6 +57,12 @@ LINE_WORDS = {
     LOWER_ON_PAIRS: "lower on these pairs",
 }
 ONE_SEED_WARNING = "one seed: these intervals leave out seed-to-seed noise; add study.seeds"
+DETAIL_INDENT = "  "  # a line under an answer (its confidence set, P(best) and method) starts with this
+
+
+def bullets(lines: list[str]) -> str:
+    """Answer lines as a markdown list, each detail line nested under its answer."""
+    return "\n".join(f"  - {line.strip()}" if line.startswith(DETAIL_INDENT) else f"- {line}" for line in lines)
 
 
 def _spearman(ranked_gold: np.ndarray, ranked_predictions: np.ndarray) -> np.ndarray:

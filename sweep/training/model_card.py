@@ -19,6 +19,7 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerModelC
 
 from sweep.config.checks import CONFIG_DIR
 from sweep.inputs.model import resolve_path
+from sweep.stats.paired_bootstrap import bullets
 
 README = "README.md"
 # The study's section of a kept model's card, between these markers so that a later verdict replaces it.
@@ -101,7 +102,7 @@ def describe(
 
 def study_section(study: str, trial_number: int, value: float, lines: list[str]) -> str:
     """The study's verdict for its best model's card: which trial it is and the study's answer lines."""
-    verdict = "\n".join(f"- {line}" for line in lines) or "- (no paired comparison: one scale, or stats.paired off)"
+    verdict = bullets(lines) or "- (no paired comparison: one scale, or stats.paired off)"
     return (
         f"## The study\n\nThe best model of the sweep study `{study}`: trial {trial_number}, objective {value:.4f}. "
         f"The study's verdict:\n\n{verdict}"

@@ -50,10 +50,10 @@ def paired(default_tied: bool) -> pd.DataFrame:
 def test_the_block_names_the_best_the_confidence_set_the_default_and_the_untrained_model() -> None:
     block = findings_block(spearman(), paired(default_tied=False), pd.DataFrame(), default=20.0)
     assert block.startswith(START) and block.endswith(END)
+    assert "- best scale 10 (0.740); worse: 1, 20 (3 seeds x 1,500 pairs, 95%)\n" in block
     assert (
-        "- best scale 10 (0.740); 95% confidence set for the best: 10 (P(best) 1.00); equivalent to it (within "
-        "+-0.01): none; not distinguishable: none; worse: 1, 20 (paired bootstrap, 1,500 pairs x 3 seeds, 1,000 "
-        "resamples; simultaneous: max-t bootstrap over all 3 pairs of scales)"
+        "  - 95% confidence set for the best: 10 (P(best) 1.00); method: 3 seeds x 1,500 pairs, 1,000 pair "
+        "resamples; max-t bootstrap over all 3 pairs of scales\n"
     ) in block
     assert "- library default scale 20 (temperature 0.05): 0.730, 0.010 below the best [0.004, 0.020]: worse" in block
     assert "- untrained model (scale 0): validation 0.600" in block
@@ -61,6 +61,7 @@ def test_the_block_names_the_best_the_confidence_set_the_default_and_the_untrain
     assert "| 20 | 0.730 [0.720, 0.740] | 0.630 | 0.010 [0.004, 0.020] | worse | 0.000 |" in block
     assert "| 0 |" not in block  # the untrained model is a line of its own, not a row of the scale table
     tied = findings_block(spearman(), paired(default_tied=True), pd.DataFrame(), default=20.0)
+    assert "- best scale 10 (0.740); cannot tell apart: 20; worse: 1 (3 seeds x 1,500 pairs, 95%)" in tied
     assert "95% confidence set for the best: 10 (P(best) 0.80), 20 (0.20); " in tied
     assert "0.010 below the best [-0.002, 0.020]: not distinguishable" in tied
     assert "| 0.010 [-0.002, 0.020] | not distinguishable, in the confidence set | 0.200 |" in tied

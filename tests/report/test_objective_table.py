@@ -42,15 +42,18 @@ def test_the_objective_is_compared_by_seed_and_test_confirms_the_choice(tmp_path
     validation = table[table["metric"] == OBJECTIVE].set_index("scale")
     assert validation.loc[10.0, "verdict"] == "best" and validation.loc[50.0, "verdict"] == "worse"
     assert lines[0].startswith(f"{OBJECTIVE}: best scale 10 (0.560); ")
-    assert lines[1].startswith("caps_test_ndcg_at_10: test confirms scale 10 chosen on validation (best on test")
+    assert lines[1].startswith("  95% confidence set for the best: 10 (P(best) ")  # the detail, under the answer
+    assert lines[2].startswith("caps_test_ndcg_at_10: test confirms scale 10 chosen on validation (best on test")
     written = write_objective_comparison(table, lines, tmp_path)
     assert [p.name for p in written] == ["objective_comparison.csv", "objective_comparison.md"]
-    assert (tmp_path / "objective_comparison.md").read_text().startswith(f"- {lines[0]}\n- {lines[1]}\n")
+    assert (tmp_path / "objective_comparison.md").read_text().startswith(
+        f"- {lines[0]}\n  - {lines[1].strip()}\n- {lines[2]}\n"
+    )
 
 
 def test_test_does_not_confirm_when_another_scale_wins_there_clearly() -> None:
     _, lines = objective_comparison(trials(test_best=50.0))
-    assert lines[1].startswith("caps_test_ndcg_at_10: test does not confirm scale 10 chosen on validation (worse")
+    assert lines[2].startswith("caps_test_ndcg_at_10: test does not confirm scale 10 chosen on validation (worse")
 
 
 def test_the_stsb_objective_has_no_table_of_its_own() -> None:
