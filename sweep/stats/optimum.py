@@ -20,8 +20,8 @@ scales' estimates.
 
 Why: the Spearman-vs-scale curve is smooth and roughly symmetric in log scale near its peak (the scale multiplies
 the logits, so its effect is multiplicative), a parabola is the lowest-order curve with a maximum, and three points
-fit it exactly without a model of the whole curve's shape. Re-selecting the best inside each draw carries the
-uncertainty of *which* grid point is highest into the interval, which a fit around a fixed point would leave out.
+fit it exactly without a model of the whole curve's shape. Re-selecting the best inside each draw, as the
+confidence set does, lets a draw's vertex go wherever that draw peaks, beyond the point estimate's neighbours too.
 On simulated studies (a truth quadratic in log scale, correlated Gaussian noise; tests/stats/test_optimum.py) the
 interval covers the true peak at about its nominal level.
 
@@ -129,18 +129,19 @@ def locate_optimum(
     order = order[scale[order] > 0]
     nan = float("nan")
     if order.size < MIN_SCALES:
-        return Optimum(nan, nan, nan, f"{TOO_FEW} {MIN_SCALES} scales > 0 (got {order.size})")
+        return Optimum(nan, nan, nan, f"{TOO_FEW} {MIN_SCALES} scales > 0, got {order.size}")
     x, y = np.log(scale[order]), estimate[order]
     vertex, height = _vertices(x, y[:, None])
-    located = float(np.exp(vertex[0]))
+    best = int(np.argmax(y))
+    edge = best in (0, x.size - 1)
+    located = float(scale[order][best]) if edge else float(np.exp(vertex[0]))
     if height[0] - y.min() < margin:
         flag = f"{FLAT}: every scale > 0 lies within the margin {margin:g} of the peak"
         return Optimum(located, nan, nan, flag)
-    best = int(np.argmax(y))
-    if best in (0, x.size - 1):
+    if edge:
         side, beyond = (LOW_EDGE, "below") if best == 0 else (HIGH_EDGE, "above")
-        edge = float(scale[order][best])
-        return Optimum(edge, nan, nan, f"{side} of the grid (scale {_number(edge)}): the optimum may lie {beyond} it")
+        flag = f"{side} of the grid (scale {_number(located)}): the optimum may lie {beyond} it"
+        return Optimum(located, nan, nan, flag)
     resampled, _ = _vertices(x, drawn[order])
     low, high = np.exp(np.quantile(resampled, [(1 - level) / 2, (1 + level) / 2]))
     return Optimum(located, float(low), float(high))

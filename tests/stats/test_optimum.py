@@ -83,12 +83,15 @@ def test_a_curve_within_the_margin_everywhere_is_flat_not_located() -> None:
     assert optimum.text() == "optimum: flat near the peak, not located"
     located = locate_optimum(GRID, point, point[:, None] + np.zeros((1, 20)), margin=0.001)
     assert located.flag == ""  # the same curve, with a margin below its variation
+    rising = _truth(GRID, 80.0, curvature=0.002)  # highest at the edge, but within the margin: flat, not an edge
+    at_edge = locate_optimum(GRID, rising, rising[:, None] + np.zeros((1, 20)), margin=0.01)
+    assert at_edge.flag.startswith("flat") and at_edge.estimate == 50.0
 
 
 def test_scale_zero_is_left_out_and_three_trained_scales_are_needed() -> None:
     optimum = locate_optimum([0, 5, 10], [0.9, 0.7, 0.8], np.zeros((3, 4)))
-    assert optimum.flag == "needs 3 scales > 0 (got 2)"
-    assert optimum.text() == "optimum: not located (needs 3 scales > 0 (got 2))"
+    assert optimum.flag == "needs 3 scales > 0, got 2"
+    assert optimum.text() == "optimum: not located (needs 3 scales > 0, got 2)"
 
 
 def test_text_rounds_to_two_significant_figures_without_scientific_notation() -> None:
