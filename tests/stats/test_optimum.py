@@ -83,7 +83,7 @@ def test_a_curve_within_the_margin_everywhere_is_flat_not_located() -> None:
     assert optimum.text() == "optimum: flat near the peak, not located"
     located = locate_optimum(GRID, point, point[:, None] + np.zeros((1, 20)), margin=0.001)
     assert located.flag == ""  # the same curve, with a margin below its variation
-    rising = _truth(GRID, 80.0, curvature=0.002)  # highest at the edge, but within the margin: flat, not an edge
+    rising = _truth(GRID, 80.0, curvature=0.001)  # highest at the edge, 0.008 above the lowest: flat, not an edge
     at_edge = locate_optimum(GRID, rising, rising[:, None] + np.zeros((1, 20)), margin=0.01)
     assert at_edge.flag.startswith("flat") and at_edge.estimate == 50.0
 
