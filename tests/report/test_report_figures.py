@@ -117,7 +117,9 @@ def test_spearman_draws_the_optimum_band_only_when_located(
     assert [list(line.get_xdata()) for line in ax.get_lines() if list(line.get_xdata()) == [12.3, 12.3]]
 
 
-def test_the_optimum_flows_from_the_paired_table_to_the_validation_rows_of_its_condition() -> None:
+def test_the_optimum_flows_from_the_paired_table_to_the_validation_rows_of_its_condition(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
     table = pd.concat([summary(3).assign(batch=16), shifted(summary(3), 0.01).assign(batch=64)], ignore_index=True)
     paired = pd.DataFrame(
         [
@@ -134,6 +136,16 @@ def test_the_optimum_flows_from_the_paired_table_to_the_validation_rows_of_its_c
         *table,
         "in_confidence_set_for_best",
     ]
+    scale_figures.write_spearman_vs_scale(merged, context(), tmp_path)  # two panels: each one's numbers in its title
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert [ax.get_title().splitlines()[-1] for ax in axes] == [
+        "optimum near scale 12 [9.4, 17]",
+        "optimum near scale 30 [9.4, 17]",
+    ]
+    assert (
+        "validation: the optimum in each panel's title (parabola in log scale near the peak, 95%)"
+        in (axes[0].get_legend_handles_labels()[1])
+    )
 
 
 def test_learned_scale_on_log_axis_with_lr_schedule(captured: dict[str, Figure], tmp_path: Path) -> None:
