@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib as mpl
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
@@ -33,12 +34,14 @@ from sweep.report.results_folder import FixedScaleReference
 from sweep.report.study_context import UNTRAINED_SCALE, library_default, scale_axis_label, untrained_values
 from sweep.report.summaries import (
     IN_CONFIDENCE_SET,
+    OPTIMUM_COLUMNS,
     SIM_KINDS,
     SPEARMAN_COLUMNS,
     by_condition,
     identical_title,
     merge_identical,
 )
+from sweep.stats.optimum import Optimum
 
 CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
 SPLIT_STYLES = {"validation": "-", "test": "--"}
@@ -51,11 +54,40 @@ def _conditions(table: pd.DataFrame, own: set[str]) -> list[str]:
     return [column for column in table.columns if column not in own]
 
 
+OPTIMUM_METHOD = "parabola in log scale near the peak, 95%"  # how `sweep.stats.optimum` locates it, in words
+
+
+def _located_optimum(rows: pd.DataFrame) -> Optimum | None:
+    """The condition's continuous optimum from its validation rows' `OPTIMUM_COLUMNS`; None when they are absent,
+    flagged (the flag is told in the text, not drawn) or not finite."""
+    validation = rows[rows["split"] == "validation"]
+    if validation.empty or not set(OPTIMUM_COLUMNS) <= set(validation.columns):
+        return None
+    first = validation.iloc[0]
+    values = [float(first[column]) for column in OPTIMUM_COLUMNS[:-1]]
+    flag = first["optimum_flag"]
+    if (isinstance(flag, str) and flag) or not np.isfinite(values).all():
+        return None
+    estimate, low, high = values
+    return Optimum(estimate, low, high)
+
+
+def _optimum_band(ax: Axes, optimum: Optimum, label: str) -> None:
+    """A light band over the optimum's interval and a thin line at its estimate, in the validation colour."""
+    ax.axvspan(optimum.low, optimum.high, color="C0", alpha=0.1, linewidth=0, zorder=0, label=label)
+    ax.axvline(optimum.estimate, color="C0", linewidth=0.6, alpha=0.7, zorder=1)
+
+
 def _spearman_panel(
-    ax: Axes, rows: pd.DataFrame, trials: pd.DataFrame, reference: FixedScaleReference | None = None
+    ax: Axes,
+    rows: pd.DataFrame,
+    trials: pd.DataFrame,
+    reference: FixedScaleReference | None = None,
+    optimum_in_legend: bool = True,
 ) -> None:
-    """Validation and test Spearman vs scale of one condition, the untrained lines, the default, the shading, and
-    a sibling's fixed-scale validation curve in grey when given."""
+    """Validation and test Spearman vs scale of one condition, the untrained lines, the default, the shading, the
+    validation optimum's band when located (its numbers in the legend, or in words only when ``optimum_in_legend``
+    is False: the caller puts them in the panel's title), and a sibling's fixed-scale validation curve in grey."""
     trained = rows[rows["scale"] != UNTRAINED_SCALE]
     if reference is not None:
         ax.plot(
@@ -95,6 +127,9 @@ def _spearman_panel(
             zorder=5,
             label="validation: in the 95% confidence set for the best scale (paired)",
         )
+    if (optimum := _located_optimum(trained)) is not None:
+        words = optimum.text() if optimum_in_legend else "the optimum in each panel's title"
+        _optimum_band(ax, optimum, f"validation: {words} ({OPTIMUM_METHOD})")
     mark_default(ax, *library_default(trials))
 
 
@@ -111,9 +146,11 @@ def write_spearman_vs_scale(
     panels = merge_identical(groups, ["scale", "split", "n", IN_CONFIDENCE_SET])  # arms of one loss: drawn once
     fig, axes = facets(len(panels), height=2.0 + 0.25 * max(len(labels) - 1 for labels, _ in panels), max_columns=2)
     for ax, (conditions, rows) in zip(axes, panels, strict=True):
-        _spearman_panel(ax, rows, trials, reference)
+        _spearman_panel(ax, rows, trials, reference, optimum_in_legend=len(panels) == 1)
         if conditions != [""]:
-            ax.set_title(identical_title(conditions, lambda condition: condition_title(condition, ", "), "\n"))
+            title = identical_title(conditions, lambda condition: condition_title(condition, ", "), "\n")
+            optimum = _located_optimum(rows) if len(panels) > 1 else None
+            ax.set_title(title if optimum is None else f"{title}\n{optimum.text()}")
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
         ax.set_ylabel("STSB Spearman (cosine)")  # kept on the first column only
         label_outer(ax)

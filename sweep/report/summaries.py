@@ -43,7 +43,10 @@ SIM_KINDS = {
 SIM_STAGES = {"final": "", "init": "_init"}  # metric suffix per stage
 INTERVAL_COLUMNS = ["n", "mean", "ci_low", "ci_high"]  # the columns of a t_interval
 IN_CONFIDENCE_SET = "in_confidence_set_for_best"  # optional boolean column of a Spearman summary (paired test)
-SPEARMAN_COLUMNS = {"scale", "split", *INTERVAL_COLUMNS, IN_CONFIDENCE_SET}  # a Spearman summary's own columns
+# optional columns of the paired table and a Spearman summary: the continuous optimum (`sweep.stats.optimum`) of the
+# condition, constant over its rows; the flag says why it was not located ("" when it was)
+OPTIMUM_COLUMNS = ("optimum", "optimum_low", "optimum_high", "optimum_flag")
+SPEARMAN_COLUMNS = {"scale", "split", *INTERVAL_COLUMNS, IN_CONFIDENCE_SET, *OPTIMUM_COLUMNS}  # its own columns
 TABLE_METRICS = (
     ATTR_VALIDATION_SPEARMAN,
     ATTR_TEST_SPEARMAN,
@@ -197,8 +200,8 @@ def spearman_summary(trials: pd.DataFrame) -> pd.DataFrame:
 
 def with_paired_verdict(summary: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
     """The Spearman summary with ``in_confidence_set_for_best`` on its validation rows: whether the paired test's
-    confidence set for the best holds the scale (``paired_comparison.csv``: one row per condition label and scale);
-    unchanged when there is no paired table."""
+    confidence set for the best holds the scale (``paired_comparison.csv``: one row per condition label and scale),
+    and the `OPTIMUM_COLUMNS` of the condition when the paired table has them; unchanged when there is none."""
     if summary.empty or paired.empty:
         return summary
     conditions = [c for c in summary.columns if c not in SPEARMAN_COLUMNS]
@@ -209,7 +212,23 @@ def with_paired_verdict(summary: pd.DataFrame, paired: pd.DataFrame) -> pd.DataF
     labels = [condition_label(conditions, row) for row in summary[conditions].itertuples(index=False)]
     keys = zip(labels, summary["scale"].astype(float), summary["split"], strict=True)
     column = [verdicts.get((label, scale)) if split == "validation" else None for label, scale, split in keys]
-    return summary.assign(**{IN_CONFIDENCE_SET: pd.array(column, dtype="boolean")})
+    summary = summary.assign(**{IN_CONFIDENCE_SET: pd.array(column, dtype="boolean")})
+    return _with_optimum(summary, paired, labels)
+
+
+def _with_optimum(summary: pd.DataFrame, paired: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
+    """The summary with the paired table's `OPTIMUM_COLUMNS` (per condition ``labels``, one per summary row) on its
+    validation rows, NaN and "" elsewhere; unchanged when the paired table lacks them."""
+    if not set(OPTIMUM_COLUMNS) <= set(paired.columns):
+        return summary
+    first = paired.assign(condition=paired["condition"].astype("string").fillna("")).drop_duplicates("condition")
+    optima = first.set_index("condition")[list(OPTIMUM_COLUMNS)].reindex(labels).reset_index(drop=True)
+    optima.index = summary.index
+    optima["optimum_flag"] = optima["optimum_flag"].fillna("").astype(str)
+    validation = summary["split"] == "validation"
+    optima.loc[~validation, list(OPTIMUM_COLUMNS[:-1])] = np.nan
+    optima.loc[~validation, "optimum_flag"] = ""
+    return summary.assign(**{column: optima[column] for column in OPTIMUM_COLUMNS})
 
 
 def concentration_summary(trials: pd.DataFrame) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """Layer 5, statistics: similarity concentration, the per-trial probe and its histogram, collapse (cosines without
 spread), the paired bootstrap across scales and its verdicts (the confidence set for the best scale), scales compared
 over seeds, one comparison pooled over distinct conditions, interactions (does the scale's effect change with a
-condition: gaps, difference in differences, a mixed model), each scale at its own best condition, and one round of a
-race over seeds.
+condition: gaps, difference in differences, a mixed model), each scale at its own best condition, one round of a race
+over seeds, and the best scale as a continuous quantity (a parabola in log scale near the peak).
 
 The public face: each name is imported from its module on first use (``from sweep.stats import pool``), so that a
 report that only pools differences does not import torch and sentence-transformers (the probe's) nor statsmodels
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         gap_by_condition,
         interaction_test,
     )
+    from sweep.stats.optimum import Optimum, locate_optimum
     from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap
     from sweep.stats.pooling import Pooled, drop_duplicates, paired_differences, pool
     from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
@@ -42,6 +43,7 @@ __all__ = [
     "EmbeddingKeepingEvaluator",
     "Encodings",
     "InteractionTest",
+    "Optimum",
     "PairedComparison",
     "Pooled",
     "RoundDecision",
@@ -56,6 +58,7 @@ __all__ = [
     "histogram_figure",
     "in_batch_statistics",
     "interaction_test",
+    "locate_optimum",
     "mean_interval",
     "pair_cosines",
     "paired_bootstrap",
@@ -78,6 +81,7 @@ _HOMES = {
         "gap_by_condition",
         "interaction_test",
     ),
+    "optimum": ("Optimum", "locate_optimum"),
     "paired_bootstrap": ("PairedComparison", "paired_bootstrap"),
     "pooling": ("Pooled", "drop_duplicates", "paired_differences", "pool"),
     "probe": ("ConcentrationProbe", "EmbeddingKeepingEvaluator", "Encodings"),

@@ -19,7 +19,7 @@ from sweep.report.loss_curves import loss_table
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained
-from sweep.report.summaries import SPEARMAN_OF_SPLIT
+from sweep.report.summaries import SPEARMAN_OF_SPLIT, with_paired_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -91,6 +91,61 @@ def test_spearman_rings_the_confidence_set_at_its_run_points_only_when_given(
     (rings,) = [c for c in ax.collections if c.get_label() == label]
     validation = table[(table["split"] == "validation") & table["scale"].isin([10.0, 50.0])]
     assert sorted(map(tuple, rings.get_offsets())) == sorted(zip(validation["scale"], validation["mean"], strict=True))
+
+
+OPTIMUM = {"optimum": 12.3, "optimum_low": 9.4, "optimum_high": 16.8, "optimum_flag": ""}
+
+
+@pytest.mark.parametrize("flag", ["", "peak at the low edge of the grid (scale 1): the optimum may lie below it"])
+def test_spearman_draws_the_optimum_band_only_when_located(
+    captured: dict[str, Figure], tmp_path: Path, flag: str
+) -> None:
+    label = "validation: optimum near scale 12 [9.4, 17] (parabola in log scale near the peak, 95%)"
+    scale_figures.write_spearman_vs_scale(summary(3), context(), tmp_path)
+    ax = captured["spearman_vs_scale"].axes[0]
+    assert not ax.patches and label not in ax.get_legend_handles_labels()[1]  # no columns: nothing drawn
+    scale_figures.write_spearman_vs_scale(summary(3).assign(**{**OPTIMUM, "optimum_flag": flag}), context(), tmp_path)
+    ax = captured["spearman_vs_scale"].axes[0]
+    if flag:  # flagged: the text says why, the figure draws nothing
+        assert not ax.patches and label not in ax.get_legend_handles_labels()[1]
+        return
+    (band,) = ax.patches
+    assert band.get_label() == label
+    corners = ax.transData.inverted().transform(band.get_window_extent().get_points())  # a Polygon before mpl 3.9
+    assert sorted(corners[:, 0]) == pytest.approx([9.4, 16.8])
+    assert band.get_alpha() <= 0.2  # light: the points stay readable
+    assert [list(line.get_xdata()) for line in ax.get_lines() if list(line.get_xdata()) == [12.3, 12.3]]
+
+
+def test_the_optimum_flows_from_the_paired_table_to_the_validation_rows_of_its_condition(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    table = pd.concat([summary(3).assign(batch=16), shifted(summary(3), 0.01).assign(batch=64)], ignore_index=True)
+    paired = pd.DataFrame(
+        [
+            {"condition": f"batch={batch}", "scale": scale, "in_confidence_set": True, **OPTIMUM, "optimum": optimum}
+            for batch, optimum in ((16, 12.3), (64, 30.0))
+            for scale in (1.0, 10.0, 50.0)
+        ]
+    )
+    merged = with_paired_verdict(table, paired)
+    validation = merged[merged["split"] == "validation"]
+    assert validation.groupby("batch")["optimum"].unique().map(list).to_dict() == {16: [12.3], 64: [30.0]}
+    assert merged.loc[merged["split"] == "test", "optimum"].isna().all()
+    assert list(with_paired_verdict(table, paired.drop(columns=list(OPTIMUM)))) == [
+        *table,
+        "in_confidence_set_for_best",
+    ]
+    scale_figures.write_spearman_vs_scale(merged, context(), tmp_path)  # two panels: each one's numbers in its title
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert [ax.get_title().splitlines()[-1] for ax in axes] == [
+        "optimum near scale 12 [9.4, 17]",
+        "optimum near scale 30 [9.4, 17]",
+    ]
+    assert (
+        "validation: the optimum in each panel's title (parabola in log scale near the peak, 95%)"
+        in (axes[0].get_legend_handles_labels()[1])
+    )
 
 
 def test_learned_scale_on_log_axis_with_lr_schedule(captured: dict[str, Figure], tmp_path: Path) -> None:
