@@ -21,6 +21,7 @@ import pandas as pd
 
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import SPEARMAN_COLUMNS, by_condition
+from sweep.stats.optimum import Optimum
 from sweep.stats.paired_bootstrap import PairedComparison
 from sweep.stats.scale_verdicts import ELIMINATED_AFTER, eliminated_after
 
@@ -94,7 +95,16 @@ def comparison_of(paired: pd.DataFrame) -> PairedComparison:
         float(first["level"]),
         float(first["margin"]),
         str(first["correction"]) if pd.notna(first["correction"]) else "",
+        _optimum(first),
     )
+
+
+def _optimum(row: pd.Series) -> Optimum | None:
+    """The optimum a `paired_comparison.csv` row carries (`sweep.stats.optimum`), None when it has none."""
+    if "optimum" not in row or pd.isna(row["optimum"]):
+        return None
+    flag = str(row["optimum_flag"]) if pd.notna(row["optimum_flag"]) else ""
+    return Optimum(float(row["optimum"]), float(row["optimum_low"]), float(row["optimum_high"]), flag)
 
 
 def _verdict_lines(paired: pd.DataFrame, default: float | None) -> list[str]:

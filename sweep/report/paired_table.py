@@ -154,7 +154,14 @@ def _with_race(
     merged = pd.concat([table, earlier], ignore_index=True) if not earlier.empty else table
     merged = merged.sort_values("scale", ignore_index=True)
     return PairedComparison(
-        merged, result.n_pairs, result.n_seeds, result.n_resamples, result.level, result.margin, result.correction
+        merged,
+        result.n_pairs,
+        result.n_seeds,
+        result.n_resamples,
+        result.level,
+        result.margin,
+        result.correction,
+        result.optimum,
     )
 
 

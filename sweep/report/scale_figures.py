@@ -114,9 +114,11 @@ def _spearman_panel(
     label = scale_axis_label(trials) + ("; grey: the fixed scale" if reference is not None else "")
     format_swept_axis(ax, trained["scale"], label)
     baseline_lines(ax, untrained_values(rows))
-    if IN_CONFIDENCE_SET in trained:  # ringed run points, never a span over scales that were not run
-        validation = trained[trained["split"] == "validation"]
-        members = validation[validation[IN_CONFIDENCE_SET].fillna(False).astype(bool)]
+    validation = trained[trained["split"] == "validation"]
+    # ringed run points, never a span over scales that were not run; with one seed nothing is out of the set (seed
+    # noise unknown): no rings, rather than a ring on every point
+    if IN_CONFIDENCE_SET in trained and (validation["n"] > 1).any():
+        members = validation[validation[IN_CONFIDENCE_SET].fillna(False).astype(bool) & (validation["n"] > 1)]
         ax.scatter(
             members["scale"],
             members["mean"],

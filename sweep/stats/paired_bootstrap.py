@@ -35,6 +35,7 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
+from sweep.stats.optimum import Optimum, locate_optimum
 from sweep.stats.scale_verdicts import (
     COLUMNS,
     DEFAULT_MARGIN,
@@ -96,6 +97,7 @@ class PairedComparison:
     level: float
     margin: float = DEFAULT_MARGIN
     correction: str = ""
+    optimum: Optimum | None = None  # between grid points (`sweep.stats.optimum`); None for grid points or one seed
 
     @property
     def best(self) -> pd.Series:
@@ -141,7 +143,9 @@ class PairedComparison:
             ]
             data = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
             data += f" x {self.n_pairs:,} pairs" if self.n_pairs else ", one score per trial"
-            text = "; ".join([f"best {best} ({self.best['spearman']:.3f})", *parts])
+            head = f"best {best} ({self.best['spearman']:.3f})"
+            head += f", {self.optimum.text()}" if self.optimum is not None else ""
+            text = "; ".join([head, *parts])
             text += f" ({ONE_SEED_WARNING})" if one_seed else f" ({data}, {self.level:.0%})"
         else:
             text = f"no best {'scale' if self.numeric else 'point'}: none is scoreable"
@@ -206,9 +210,8 @@ def paired_bootstrap(
     if scored.size:
         per_seed, covariance = pair_resamples(gold, predictions[scored], n_resamples, seed)
         verdicts = scale_verdicts(per_seed, covariance, level, margin, seed=seed)
-    table = _table(scales, scored, per_seed.mean(axis=1), verdicts, reasons)
-    correction = verdicts.correction if verdicts else ""
-    return PairedComparison(table, n_pairs, n_seeds, n_resamples, level, margin, correction)
+    sizes = (n_pairs, n_seeds, n_resamples)
+    return _comparison(scales, scored, per_seed.mean(axis=1), verdicts, reasons, sizes, level, margin)
 
 
 def seed_comparison(
@@ -221,9 +224,32 @@ def seed_comparison(
     reasons = ["" if i in scored else "no score (collapsed)" for i in range(len(scales))]
     point = per_seed[scored].mean(axis=1)
     verdicts = scale_verdicts(per_seed[scored], None, level, margin) if scored.size else None
+    return _comparison(scales, scored, point, verdicts, reasons, (0, per_seed.shape[1], 0), level, margin)
+
+
+def _comparison(
+    scales: Sequence[float] | Sequence[str],
+    scored: np.ndarray,
+    point: np.ndarray,
+    verdicts: Verdicts | None,
+    reasons: list[str],
+    sizes: tuple[int, int, int],
+    level: float,
+    margin: float,
+) -> PairedComparison:
+    """The `PairedComparison` of the scored scales' verdicts, with the optimum between numeric scales when there are
+    several seeds (with one the draws leave out seed noise); ``sizes``: (pairs, seeds, pair resamples)."""
     table = _table(scales, scored, point, verdicts, reasons)
-    correction = verdicts.correction if verdicts else ""
-    return PairedComparison(table, 0, per_seed.shape[1], 0, level, margin, correction)
+    if verdicts is None:
+        return PairedComparison(table, *sizes, level, margin)
+    optimum = None
+    if verdicts.n_seeds > 1 and not any(isinstance(s, str) for s in scales):
+        scored_scales = np.asarray(scales, dtype=float)[scored]
+        optimum = locate_optimum(scored_scales, point, verdicts.draws, level, margin)
+        table = table.assign(
+            optimum=optimum.estimate, optimum_low=optimum.low, optimum_high=optimum.high, optimum_flag=optimum.flag
+        )
+    return PairedComparison(table, *sizes, level, margin, verdicts.correction, optimum)
 
 
 def _table(

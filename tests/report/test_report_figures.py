@@ -93,6 +93,15 @@ def test_spearman_rings_the_confidence_set_at_its_run_points_only_when_given(
     assert sorted(map(tuple, rings.get_offsets())) == sorted(zip(validation["scale"], validation["mean"], strict=True))
 
 
+def test_one_seed_rings_nothing(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """With one seed the engine puts nothing out of the set (seed noise unknown): ringing every point would read as
+    a finding, so the figure rings none."""
+    table = summary(1).assign(in_confidence_set_for_best=True)
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    labels = captured["spearman_vs_scale"].axes[0].get_legend_handles_labels()[1]
+    assert not [label for label in labels if "confidence set" in label]
+
+
 OPTIMUM = {"optimum": 12.3, "optimum_low": 9.4, "optimum_high": 16.8, "optimum_flag": ""}
 
 
