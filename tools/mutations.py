@@ -34,7 +34,8 @@ VERDICTS, BOOTSTRAP, INTERACTIONS = (
     "sweep/stats/paired_bootstrap.py",
     "sweep/stats/interactions.py",
 )
-SKIPPED = (".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", "results", ".gpukit", "site")
+# not copied: version control, caches, virtualenvs (CI's .venv is in the tree), run outputs, the published results
+SKIPPED = (".git", "__pycache__", "*_cache", ".venv", "venv", "*.egg-info", ".gpukit", "site", "results", "sweep_runs")
 ENGINE_TESTS, END_TO_END = "tests/stats/test_scale_verdicts.py", "tests/stats/test_verdict_simulation.py"
 
 
@@ -136,6 +137,16 @@ def copy_tree(destination: Path) -> Path:
     return Path(shutil.copytree(ROOT, destination / "repo", ignore=ignored))
 
 
+def check_imports_the_copy(tree: Path) -> None:
+    """Stop unless Python run with ``PYTHONPATH`` on the copy imports the copy's ``sweep`` (not an installed one,
+    whose unmutated code would let every mutation survive)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    command = [sys.executable, "-c", "import sweep; print(sweep.__file__)"]
+    found = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False).stdout.strip()
+    if not found.startswith(str(tree)):
+        raise SystemExit(f"the copy's sweep is not the one imported ({found or 'no sweep'}): check PYTHONPATH")
+
+
 def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[int, float]:
     """(pytest's exit code, seconds) of ``tests`` on the copy ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -173,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"no mutation matches --only {args.only!r}; known: {', '.join(m.name for m in MUTATIONS)}")
     with tempfile.TemporaryDirectory(prefix="mutations-") as folder:
         tree = copy_tree(Path(folder))
+        check_imports_the_copy(tree)
         if not args.no_baseline:
             tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
             code, seconds = run_tests(tree, tests)
