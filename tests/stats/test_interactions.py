@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.formula.api as smf
+from statsmodels.stats.anova import anova_lm
 
 from sweep.stats.interactions import (
     PAIRED,
@@ -123,6 +125,22 @@ def test_the_mixed_model_rejects_no_interaction_at_about_its_level_and_finds_a_r
     assert 0.01 <= np.mean([result.p_value < 0.05 for result in null]) <= 0.11
     found = [interaction_test(simulated(rng, ("lo", "far"), n_seeds=3)).p_value for _ in range(30)]
     assert np.mean([p is not None and p < 0.05 for p in found]) > 0.9
+
+
+@pytest.mark.parametrize("conditions", [("lo", "hi"), ("lo", "far")])
+def test_the_mixed_models_f_test_is_the_exact_anova_f_of_the_balanced_block_design(conditions):
+    """With the seeds as blocks, the Wald F of the interaction terms and its denominator degrees of freedom are those
+    of statsmodels' OLS ``value ~ C(scale) * C(condition) + C(seed)`` (anova_lm): a chi-square reference, or other
+    degrees of freedom, would not agree (a deterministic check beside the rejection rates above)."""
+    rng = np.random.default_rng(7)
+    for n_seeds in (2, 3, 5):
+        frame = simulated(rng, conditions, n_seeds=n_seeds)
+        result = interaction_test(frame)
+        fit = smf.ols("value ~ C(scale) * C(condition) + C(seed)", frame).fit()
+        row = anova_lm(fit).loc["C(scale):C(condition)"]
+        assert (result.df_num, result.df_denom) == (row["df"], fit.df_resid)
+        assert result.statistic == pytest.approx(row["F"], rel=1e-4)
+        assert result.p_value == pytest.approx(row["PR(>F)"], rel=1e-4, abs=1e-9)
 
 
 def test_the_mixed_model_says_why_it_cannot_be_fitted():

@@ -1,5 +1,5 @@
 """Each scale at its own best learning rate, on simulated studies whose truth is known: the right learning rate is
-chosen, the edge of the grid is flagged, the Bonferroni paired intervals cover the true gaps at about their level,
+chosen, the edge of the grid is flagged, the simultaneous intervals cover the true gaps at about their level,
 validation of the chosen cells is optimistic where test is not, and frames that cannot be paired are refused."""
 
 from __future__ import annotations
@@ -80,10 +80,10 @@ def test_a_chosen_value_at_the_edge_of_those_tried_is_flagged():
     assert table.loc[10.0, "chosen"] == 0.2 and table.loc[10.0, "tried"] == [0.1, 0.2, 0.3]
 
 
-def test_bonferroni_paired_intervals_cover_the_true_gaps_at_about_the_nominal_level():
+def test_the_simultaneous_intervals_cover_the_true_gaps_at_about_the_nominal_level():
     """Scale 10 is always the best and every learning rate choice is right, so the true gaps are known: on each
-    split all three intervals must hold at once in about 95% of the studies (Bonferroni: at least that, a little
-    more since the comparisons share the best)."""
+    split the three intervals against the best must hold at once in about 95% of the studies (max-t over all six
+    pairs of the four chosen cells: at least that, a little more since only three of the six are checked)."""
     rng = np.random.default_rng(1)
     covered: dict[str, list[bool]] = {"validation": [], "test": []}
     for _ in range(1000):
@@ -110,17 +110,23 @@ def test_the_chosen_value_is_optimistic_on_validation_and_not_on_test():
     assert abs(np.mean(test_bias)) < 0.001
 
 
-def test_on_validation_the_intervals_and_verdicts_are_scale_verdicts_seed_t():
+def test_on_validation_the_intervals_and_verdicts_are_the_engines_with_the_best_as_reference():
     frame = simulated_study(np.random.default_rng(3))
     table = tuned_comparison(frame, margin=0.05).table
     cells = frame.merge(table[["scale", "chosen"]], left_on=["scale", "condition"], right_on=["scale", "chosen"])
     per_seed = cells.pivot(index="scale", columns="seed", values="validation").to_numpy()
-    reference = scale_verdicts(per_seed.mean(axis=1), None, per_seed, 0.95, margin=0.05).table
-    assert table["validation_verdict"].tolist() == reference["verdict"].tolist()
     best = table["validation_verdict"] == "best"
-    np.testing.assert_allclose(table.loc[~best, "validation_low"], reference.loc[~best, "seed_low"])
-    np.testing.assert_allclose(table.loc[~best, "validation_high"], reference.loc[~best, "seed_high"])
+    reference = scale_verdicts(per_seed, None, 0.95, margin=0.05, reference=int(np.flatnonzero(best)[0])).table
+    np.testing.assert_allclose(table.loc[~best, "validation_low"], reference.loc[~best, "ci_low"])
+    np.testing.assert_allclose(table.loc[~best, "validation_high"], reference.loc[~best, "ci_high"])
     np.testing.assert_allclose(table["validation_diff"], reference["diff_to_best"])
+    # the words follow the module docstring's order: a whole interval inside +-margin is *equivalent* even when it
+    # also lies above 0 (the engine's table calls that *worse*: out of the set); scale 20 is such a case here
+    low, high = table.loc[~best, "validation_low"], table.loc[~best, "validation_high"]
+    inside = (low >= -0.05) & (high <= 0.05)
+    expected = np.where(inside, "equivalent", np.where(low > 0, "worse", "not distinguishable"))
+    assert table.loc[~best, "validation_verdict"].tolist() == expected.tolist()
+    assert "equivalent" in expected and (reference.loc[~best, "verdict"] == "worse").all()
 
 
 def test_on_test_a_scale_can_beat_the_best_chosen_on_validation_or_be_equivalent_to_it():
