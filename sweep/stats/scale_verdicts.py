@@ -32,9 +32,10 @@ all pairs is Tukey's studentised range, which `tests/stats` check against statsm
   out only through a false claim about a pair, so the set holds it with probability >= ``level``;
 - P(best): the share of draws in which each scale is the highest (a description of the same distribution; a scale
   can sit in the set with a small P(best), when the intervals that would put it out are not quite wide enough);
-- the words, against the best (the highest point estimate): *worse* is out of the set; *equivalent* is in the set
-  with the whole interval of best - this inside +-``margin`` (two one-sided tests at the simultaneous level);
-  *not distinguishable* otherwise: too few data to rank, not a claim of equality.
+- the words, against the best (the highest point estimate): *equivalent* when the whole interval of best - this lies
+  inside +-``margin`` (two one-sided tests at the simultaneous level: as good for any practical purpose, even where
+  the data also rank it below); otherwise *worse* when it is out of the set, *not distinguishable* when it is in:
+  too few data to rank, not a claim of equality.
 
 **Fewer seeds never give stronger words.** With one seed sigma_u^2 is unknown: the draws hold the evaluation pairs'
 noise alone, nothing is put out of the set, no scale is called *worse* or *equivalent*, and a scale whose pairs-only
@@ -173,8 +174,8 @@ def scale_verdicts(
     np.fill_diagonal(beaten, False)
     in_set = ~beaten.any(axis=0) if informative else np.ones(n_scales, dtype=bool)
     if informative:
-        equivalent = in_set & (low >= -margin) & (high <= margin)
-        verdict = np.where(~in_set, WORSE, np.where(equivalent, EQUIVALENT, NOT_DISTINGUISHABLE)).astype(object)
+        equivalent = (low >= -margin) & (high <= margin)  # a whole interval inside the margin: as good in practice
+        verdict = np.where(equivalent, EQUIVALENT, np.where(~in_set, WORSE, NOT_DISTINGUISHABLE)).astype(object)
     else:
         with np.errstate(invalid="ignore"):
             lower = (low > 0) & (pair_covariance is not None)
