@@ -81,7 +81,7 @@ def test_an_objective_other_than_stsb_gets_its_own_answer_line_paired_by_seed():
     (line,) = objective_lines(table, "objective (retrieval_mrr@10)")
     assert line.startswith("objective (retrieval_mrr@10), mean over 3 seeds: best scale 20 (0.527)")
     assert line.endswith(
-        "not distinguishable: 10; worse: 1 (paired t over seeds, Bonferroni over the comparisons with the best, 95%)"
+        "cannot tell apart: 10; worse: 1 (3 seeds, one score per trial, 95%)"
     )
 
 

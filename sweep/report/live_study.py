@@ -72,7 +72,7 @@ def log_study_report(
     trials = load_trials(client, parent_run_id=parent_run_id)
     table, test, lines = study_comparison(trials, client, **paired) if paired is not None else (None, None, [])
     if lines and table is not None:
-        client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(lines)[:5000])
+        client.set_tag(parent_run_id, TAG_PAIRED_COMPARISON, "; ".join(line.strip() for line in lines)[:5000])
         # the run page's Description shows the whole answer, where the tag is cut to one line
         answer = bullets(lines)
         client.set_tag(parent_run_id, TAG_RUN_DESCRIPTION, f"{about}\n\n{answer}" if about else answer)

@@ -35,12 +35,13 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
-from sweep.stats.optimum import Optimum, locate_optimum
+from sweep.stats.optimum import MIN_SCALES, Optimum, locate_optimum
 from sweep.stats.scale_verdicts import (
     COLUMNS,
     DEFAULT_MARGIN,
     ELIMINATED_AFTER,
     EQUIVALENT,
+    LINE_WORDS,
     LOWER_ON_PAIRS,
     NOT_DISTINGUISHABLE,
     WORSE,
@@ -50,13 +51,6 @@ from sweep.stats.scale_verdicts import (
 
 CHUNK = 25  # resamples ranked at once: (scales x seeds x CHUNK x pairs) floats
 NUMBERS = [c for c in COLUMNS if c not in ("in_confidence_set", "verdict")]  # NaN for a scale not scoreable
-# the answer line's words for the verdicts (the table keeps the verdicts' names; docs/concepts.md maps them)
-LINE_WORDS = {
-    EQUIVALENT: "as good (within {margin:g})",
-    NOT_DISTINGUISHABLE: "cannot tell apart",
-    WORSE: "worse",
-    LOWER_ON_PAIRS: "lower on these pairs",
-}
 ONE_SEED_WARNING = "one seed: these intervals leave out seed-to-seed noise; add study.seeds"
 DETAIL_INDENT = "  "  # a line under an answer (its confidence set, P(best) and method) starts with this
 
@@ -242,9 +236,10 @@ def _comparison(
     table = _table(scales, scored, point, verdicts, reasons)
     if verdicts is None:
         return PairedComparison(table, *sizes, level, margin)
+    numeric = not any(isinstance(s, str) for s in scales)
+    scored_scales = np.asarray(scales, dtype=float)[scored] if numeric else np.empty(0)
     optimum = None
-    if verdicts.n_seeds > 1 and not any(isinstance(s, str) for s in scales):
-        scored_scales = np.asarray(scales, dtype=float)[scored]
+    if verdicts.n_seeds > 1 and (scored_scales > 0).sum() >= MIN_SCALES:  # a curve needs 3 trained scales
         optimum = locate_optimum(scored_scales, point, verdicts.draws, level, margin)
         table = table.assign(
             optimum=optimum.estimate, optimum_low=optimum.low, optimum_high=optimum.high, optimum_flag=optimum.flag

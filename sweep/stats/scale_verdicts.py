@@ -55,6 +55,13 @@ DEFAULT_MARGIN = 0.01  # a Spearman difference a user would not act on (`stats.p
 BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE = "best", "equivalent", "not distinguishable", "worse"
 LOWER_ON_PAIRS = "lower on these pairs"  # one seed: below the best by a pairs-only interval, seed noise unknown
 VERDICTS = (BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE, LOWER_ON_PAIRS)
+# the answer lines' words for the verdicts (tables keep the verdicts' names; docs/getting-started.md maps them)
+LINE_WORDS = {
+    EQUIVALENT: "as good (within {margin:g})",
+    NOT_DISTINGUISHABLE: "cannot tell apart",
+    WORSE: "worse",
+    LOWER_ON_PAIRS: "lower on these pairs",
+}
 ELIMINATED = "eliminated"  # a raced point dropped before the last comparison (`sweep.stats.race`): its verdict's start
 ELIMINATED_AFTER = "eliminated_after"  # a raced comparison's column: the seeds after which the race dropped the point
 

@@ -16,7 +16,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sweep.stats.scale_verdicts import BEST, DEFAULT_MARGIN, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE, scale_verdicts
+from sweep.stats.scale_verdicts import (
+    BEST,
+    DEFAULT_MARGIN,
+    EQUIVALENT,
+    LINE_WORDS,
+    NOT_DISTINGUISHABLE,
+    WORSE,
+    scale_verdicts,
+)
 
 SUMMARY_COLUMNS = ["scale", "n_seeds", "mean", "ci_low", "ci_high"]
 COMPARISON_COLUMNS = [
@@ -88,9 +96,9 @@ def seed_paired_comparison(
 
 
 def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: float = DEFAULT_MARGIN) -> str:
-    """``<metric>, mean over 3 seeds: best scale 10 (0.412); equivalent to it (within +-0.01): none; not
-    distinguishable: 15; worse: 1 (seeds as blocks, 95%)``, or with one seed a line that says there is no
-    interval."""
+    """``<metric>, mean over 3 seeds: best scale 10 (0.412); cannot tell apart: 15; worse: 1 (3 seeds, one score per
+    trial, 95%)``: the words of the STSB answer line (`sweep.stats.scale_verdicts.LINE_WORDS`), or with one seed a
+    line that says there is no interval."""
     best = table.loc[table["best"]].iloc[0]
     n_seeds = int(best["n_seeds"])
     head = f"{metric}, mean over {n_seeds} seed{'s' if n_seeds != 1 else ''}: best scale {best['scale']:g} "
@@ -98,17 +106,20 @@ def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: floa
     if n_seeds < 2:
         return f"{head}; one seed: no interval over seeds (set study.seeds=[0,1,2] to compare scales)"
     groups = verdict_groups(table, "verdict", margin)
-    return f"{head}; {'; '.join(groups)} (seeds as blocks, max-t over every pair of scales, {level:.0%})"
-
-
-LINE_VERDICTS = (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE)
+    return f"{head}; {'; '.join(groups)} ({n_seeds} seeds, one score per trial, {level:.0%})"
 
 
 def verdict_groups(
-    table: pd.DataFrame, column: str, margin: float, verdicts: tuple[str, ...] = LINE_VERDICTS
+    table: pd.DataFrame,
+    column: str,
+    margin: float,
+    verdicts: tuple[str, ...] = (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE),
 ) -> list[str]:
-    """``equivalent to it (within +-0.01): 10, 20``, one part per verdict of ``verdicts``: the scales of ``table``
-    whose ``column`` holds it (``none`` when no scale does)."""
-    names = {EQUIVALENT: f"equivalent to it (within +-{margin:g})"}
-    listed = {v: ", ".join(f"{s:g}" for s in table.loc[table[column] == v, "scale"]) for v in verdicts}
-    return [f"{names.get(verdict, verdict)}: {listed[verdict] or 'none'}" for verdict in verdicts]
+    """``as good (within 0.01): 10, 20``, one part per verdict of ``verdicts`` in the answer lines' words: the scales
+    of ``table`` whose ``column`` holds it; a verdict no scale has is left out, except *worse* (``worse: none``)."""
+    parts = []
+    for verdict in verdicts:
+        scales = ", ".join(f"{s:g}" for s in table.loc[table[column] == verdict, "scale"])
+        if scales or verdict == WORSE:
+            parts.append(f"{LINE_WORDS.get(verdict, verdict).format(margin=margin)}: {scales or 'none'}")
+    return parts

@@ -39,13 +39,13 @@ def raced_study() -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
 
 def test_a_dropped_point_keeps_its_own_seeds_and_is_named_eliminated_not_compared():
     trials, predictions = raced_study()
-    table, (line,) = paired_comparisons(trials, None, fetch=lambda run, split: predictions[run], n_resamples=200)
+    table, (line, _) = paired_comparisons(trials, None, fetch=lambda run, split: predictions[run], n_resamples=200)
     rows = table.set_index("scale")
     assert rows.loc[1.0, "verdict"] == "eliminated after 2 seeds" and rows.loc[1.0, "n_seeds"] == 2
     assert pd.isna(rows.loc[1.0, "diff_to_best"]) and not rows.loc[1.0, "in_confidence_set"]
     assert rows.loc[1.0, "spearman"] == trials[trials["param.loss.scale"] == 1.0]["stsb_validation_spearman"].mean()
     assert list(rows.loc[[10.0, 20.0], "n_seeds"]) == [3, 3], "the survivors compared on all their seeds"
-    assert "300 pairs x 3 seeds" in line and line.endswith("; eliminated by the race: after 2 seeds: 1")
+    assert "(3 seeds x 300 pairs, 95%)" in line and line.endswith("; eliminated by the race: after 2 seeds: 1")
 
     block = findings_block(spearman_summary(trials), table.assign(condition=""), pd.DataFrame(), None)
     scale_one = next(row for row in block.splitlines() if row.startswith("| 1 |"))

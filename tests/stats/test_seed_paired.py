@@ -75,8 +75,8 @@ def test_the_line_names_the_metric_and_the_tied_scales():
     ]
     line = comparison_line(seed_paired_comparison(pd.DataFrame(rows)), "objective (x)", level=0.95)
     assert (
-        line == "objective (x), mean over 3 seeds: best scale 10 (0.723); equivalent to it (within +-0.01): none; "
-        "not distinguishable: 20; worse: 1 (seeds as blocks, max-t over every pair of scales, 95%)"
+        line == "objective (x), mean over 3 seeds: best scale 10 (0.723); cannot tell apart: 20; worse: 1 "
+        "(3 seeds, one score per trial, 95%)"
     )
 
 

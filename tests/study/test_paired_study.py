@@ -22,21 +22,23 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     sweep.run()
     table = finish(sweep)
     # the objective is the STSB validation Spearman: its verdicts, then whether STSB test confirms the choice
-    line, confirmation = paired_summary(sweep, table)
-    assert line.startswith("STSB validation Spearman: best scale ") and "95% confidence set for the best: " in line
-    assert line.endswith(
-        "(paired bootstrap, 200 pairs x 2 seeds, 1,000 resamples; simultaneous: max-t bootstrap over all 1 pair of "
-        "scales, and paired t over seeds, Bonferroni over the comparisons with the best)"
+    line, detail, confirmation = paired_summary(sweep, table)
+    assert line.startswith("STSB validation Spearman: best scale ") and line.endswith(" (2 seeds x 200 pairs, 95%)")
+    assert detail.startswith("  95% confidence set for the best: ") and detail.endswith(
+        "; method: 2 seeds x 200 pairs, 1,000 pair resamples; seeds as blocks (1 df for the scale x seed error) "
+        "+ evaluation pairs (bootstrap); max-t over all 1 pair of scales"
     )
     assert confirmation.startswith("STSB test Spearman: test ") and " chosen on validation (" in confirmation
 
     client = MlflowClient(cfg.tracking.uri)
     tags = client.get_run(sweep.parent_run_id).data.tags
-    assert tags[TAG_PAIRED_COMPARISON] == f"{line}; {confirmation}"
-    # the run page's Description: what the model is (tiny_bert: random weights), then the answer, uncut
+    assert tags[TAG_PAIRED_COMPARISON] == f"{line}; {detail.strip()}; {confirmation}"
+    # the run page's Description: what the model is (tiny_bert: random weights), then the answer, uncut, the detail
+    # nested under it
     model = "The model is a transformer (random weights, `sentence-transformers/all-MiniLM-L6-v2`'s tokenizer)"
-    assert tags["mlflow.note.content"] == f"{model}, trained at learning rate 0.001.\n\n- {line}\n- {confirmation}"
-    assert sweep.study.user_attrs["verdict"] == [line, confirmation], "optuna-dashboard shows the answer too"
+    expected = f"{model}, trained at learning rate 0.001.\n\n- {line}\n  - {detail.strip()}\n- {confirmation}"
+    assert tags["mlflow.note.content"] == expected
+    assert sweep.study.user_attrs["verdict"] == [line, detail, confirmation], "optuna-dashboard shows the answer too"
     report = {a.path for a in client.list_artifacts(sweep.parent_run_id, "report")}  # the figures, where users land
     assert {"report/spearman_vs_scale.png", "report/spearman_vs_scale.csv", "report/paired_comparison.md"} <= report
     children = [
@@ -83,5 +85,6 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     seeds_only = tmp_path / "seeds_only"
     assert report_main(["study", "--from-csv", str(redrawn), "--out", str(seeds_only)]) == 0
     lines = (seeds_only / "paired_comparison.md").read_text()
-    assert "(one score per trial, 2 seeds, no per-pair predictions: no bootstrap, no P(best); simultaneous: " in lines
+    assert "(2 seeds, one score per trial, 95%)" in lines and "P(best)" in lines  # the seeds alone still give draws
+    assert "method: one score per trial, 2 seeds, no per-pair predictions; seeds as blocks (1 df" in lines
     pd.testing.assert_frame_equal(pd.read_csv(redrawn / "spearman_vs_scale.csv"), spearman)

@@ -107,8 +107,8 @@ def test_the_race_drops_the_worse_point_and_keeps_the_tied_ones_to_the_last_seed
     assert [p.data.tags[TAG_RACE] for p in parents if p.info.run_id == raced.parent_run_id] == [LINE]
     dropped = {c.data.params["loss.scale"]: c.data.tags.get(TAG_RACE_ELIMINATED_AFTER) for c in children}
     assert dropped == {"0.0": "2", "19.0": None, "20.0": None}, "scale 0's trial runs say after how many seeds"
-    line, _ = paired_summary(raced, table)  # the study's answer: the survivors on every seed, 0 marked
-    assert "200 pairs x 3 seeds" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
+    line = paired_summary(raced, table)[0]  # the study's answer: the survivors on every seed, 0 marked
+    assert "(3 seeds x 200 pairs, 95%)" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
 
 
 def test_the_trials_a_race_ran_have_the_records_of_an_unraced_study(studies):
