@@ -80,9 +80,7 @@ def test_an_objective_other_than_stsb_gets_its_own_answer_line_paired_by_seed():
     assert "per scale: objective (retrieval_mrr@10), mean over seeds" in text
     (line,) = objective_lines(table, "objective (retrieval_mrr@10)")
     assert line.startswith("objective (retrieval_mrr@10), mean over 3 seeds: best scale 20 (0.527)")
-    assert line.endswith(
-        "cannot tell apart: 10; worse: 1 (3 seeds, one score per trial, 95%)"
-    )
+    assert line.endswith("cannot tell apart: 10; worse: 1 (3 seeds, one score per trial, 95%)")
 
 
 def test_each_condition_gets_its_own_means_and_line():

@@ -219,8 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="each scale at its own best learning rate (or other condition), compared with the best scale",
         description="Over results folders of one set-up (same seeds, configs that differ only in the condition's "
         "values and the grid): for each scale the value of --condition with the highest mean validation score, then "
-        "best - this per scale, paired by seed, with t intervals Bonferroni-corrected over the comparisons with the "
-        "best, on validation and on test (the honest read: nothing was chosen on it). Prints the table and one "
+        "best - this per scale, paired by seed, with the verdict engine's simultaneous intervals (seeds as blocks), "
+        "on validation and on test (the honest read: nothing was chosen on it). Prints the table and one "
         "answer line; --out writes own_best_<condition>.csv and .md.",
     )
     tuned.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="results folders (with trials.csv)")

@@ -2,8 +2,8 @@
 (`sweep.report.question_file`) is answered by its comparison, with evidence read from the folders' ``trials.csv``
 and the strength of `sweep.report.evidence.strength`:
 
-- ``best_scale``: the best scale of one folder per condition, the scales it cannot be told from (paired t over
-  seeds, `sweep.stats.seed_paired`), and a ``reference`` scale read against it;
+- ``best_scale``: the best scale of one folder per condition, the scales it cannot be told from (the verdict engine
+  over seeds, `sweep.stats.seed_paired`), and a ``reference`` scale read against it;
 - ``pooled``: scale ``a`` against ``b`` pooled over the distinct conditions of several folders
   (`sweep.report.pooled`);
 - ``interaction``: whether the best scale moves with the condition a folder swept, and how the gap ``a - b``

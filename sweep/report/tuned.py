@@ -160,10 +160,10 @@ def answer_line(result: TunedComparison, condition: str, metric: str) -> str:
     return (
         f"Each scale at its own best {words} (chosen on {metric}): scale {result.best_scale:g} is best "
         f"({best['validation_mean']:.4f} at {words} {best['chosen']:g}{edge}); on test, which chose nothing, "
-        f"{'; '.join(groups)} (paired t over {len(result.seeds)} seeds, Bonferroni over the {comparisons} with the "
-        f"best, {result.level:.0%}); the validation means of the chosen {words}s are optimistically biased (the "
-        f"{words}s and the best scale were chosen on them), so read test; {words} not bracketed (best at the edge of "
-        f"those tried) for scales {', '.join(not_bracketed) or 'none'}."
+        f"{'; '.join(groups)} ({len(result.seeds)} seeds as blocks, simultaneous over the {comparisons} with the "
+        f"best and every other pair, {result.level:.0%}); the validation means of the chosen {words}s are "
+        f"optimistically biased (the {words}s and the best scale were chosen on them), so read test; {words} not "
+        f"bracketed (best at the edge of those tried) for scales {', '.join(not_bracketed) or 'none'}."
     )
 
 

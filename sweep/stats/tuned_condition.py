@@ -71,7 +71,7 @@ class TunedComparison:
 
     @property
     def n_comparisons(self) -> int:
-        """The comparisons with the best that the Bonferroni correction covers."""
+        """The comparisons with the best (the simultaneous intervals cover every pair of scales, these included)."""
         return len(self.table) - 1
 
     @property

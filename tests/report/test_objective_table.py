@@ -46,8 +46,10 @@ def test_the_objective_is_compared_by_seed_and_test_confirms_the_choice(tmp_path
     assert lines[2].startswith("caps_test_ndcg_at_10: test confirms scale 10 chosen on validation (best on test")
     written = write_objective_comparison(table, lines, tmp_path)
     assert [p.name for p in written] == ["objective_comparison.csv", "objective_comparison.md"]
-    assert (tmp_path / "objective_comparison.md").read_text().startswith(
-        f"- {lines[0]}\n  - {lines[1].strip()}\n- {lines[2]}\n"
+    assert (
+        (tmp_path / "objective_comparison.md")
+        .read_text()
+        .startswith(f"- {lines[0]}\n  - {lines[1].strip()}\n- {lines[2]}\n")
     )
 
 

@@ -59,7 +59,10 @@ def test_tuned_prints_the_table_and_the_answer_and_writes_both_files(folders, tm
     answer = printed[5]
     assert answer.startswith("Each scale at its own best learning rate (chosen on STSB validation Spearman): scale ")
     assert "scale 10 is best (0.7503 at learning rate 0.01);" in answer and "optimistically biased" in answer
-    assert "worse: 20 (paired t over 3 seeds, Bonferroni over the 1 comparison with the best, 95%)" in answer
+    assert (
+        "worse: 20 (3 seeds as blocks, simultaneous over the 1 comparison with the best and every other pair, 95%)"
+        in answer
+    )
     assert answer.endswith("for scales 20 (highest tried).")
     assert printed[6:] == [str(out / "own_best_learning_rate.csv"), str(out / "own_best_learning_rate.md")]
     assert sorted(p.name for p in out.iterdir()) == ["own_best_learning_rate.csv", "own_best_learning_rate.md"]

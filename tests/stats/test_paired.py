@@ -151,9 +151,7 @@ def test_a_scale_with_constant_predictions_is_not_scoreable_and_the_others_are_c
     pd.testing.assert_frame_equal(compared, without.table.set_index("scale").drop(columns="not_scoreable"))
     assert (table.drop(index=20)["not_scoreable"] == "").all()
     assert result.best["scale"] == 10
-    assert result.line().endswith(
-        "add study.seeds); not scoreable (collapsed: cosine std < 0.0001 with some seed): 20"
-    )
+    assert result.line().endswith("add study.seeds); not scoreable (collapsed: cosine std < 0.0001 with some seed): 20")
 
 
 def test_every_scale_constant_gives_no_best_instead_of_an_all_nan_error():
