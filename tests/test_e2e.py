@@ -20,14 +20,19 @@ from tests.helpers import REPO, clean_env, load_trials
 pytestmark = pytest.mark.e2e
 
 VALIDATION_LINE = re.compile(
-    r"STSB validation Spearman: best scale (?P<best>\S+) \((?P<mean>\d\.\d{3})\); "
-    r"95% confidence set for the best: (?P<set>.+?); equivalent to it \(within \+-0\.01\): (?P<equivalent>.+?); "
-    r"not distinguishable: (?P<undecided>.+?); worse: (?P<worse>.+?) "
-    r"\(paired bootstrap, (?P<pairs>[\d,]+) pairs x (?P<seeds>\d+) seeds?, [\d,]+ resamples; simultaneous: .+\)"
+    r"STSB validation Spearman: best scale (?P<best>\S+) \((?P<mean>\d\.\d{3})\)(?:, optimum[^;]*)?"
+    r"(?P<groups>(?:; [a-z ]+(?: \(within 0\.01\))?: [^;(]+)*) "
+    r"\((?:(?P<seeds>\d+) seeds x (?P<pairs>[\d,]+) pairs, 95%|(?P<one>one seed): these intervals leave out "
+    r"seed-to-seed noise; add study\.seeds)\)"
 )
+DETAIL_LINE = re.compile(
+    r"  (?:95% confidence set for the best|P\(best\) on these pairs): (?P<set>.+?); method: (?P<seeds>\d+) seeds? x "
+    r"(?P<pairs>[\d,]+) pairs, .+"
+)
+SHARE = {"<0.01": 0.005, ">0.99": 0.995}
 TEST_LINE = re.compile(
     r"STSB test Spearman: test (?P<verdict>confirms|does not confirm) scale (?P<chosen>\S+) chosen on validation "
-    r"\(.+ on test, 95% confidence set for the best on test: (?P<set>.+)\)"
+    r"\(.+ on test; 95% confidence set for the best on test: (?P<set>.+)\)"
 )
 
 
@@ -37,14 +42,15 @@ def scales(listed: str) -> list[float]:
 
 
 def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -> None:
-    """The two answer lines (after `Best model`, before the figure's address and the disk use, the last line),
+    """The three answer lines (after `Best model`, before the figure's address and the disk use, the last line),
     against the study itself (its trials in Optuna): the best scale is the one with the highest mean validation
-    Spearman over seeds, with that mean; every other scale of the grid gets exactly one verdict; the confidence set
-    starts with the best, by falling P(best), and holds no worse scale; the method names the study's pairs and seeds;
-    the test line names the same scale and confirms it exactly when it is in test's confidence set."""
+    Spearman over seeds, with that mean; every other scale of the grid gets exactly one verdict, and with one seed
+    never *worse* nor *as good*; the detail line's set starts with the best, by falling P(best), and holds no worse
+    scale; the data named are the study's pairs and seeds; the test line names the same scale and confirms it exactly
+    when it is in test's confidence set."""
     lines = output.strip().splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("STSB validation Spearman: best scale "))
-    validation_line, test_line = lines[at : at + 2]
+    validation_line, detail_line, test_line = lines[at : at + 3]
     assert lines[-1].startswith("Disk use: "), "the last line says what the study keeps on disk"
     spearman = defaultdict(list)
     for trial in load_trials(storage):
@@ -53,17 +59,24 @@ def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -
     means = {scale: mean(values) for scale, values in spearman.items()}
     best = max(means, key=means.__getitem__)
 
-    answer = VALIDATION_LINE.fullmatch(validation_line)
-    assert answer, validation_line
+    answer, detail = VALIDATION_LINE.fullmatch(validation_line), DETAIL_LINE.fullmatch(detail_line)
+    assert answer and detail, (validation_line, detail_line)
     assert float(answer["best"]) == best and abs(float(answer["mean"]) - means[best]) <= 5e-4 + 1e-9
-    assert (int(answer["pairs"].replace(",", "")), int(answer["seeds"])) == (n_pairs, n_seeds)
-    judged = [*scales(answer["equivalent"]), *scales(answer["undecided"]), *scales(answer["worse"])]
+    assert (int(detail["pairs"].replace(",", "")), int(detail["seeds"])) == (n_pairs, n_seeds)
+    assert bool(answer["one"]) == (n_seeds == 1), "one seed says that seed noise is left out"
+    groups = {
+        word: scales(listed)
+        for word, listed in re.findall(r"; ([a-z ]+?)(?: \(within 0\.01\))?: ([^;]+)", answer["groups"])
+    }
+    judged = [scale for listed in groups.values() for scale in listed]
     assert sorted(judged) == sorted(set(means) - {best}), "every other scale of the grid: exactly one verdict"
-    members = re.findall(r"(\S+) \((?:P\(best\) )?(\d\.\d\d)\)", answer["set"])
-    assert float(members[0][0]) == best and answer["set"].startswith(f"{answer['best']} (P(best) ")
-    shares = [float(share) for _, share in members]
+    if n_seeds == 1:
+        assert not groups.keys() & {"worse", "as good"}, "one seed never gives the strong words"
+    members = re.findall(r"(\S+) \((?:P\(best\) )?(<0\.01|>0\.99|\d(?:\.\d\d)?)\)", detail["set"])
+    assert float(members[0][0]) == best and detail["set"].startswith(f"{answer['best']} (P(best) ")
+    shares = [SHARE.get(share, float(share or 0)) for _, share in members]
     assert shares == sorted(shares, reverse=True) and sum(shares) <= 1 + 0.005 * len(shares)
-    assert not {float(s) for s, _ in members} & set(scales(answer["worse"])), "a worse scale is out of the set"
+    assert not {float(s) for s, _ in members} & set(groups.get("worse", [])), "a worse scale is out of the set"
 
     confirmation = TEST_LINE.fullmatch(test_line)
     assert confirmation, test_line

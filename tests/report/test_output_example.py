@@ -57,13 +57,18 @@ def test_the_example_output_is_the_default_studys(page):
     paired = pd.read_csv(STUDY / "paired_comparison.csv")
     top = paired[paired["best"]].iloc[0]
     answer = next(line for line in block if line.startswith("STSB validation Spearman: "))
-    assert answer.startswith(f"STSB validation Spearman: best scale {top['scale']:g} ({top['spearman']:.3f}); ")
-    for verdict in ("not distinguishable", "worse"):
-        scales = ", ".join(f"{s:g}" for s in paired.loc[paired["verdict"] == verdict, "scale"]) or "none"
-        assert f"; {verdict}: {scales}" in answer
-    assert f"{top['n_pairs']:,} pairs x {top['n_seeds']} seeds" in answer
-    written = [line[2:] for line in (STUDY / "paired_comparison.md").read_text().splitlines() if line.startswith("- ")]
-    assert written == block[-4:-2]  # the study's two answer lines, as the report wrote them from its data
+    assert answer.startswith(f"STSB validation Spearman: best scale {top['scale']:g} ({top['spearman']:.3f}), ")
+    words = {"not distinguishable": "cannot tell apart", "worse": "worse"}
+    for verdict, word in words.items():
+        scales = ", ".join(f"{s:g}" for s in paired.loc[paired["verdict"] == verdict, "scale"])
+        assert (f"; {word}: {scales}" in answer) == bool(scales) or verdict == "worse"
+    assert f"({top['n_seeds']} seeds x {top['n_pairs']:,} pairs, 95%)" in answer
+    assert f"optimum near scale {top['optimum']:.2g}".rstrip(".") in answer
+    markdown = (STUDY / "paired_comparison.md").read_text().splitlines()
+    written = [
+        line[2:] if line.startswith("- ") else f"  {line[4:]}" for line in markdown if line.startswith(("- ", "  - "))
+    ]
+    assert written == block[-5:-2]  # the study's three answer lines, as the report wrote them from its data
     assert block[-1].startswith("Disk use: ")
     assert block[-2].startswith("The answer as a figure ") and block[-2].endswith(
         "/artifacts/report/spearman_vs_scale.png?workflowType=machine_learning"
