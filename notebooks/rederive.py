@@ -42,7 +42,9 @@ def rederive(name: str) -> int:
 def main(names: list[str]) -> int:
     chosen = names or sorted(p.parent.name for p in RESULTS.glob("*/trials.csv"))
     failed = [name for name in chosen if rederive(name) != 0]
-    print(f"re-derived {len(chosen) - len(failed)} of {len(chosen)} folders" + (f"; failed: {failed}" if failed else ""))
+    print(
+        f"re-derived {len(chosen) - len(failed)} of {len(chosen)} folders" + (f"; failed: {failed}" if failed else "")
+    )
     return 1 if failed else 0
 
 

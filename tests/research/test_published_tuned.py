@@ -19,8 +19,8 @@ REAL = [RESULTS / "mnrl_scale_lr", RESULTS / "mnrl_scale_lr_low"]
 def test_the_published_table_is_what_pandas_computes_from_the_trials(tmp_path):
     """Each scale's best learning rate, the means and best - this with its simultaneous interval, on both splits,
     from the two folders' trials.csv directly (the interval: Tukey's studentised range over the scales with the
-    two-way ANOVA's residual mean square, which the verdict engine draws by Monte Carlo: each within 5%, their mean within 2%); and the
-    committed own_best_learning_rate.csv is this table."""
+    two-way ANOVA's residual mean square, which the verdict engine draws by Monte Carlo: each within 5%, their mean
+    within 2%); and the committed own_best_learning_rate.csv is this table."""
     report = tuned_report(REAL, "trial.learning_rate")
     table = report.numbers.set_index("scale")
     trials = pd.concat([pd.read_csv(folder / "trials.csv") for folder in REAL])
