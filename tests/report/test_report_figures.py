@@ -157,6 +157,19 @@ def test_the_optimum_flows_from_the_paired_table_to_the_validation_rows_of_its_c
     )
 
 
+def test_each_panel_titles_its_optimum_when_the_untrained_row_is_pooled(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """An untrained row pooled over the conditions (as results/normalize and matryoshka2d ship it) carries no
+    optimum: the panel's title still gives its own, as the legend says."""
+    table = pd.concat([summary(3).assign(batch=16), shifted(summary(3), 0.01).assign(batch=64)], ignore_index=True)
+    table = table.assign(**OPTIMUM)
+    table.loc[table["scale"] == 0.0, list(OPTIMUM)] = np.nan
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert [ax.get_title().splitlines()[-1] for ax in axes] == ["optimum near scale 12 [9.4, 17]"] * 2
+
+
 def test_learned_scale_on_log_axis_with_lr_schedule(captured: dict[str, Figure], tmp_path: Path) -> None:
     data = pd.DataFrame(
         {
