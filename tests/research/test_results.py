@@ -480,8 +480,8 @@ def batch_did() -> DifferenceInDifferences:
 
 MNRL_BATCH: Claims = [
     *[(q, lambda b=b, c=c: batch_verdicts()[b].loc[20.0, c]) for q, b, c in (
-        ("0.026", 16, "diff_to_best"), ("0.002", 16, "ci_low"), ("0.049", 16, "ci_high"),
-        ("0.006", 256, "diff_to_best"), ("-0.011", 256, "ci_low"), ("0.022", 256, "ci_high"))],
+        ("0.026", 16, "diff_to_best"), ("0.012", 16, "ci_low"), ("0.039", 16, "ci_high"),
+        ("0.006", 256, "diff_to_best"), ("-0.006", 256, "ci_low"), ("0.017", 256, "ci_high"))],
     ("-0.020", lambda: batch_did().estimate), ("-0.033", lambda: batch_did().ci_low),
     ("-0.007", lambda: batch_did().ci_high),
 ]  # fmt: skip
@@ -613,15 +613,17 @@ def test_every_results_folder_has_the_same_files() -> None:
 
 def test_mnrl_scale_finding_reads_back_from_its_tables() -> None:
     """The words of results/mnrl_scale's finding: best 10, test confirms; the confidence set holds 15 and 20, not
-    distinguishable and none equivalent; 1 and 50 below the untrained model; random-pair cosine lowest at the best
+    distinguishable and none equivalent; 10 - 20's interval reaches just below zero, 20 almost never the highest in
+    the draws and out of test's set; 1 and 50 below the untrained model; random-pair cosine lowest at the best
     scale and back up at 50; its band narrowest near the best scales, wider at 50, widest at 1; uniformity best
     near 10 and worst at 50; validation Spearman of 10-20 still rising at the last evaluation."""
     verdicts = paired("mnrl_scale")
     assert best("mnrl_scale") == 10 and set(verdicts.index[verdicts["in_confidence_set"]]) == {10.0, 15.0, 20.0}
     assert verdicts.loc[[15.0, 20.0], "verdict"].eq("not distinguishable").all()
     assert not verdicts["verdict"].eq("equivalent").any()
+    assert -0.005 < verdicts.loc[20.0, "ci_low"] < 0 and verdicts.loc[20.0, "p_best"] < 0.01
     test = table("mnrl_scale/paired_comparison_test.csv").set_index("scale")
-    assert test.loc[10.0, "in_confidence_set"]
+    assert test.loc[10.0, "in_confidence_set"] and not test.loc[20.0, "in_confidence_set"]
     assert sp("mnrl_scale", 1) < sp(*UNTRAINED) and sp("mnrl_scale", 50) < sp(*UNTRAINED)
     final = table("mnrl_scale/concentration_vs_scale.csv").query("kind == 'rand' and stage == 'final' and scale > 0")
     final = final.set_index("scale")
@@ -946,17 +948,21 @@ def test_mnrl_scale_convergence_finding_reads_back_from_its_tables() -> None:
 
 
 def test_mnrl_scale_batch_finding_reads_back_from_its_tables() -> None:
-    """The words of results/mnrl_scale_batch's finding: 10 best at every batch size and confirmed on test; 20 worse
-    at 16 and 64, not distinguishable at 256; the confidence set reaches higher scales as the batch grows, up to 50 at
-    256, and holds 3 to 5 scales; 117 and 1,875 steps are one pass over 30,000 pairs."""
+    """The words of results/mnrl_scale_batch's finding: 10 best at every batch size and confirmed on test (15
+    highest on test at 256); 20 worse at 16 and 64, not distinguishable at 256; the confidence set reaches higher
+    scales as the batch grows, 10 alone at 16, up to 20 at 256, and holds 1 to 3 scales; the verdicts that the
+    re-derivation turned from not distinguishable to worse; 117 and 1,875 steps are one pass over 30,000 pairs."""
     validation = batch_verdicts()
     test = batch_verdicts("captions30k_test_ndcg_at_10")
     for size, rows in validation.items():
         assert rows.index[rows["best"]].tolist() == [10.0] and test[size].loc[10.0, "in_confidence_set"]
+    assert [winner(test[b]) for b in (16, 64, 256)] == [10.0, 10.0, 15.0]
     assert [validation[b].loc[20.0, "verdict"] for b in (16, 64, 256)] == ["worse", "worse", "not distinguishable"]
-    held = {b: set(rows.index[rows["in_confidence_set"]]) for b, rows in validation.items()}
+    held = {b: confidence_set(rows) for b, rows in validation.items()}
     assert [max(held[b]) for b in (16, 64, 256)] == sorted(max(held[b]) for b in (16, 64, 256))
-    assert max(held[256]) == 50.0 and sorted(len(h) for h in held.values()) == [3, 4, 5]
+    assert held[16] == {10.0} and max(held[256]) == 20.0 and sorted(len(h) for h in held.values()) == [1, 2, 3]
+    now_worse = {16: {5.0, 15.0}, 64: {5.0, 30.0}, 256: {30.0, 50.0}}
+    assert all(now_worse[b] <= verdict(validation[b], "worse") for b in now_worse)
     pairs = setting(BATCH, "data.train.max_samples")
     assert (int(pairs) // 256, int(pairs) // 16) == (117, 1875)
     assert batch_did().design == "paired" and batch_did().ci_high < 0
