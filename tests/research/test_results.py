@@ -456,8 +456,8 @@ def gap_change(high: float) -> DifferenceInDifferences:
 MNRL_CONVERGENCE: Claims = [
     ("0.761", lambda: pair(CONVERGENCE, 10.0, "spearman")),
     *[(q, lambda s=s, c=c: pair(CONVERGENCE, s, c)) for q, s, c in (
-        ("0.011", 20.0, "diff_to_best"), ("-0.004", 20.0, "ci_low"), ("0.027", 20.0, "ci_high"),
-        ("0.078", 50.0, "diff_to_best"), ("0.012", 50.0, "ci_low"), ("0.144", 50.0, "ci_high"))],
+        ("0.011", 20.0, "diff_to_best"), ("-0.005", 20.0, "ci_low"), ("0.027", 20.0, "ci_high"),
+        ("0.078", 50.0, "diff_to_best"), ("0.050", 50.0, "ci_low"), ("0.106", 50.0, "ci_high"))],
     ("0.186", lambda: gap_change(50.0).gap1), ("0.078", lambda: gap_change(50.0).gap2),
     ("-0.108", lambda: gap_change(50.0).estimate), ("-0.112", lambda: gap_change(50.0).ci_low),
     ("-0.103", lambda: gap_change(50.0).ci_high),
@@ -932,13 +932,14 @@ def test_mnrl_scale_schedule_finding_reads_back_from_its_tables() -> None:
 
 def test_mnrl_scale_convergence_finding_reads_back_from_its_tables() -> None:
     """The words of results/mnrl_scale_convergence's finding: 10 best, above mnrl_scale's, and confirmed on test; 20
-    not distinguishable; 50 worse though its gap closes; 2 and 50 at the step cap in most seeds with nearly flat
+    not distinguishable on validation, out of test's confidence set; 50 worse though its gap closes, 30 worse (not
+    distinguishable before the re-derivation); 2 and 50 at the step cap in most seeds with nearly flat
     curves (under 0.005 gained over their last 200 steps); the paired change is by seed."""
     verdicts = paired(CONVERGENCE)
     assert best(CONVERGENCE) == 10 and verdicts.loc[10.0, "spearman"] > paired("mnrl_scale").loc[10.0, "spearman"]
-    assert verdicts.loc[20.0, "verdict"] == "not distinguishable" and verdicts.loc[50.0, "verdict"] == "worse"
+    assert verdicts.loc[20.0, "verdict"] == "not distinguishable" and verdict(verdicts, "worse") >= {30.0, 50.0}
     test = table(f"{CONVERGENCE}/paired_comparison_test.csv").set_index("scale")
-    assert test.index[test["best"]].tolist() == [10.0]
+    assert test.index[test["best"]].tolist() == [10.0] and not test.loc[20.0, "in_confidence_set"]
     assert gap_change(50.0).design == "paired" and gap_change(50.0).ci_high < 0
     trials = table(f"{CONVERGENCE}/trials.csv").query("state == 'COMPLETE'")
     capped = trials[trials["trained_steps"] == setting(CONVERGENCE, "trial.max_steps")]
