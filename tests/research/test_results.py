@@ -743,10 +743,11 @@ def test_mnrl_scale_data_finding_reads_back_from_its_tables() -> None:
     assert worst[0] < worst[1] < worst[2]  # the worst scale's cost grows
     default = [round(v.loc[20.0, "diff_to_best"], 3) for _, v in sorted(per_size.items())]
     assert default[0] > default[1] == default[2]  # the near-optimum gap does not
-    assert [v.loc[20.0, "verdict"] for _, v in sorted(per_size.items())] == ["worse", "worse", "not distinguishable"]
+    assert [v.loc[20.0, "verdict"] for _, v in sorted(per_size.items())] == ["worse", "worse", "worse"]
+    assert "evaluation pairs" not in per_size[100000]["correction"].iloc[0]  # seeds only: no per-pair predictions
+    assert paired("mnrl_scale").loc[20.0, "verdict"] == "not distinguishable"  # the same trials, pairs counted
     assert per_size[1000].loc[5.0, "best"] and per_size[1000].loc[10.0, "in_confidence_set"]
-    assert set(per_size[3000].index[per_size[3000]["in_confidence_set"]]) == {10.0}
-    assert set(per_size[100000].index[per_size[100000]["in_confidence_set"]]) == {10.0, 20.0}
+    assert confidence_set(per_size[3000]) == confidence_set(per_size[100000]) == {10.0}
     test = table("mnrl_scale_data/paired_comparison_test.csv")
     chosen = [test[(test["condition"] == SIZE.format(n)) & (test["scale"] == s)] for n, s in
               ((1000, 5.0), (3000, 10.0), (100000, 10.0))]  # fmt: skip
