@@ -886,7 +886,7 @@ def test_mnrl_scale_datasize_finding_reads_back_from_its_tables() -> None:
 def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:
     """The words of results/mnrl_scale_isotropic's finding: at 50 random-pair cosines end above the untrained
     model's and uniformity worse, at 5-20 both lower; the band narrowest near the best and wider at 50; best 15 with
-    10 equivalent, every other scale worse, test confirms."""
+    10 equivalent, every other scale worse, test confirms; mnrl_scale's top is 10 with 15 not distinguishable."""
     folder = "mnrl_scale_isotropic"
     rand_pairs = table(f"{folder}/concentration_vs_scale.csv").query("kind == 'rand' and scale > 0")
     final = rand_pairs.query("stage == 'final'").set_index("scale")
@@ -901,6 +901,7 @@ def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:
     assert best(folder) == 15 and verdicts.loc[10.0, "verdict"] == "equivalent"
     assert set(verdicts.index[verdicts["verdict"] == "worse"]) == {0.0, 1.0, 2.0, 5.0, 20.0, 30.0, 50.0}
     assert table(f"{folder}/paired_comparison_test.csv").set_index("scale").loc[15.0, "in_confidence_set"]
+    assert best("mnrl_scale") == 10 and paired("mnrl_scale").loc[15.0, "verdict"] == "not distinguishable"
 
 
 def test_mnrl_scale_lr_low_finding_reads_back_from_its_tables() -> None:
