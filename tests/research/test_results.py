@@ -317,9 +317,9 @@ MNRL_LR_LOW: Claims = [
     ("0.01", lambda: lr_of("mnrl_scale_lr", "min")),  # also the margin, DEFAULT_MARGIN
     ("0.782", lambda: own_lr(15.0, "validation mean")), ("0.659", lambda: own_lr(15.0, "test mean")),
     *[(q, lambda s=s, c=c: own_lr(s, c)) for q, s, c in (
-        ("0.004", 20.0, "best - this on test"), ("-0.005", 20.0, "test CI low"), ("0.012", 20.0, "test CI high"),
-        ("0.006", 10.0, "best - this on test"), ("0.001", 10.0, "test CI low"),
-        ("0.012", 10.0, "test CI high"))],
+        ("0.004", 20.0, "best - this on test"), ("-0.001", 20.0, "test CI low"), ("0.009", 20.0, "test CI high"),
+        ("0.006", 10.0, "best - this on test"), ("0.002", 10.0, "test CI low"),
+        ("0.011", 10.0, "test CI high"))],
     ("0.674", lambda: cell("mnrl_scale_lr/trials.csv", "stsb_test_spearman", "mean", loss__scale=10.0,
                            trial__learning_rate=0.01)),
 ]  # fmt: skip
@@ -906,8 +906,9 @@ def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:
 
 def test_mnrl_scale_lr_low_finding_reads_back_from_its_tables() -> None:
     """The words of results/mnrl_scale_lr_low's finding: the best score at lr 0.003, above lr 0.001 and
-    mnrl_scale_lr's best (lr 0.01); at both low rates best 15 with 10 and 20 equivalent, the rest worse, test
-    confirms."""
+    mnrl_scale_lr's best (lr 0.01); at both low rates best 15 with 10 and 20 equivalent, the rest worse, at 0.001
+    both out of the confidence set, test confirms; at each scale's own best rate 20 equivalent to 15 on test, 10
+    worse, and 10 at lr 0.01 above 15 on test."""
     assert DEFAULT_MARGIN == lr_of("mnrl_scale_lr", "min")  # the two 0.01 of the paragraph
     low = by_condition_paired("mnrl_scale_lr_low", "learning_rate")
     high = by_condition_paired("mnrl_scale_lr", "learning_rate")
@@ -917,8 +918,14 @@ def test_mnrl_scale_lr_low_finding_reads_back_from_its_tables() -> None:
         assert verdicts.index[verdicts["best"]].tolist() == [15.0]
         assert set(verdicts.index[verdicts["verdict"] == "equivalent"]) == {10.0, 20.0}
         assert set(verdicts.index[verdicts["verdict"] == "worse"]) == {2.0, 5.0, 30.0, 50.0}
+    assert confidence_set(low[0.001]) == {15.0}
     test = table("mnrl_scale_lr_low/paired_comparison_test.csv")
     assert test[test["scale"] == 15.0]["in_confidence_set"].all()
+    tuned = table("mnrl_scale_lr_low/own_best_learning_rate.csv").set_index("scale")
+    assert tuned["validation mean"].idxmax() == 15.0 and tuned.loc[15.0, "place of best learning rate"] == "highest tried"
+    assert tuned.loc[[20.0, 10.0], "verdict on test"].tolist() == ["equivalent", "worse"]
+    at_lr_01 = cell("mnrl_scale_lr/trials.csv", "stsb_test_spearman", "mean", loss__scale=10.0, trial__learning_rate=0.01)
+    assert at_lr_01 > own_lr(15.0, "test mean")
 
 
 def test_mnrl_scale_schedule_finding_reads_back_from_its_tables() -> None:
