@@ -378,8 +378,8 @@ TOP: Claims = [
       for i, q in enumerate(("2.77", "4.16", "5.55"))],  # ln C of the batch sizes the study ran
     ("0.732", lambda: sp("mnrl_scale", 10)), ("0.731", lambda: sp("mnrl_scale", 15)),
     ("0.719", lambda: sp("mnrl_scale", 20)), ("0.014", lambda: pair("mnrl_scale", 20, "diff_to_best")),
-    ("-0.026", lambda: pair("mnrl_scale", 20, "ci_low")), ("0.054", lambda: pair("mnrl_scale", 20, "ci_high")),
-    ("0.72", lambda: pair("mnrl_scale", 10, "p_best")), *MNRL_LR_LOW[:2],
+    ("-0.001", lambda: pair("mnrl_scale", 20, "ci_low")), ("0.028", lambda: pair("mnrl_scale", 20, "ci_high")),
+    ("0.67", lambda: pair("mnrl_scale", 10, "p_best")), *MNRL_LR_LOW[:2],
     *MNRL_LR[:3], *[(q, lambda lr=lr: pair("mnrl_scale_lr", 10, "spearman", LR.format(lr)))
                     for q, lr in (("0.776", 0.01), ("0.742", 0.03), ("0.726", 0.1))],
     ("7.8", lambda: TRAIN_ROWS / 1000),
