@@ -58,9 +58,10 @@ OPTIMUM_METHOD = "parabola in log scale near the peak, 95%"  # how `sweep.stats.
 
 
 def _located_optimum(rows: pd.DataFrame) -> Optimum | None:
-    """The condition's continuous optimum from its validation rows' `OPTIMUM_COLUMNS`; None when they are absent,
-    flagged (the flag is told in the text, not drawn) or not finite."""
-    validation = rows[rows["split"] == "validation"]
+    """The condition's continuous optimum from its trained validation rows' `OPTIMUM_COLUMNS` (the untrained row,
+    shared by the conditions, has none); None when they are absent, flagged (the flag is told in the text, not
+    drawn) or not finite."""
+    validation = rows[(rows["split"] == "validation") & (rows["scale"] != UNTRAINED_SCALE)]
     if validation.empty or not set(OPTIMUM_COLUMNS) <= set(validation.columns):
         return None
     first = validation.iloc[0]
