@@ -926,9 +926,10 @@ def test_mnrl_scale_lr_low_finding_reads_back_from_its_tables() -> None:
     test = table("mnrl_scale_lr_low/paired_comparison_test.csv")
     assert test[test["scale"] == 15.0]["in_confidence_set"].all()
     tuned = table("mnrl_scale_lr_low/own_best_learning_rate.csv").set_index("scale")
-    assert tuned["validation mean"].idxmax() == 15.0 and tuned.loc[15.0, "place of best learning rate"] == "highest tried"
+    assert tuned["validation mean"].idxmax() == 15.0
+    assert tuned.loc[15.0, "place of best learning rate"] == "highest tried"
     assert tuned.loc[[20.0, 10.0], "verdict on test"].tolist() == ["equivalent", "worse"]
-    at_lr_01 = cell("mnrl_scale_lr/trials.csv", "stsb_test_spearman", "mean", loss__scale=10.0, trial__learning_rate=0.01)
+    at_lr_01 = cell("mnrl_scale_lr/trials.csv", TEST, "mean", loss__scale=10.0, trial__learning_rate=0.01)
     assert at_lr_01 > own_lr(15.0, "test mean")
 
 
@@ -1009,8 +1010,9 @@ def test_mnrl_finetune_minilm_finding_reads_back_from_its_tables() -> None:
 
 def test_mnrl_scale_minilm_finding_reads_back_from_its_tables() -> None:
     """The words of results/mnrl_scale_minilm's finding: 20 best on validation and on test; 10, 50 and the
-    untrained model equivalent (10 and 0 out of the confidence set), 5 worse; on test 10 worse, just; 20 above the untrained model on test in every seed; every fine-tune's
-    random-pair band wider than the untrained model's, the warmest scale's widest."""
+    untrained model equivalent (10 and 0 out of the confidence set), 5 worse; on test 10 worse, just; 20 above the
+    untrained model on test in every seed; every fine-tune's random-pair band wider than the untrained model's, the
+    warmest scale's widest."""
     validation = paired(SHORT_FINETUNE)
     assert best(SHORT_FINETUNE) == 20
     assert {s: validation.loc[s, "verdict"] for s in (0.0, 5.0, 10.0, 50.0)} == {
