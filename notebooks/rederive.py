@@ -2,7 +2,7 @@
 ``python -m sweep.report study --from-csv`` does (and ``tuned`` for a folder that ships an own-best table): run after
 a change of the verdict method, so that no folder keeps numbers of the old one.
 
-Research code beside the notebooks (it names this repository's folders); it calls the package's public commands.
+Research code beside the notebooks (it names this repository's folders); it runs the package's public command, ``python -m sweep.report``.
 Usage: ``python -m notebooks.rederive [NAME ...]`` (default: every folder with a ``trials.csv``), then
 ``python -m notebooks.findings`` for the findings page.
 """
@@ -10,13 +10,19 @@ Usage: ``python -m notebooks.rederive [NAME ...]`` (default: every folder with a
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
-from sweep.report.__main__ import main as report
-
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+
+
+def report(arguments: list[str]) -> int:
+    """``python -m sweep.report ARGUMENTS`` from the repository root: the public command, its exit code."""
+    return subprocess.run([sys.executable, "-m", "sweep.report", *arguments], cwd=ROOT, check=False).returncode
+
+
 # the own-best tables: (the folder written, the folders of one set-up, the condition tuned per scale)
 TUNED = {"mnrl_scale_lr_low": (["mnrl_scale_lr", "mnrl_scale_lr_low"], "trial.learning_rate")}
 

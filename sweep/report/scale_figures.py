@@ -130,7 +130,8 @@ def _spearman_panel(
             zorder=5,
             label="validation: in the 95% confidence set for the best scale (paired)",
         )
-    if (optimum := _located_optimum(trained)) is not None:
+    # a learnable-scale study's axis is the starting scale: an optimum band there would read as a fixed scale's
+    if reference is None and (optimum := _located_optimum(trained)) is not None:
         words = optimum.text() if optimum_in_legend else "the optimum in each panel's title"
         _optimum_band(ax, optimum, f"validation: {words} ({OPTIMUM_METHOD})")
     mark_default(ax, *library_default(trials))

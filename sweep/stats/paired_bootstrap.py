@@ -143,7 +143,7 @@ class PairedComparison:
             text += f" ({ONE_SEED_WARNING})" if one_seed else f" ({data}, {self.level:.0%})"
         else:
             text = f"no best {'scale' if self.numeric else 'point'}: none is scoreable"
-        excluded = self.table[self.table["not_scoreable"] != ""]["scale"]
+        excluded = self.table[self.table["not_scoreable"].fillna("") != ""]["scale"]  # a CSV read back: NaN
         if not excluded.empty:
             text += (
                 f"; not scoreable (collapsed: cosine std < {COLLAPSE_STD:g} with some seed): "
@@ -232,14 +232,16 @@ def _comparison(
     margin: float,
 ) -> PairedComparison:
     """The `PairedComparison` of the scored scales' verdicts, with the optimum between numeric scales when there are
-    several seeds (with one the draws leave out seed noise); ``sizes``: (pairs, seeds, pair resamples)."""
+    several seeds (with one the draws leave out seed noise), more than `MIN_SCALES` trained scales (with three, the
+    parabola would be the whole curve, not a fit near its peak) and a trained best (when the untrained model, scale
+    0, is best, there is no peak of training to locate); ``sizes``: (pairs, seeds, pair resamples)."""
     table = _table(scales, scored, point, verdicts, reasons)
     if verdicts is None:
         return PairedComparison(table, *sizes, level, margin)
     numeric = not any(isinstance(s, str) for s in scales)
     scored_scales = np.asarray(scales, dtype=float)[scored] if numeric else np.empty(0)
     optimum = None
-    if verdicts.n_seeds > 1 and (scored_scales > 0).sum() >= MIN_SCALES:  # a curve needs 3 trained scales
+    if verdicts.n_seeds > 1 and (scored_scales > 0).sum() > MIN_SCALES and scored_scales[verdicts.best] > 0:
         optimum = locate_optimum(scored_scales, point, verdicts.draws, level, margin)
         table = table.assign(
             optimum=optimum.estimate, optimum_low=optimum.low, optimum_high=optimum.high, optimum_flag=optimum.flag

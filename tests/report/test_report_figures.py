@@ -102,6 +102,16 @@ def test_one_seed_rings_nothing(captured: dict[str, Figure], tmp_path: Path) -> 
     assert not [label for label in labels if "confidence set" in label]
 
 
+def test_a_learnable_scale_figure_draws_no_optimum_band(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Beside the grey fixed-scale curve the axis is the starting scale: a band there would read as a fixed scale's
+    optimum, so none is drawn (the answer line still names it, as the starting scale)."""
+    from sweep.report.results_folder import FixedScaleReference
+
+    fixed = FixedScaleReference("fixed", pd.DataFrame({"scale": [1.0, 10.0, 50.0], "n": 3, "mean": [0.6, 0.7, 0.65]}))
+    scale_figures.write_spearman_vs_scale(summary(3).assign(**OPTIMUM), context(), tmp_path, reference=fixed)
+    assert not captured["spearman_vs_scale"].axes[0].patches
+
+
 OPTIMUM = {"optimum": 12.3, "optimum_low": 9.4, "optimum_high": 16.8, "optimum_flag": ""}
 
 

@@ -231,3 +231,42 @@ def test_the_arms_of_a_schedule_study_are_compared_as_points_labelled_in_words(m
     assert "scale" not in table and sorted(table["point"]) == sorted(arms)
     assert table.set_index("point").loc["constant 10", "best"]
     assert lines[0].startswith("STSB validation Spearman: best point (constant 10)")
+
+
+def _curve(gold: np.ndarray, noise_by_scale: dict[float, float], n_seeds: int = 3) -> np.ndarray:
+    """Predictions (scales, seeds, pairs): each scale's noise level, a different draw per seed."""
+    return np.stack(
+        [[noisy(gold, noise, 100 * i + k) for k in range(n_seeds)] for i, noise in enumerate(noise_by_scale.values())]
+    )
+
+
+def test_the_optimum_is_located_only_near_a_trained_peak_of_more_than_three_scales():
+    """A peak inside a grid of 5 trained scales gets an optimum; the same peak on 3 scales (the parabola would be the
+    whole curve) or a grid whose best is the untrained model (scale 0: no peak of training) gets none."""
+    gold = np.random.default_rng(7).uniform(size=600)
+    inside = {2.0: 1.2, 5.0: 0.6, 10.0: 0.3, 20.0: 0.6, 50.0: 1.2}
+    located = paired_bootstrap(gold, _curve(gold, inside), list(inside), n_resamples=100)
+    assert located.optimum is not None and not located.optimum.flag and 5 < located.optimum.estimate < 20
+    assert located.line().startswith(f"best scale 10 ({located.best['spearman']:.3f}), optimum near scale ")
+    three = {5.0: 0.6, 10.0: 0.3, 20.0: 0.6}
+    assert paired_bootstrap(gold, _curve(gold, three), list(three), n_resamples=100).optimum is None
+    untrained_best = {0.0: 0.2, **inside}
+    result = paired_bootstrap(gold, _curve(gold, untrained_best), list(untrained_best), n_resamples=100)
+    assert result.best["scale"] == 0 and result.optimum is None and "optimum" not in result.line()
+    assert "optimum" not in result.table
+
+
+def test_a_comparison_read_back_from_its_csv_names_no_scale_not_scoreable(tmp_path):
+    """The empty ``not_scoreable`` cells come back from a CSV as NaN: the line read from the file named every scale
+    not scoreable (seen when a notebook redrew a results folder from its shipped tables)."""
+    from sweep.report.findings import comparison_of
+
+    gold = np.random.default_rng(8).uniform(size=300)
+    written = paired_bootstrap(gold, _curve(gold, {5.0: 0.6, 10.0: 0.3, 20.0: 0.6}), [5, 10, 20], n_resamples=50)
+    path = tmp_path / "paired_comparison.csv"
+    written.table.assign(condition="", n_pairs=300, n_seeds=3, n_resamples=50, level=0.95, margin=0.01).assign(
+        correction=written.correction
+    ).to_csv(path, index=False)
+    read = comparison_of(pd.read_csv(path))
+    assert read.table["not_scoreable"].isna().all()
+    assert "not scoreable" not in read.line() and read.line() == written.line()
