@@ -2,7 +2,8 @@
 ``python -m sweep.report study --from-csv`` does (and ``tuned`` for a folder that ships an own-best table): run after
 a change of the verdict method, so that no folder keeps numbers of the old one.
 
-Research code beside the notebooks (it names this repository's folders); it runs the package's public command, ``python -m sweep.report``.
+Research code beside the notebooks (it names this repository's folders); it runs the package's public command,
+``python -m sweep.report``.
 Usage: ``python -m notebooks.rederive [NAME ...]`` (default: every folder with a ``trials.csv``), then
 ``python -m notebooks.findings`` for the findings page.
 """
