@@ -50,11 +50,9 @@ def test_a_clear_winner_a_tie_and_the_line():
     assert abs(table.loc[10, "p_best"] - 0.5) < 0.03 and abs(table.loc[15, "p_best"] - 0.5) < 0.03  # even odds
     assert table.loc[15, "verdict"] == "not distinguishable" and table.loc[50, "verdict"] == "worse"
     assert not table.loc[50, "in_confidence_set"] and table.loc[15, "in_confidence_set"]
-    best, other = f"{result.best['scale']:g}", f"{25 - result.best['scale']:g}"
-    edge = "low" if best == "10" else "high"  # 10 and 15 tie: whichever is best, the peak is not inside the grid
-    assert result.line() == (
-        f"best scale {best} (0.953), optimum: at or {'below' if edge == 'low' else 'above'} scale {best} (the grid's "
-        f"{edge} edge); cannot tell apart: {other}; worse: 50 (2 seeds x 400 pairs, 95%)"
+    best, other = f"{result.best['scale']:g}", f"{25 - result.best['scale']:g}"  # 10 and 15 tie: either is best
+    assert result.line() == (  # no optimum: three scales make no curve near a peak
+        f"best scale {best} (0.953); cannot tell apart: {other}; worse: 50 (2 seeds x 400 pairs, 95%)"
     )
     assert result.detail().startswith("95% confidence set for the best: 1")
     assert result.detail().endswith(
