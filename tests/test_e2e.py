@@ -29,6 +29,10 @@ DETAIL_LINE = re.compile(
     r"  (?:95% confidence set for the best|P\(best\) on these pairs): (?P<set>.+?); method: (?P<seeds>\d+) seeds? x "
     r"(?P<pairs>[\d,]+) pairs, .+"
 )
+TEST_LINE_ONE_SEED = re.compile(
+    r"STSB test Spearman: test (?:also ranks scale (?P<same>\S+) first|ranks scale (?P<top>\S+) first, not scale "
+    r"(?P<chosen>\S+) chosen on validation) \(one seed: no confidence set on test either; add study\.seeds\)"
+)
 SHARE = {"<0.01": 0.005, ">0.99": 0.995}
 TEST_LINE = re.compile(
     r"STSB test Spearman: test (?P<verdict>confirms|does not confirm) scale (?P<chosen>\S+) chosen on validation "
@@ -47,7 +51,7 @@ def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -
     Spearman over seeds, with that mean; every other scale of the grid gets exactly one verdict, and with one seed
     never *worse* nor *as good*; the detail line's set starts with the best, by falling P(best), and holds no worse
     scale; the data named are the study's pairs and seeds; the test line names the same scale and confirms it exactly
-    when it is in test's confidence set."""
+    when it is in test's confidence set (with one seed, it says only what test ranks first)."""
     lines = output.strip().splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("STSB validation Spearman: best scale "))
     validation_line, detail_line, test_line = lines[at : at + 3]
@@ -78,6 +82,10 @@ def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -
     assert shares == sorted(shares, reverse=True) and sum(shares) <= 1 + 0.005 * len(shares)
     assert not {float(s) for s, _ in members} & set(groups.get("worse", [])), "a worse scale is out of the set"
 
+    if n_seeds == 1:  # no set on test either: the line says what test ranks first
+        ranked = TEST_LINE_ONE_SEED.fullmatch(test_line)
+        assert ranked and float(ranked["same"] or ranked["chosen"]) == best, test_line
+        return
     confirmation = TEST_LINE.fullmatch(test_line)
     assert confirmation, test_line
     on_test = [float(s) for s in re.findall(r"scale (\S+?)(?:,|$)", confirmation["set"])]

@@ -292,7 +292,7 @@ def _assembled(results: list[tuple[str, PairedComparison]], column: str, metric:
 def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame, metric: str = SPLIT_LABELS["test"]) -> list[str]:
     """Per condition, whether test (``metric``: STSB test's Spearman, or an objective's test counterpart) confirms
     the scale chosen on validation: it does when that scale is in the test's confidence set for the best (test was
-    never used to choose)."""
+    never used to choose). With one seed nothing leaves a set, so the line says only what test ranks first."""
     column = POINT if POINT in validation else "scale"
     lines = []
     for condition, chosen in validation[validation["best"]].groupby("condition", sort=False):
@@ -302,8 +302,16 @@ def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame, metric: str
         row, name = on_test.iloc[0], _name(chosen[column].iloc[0])
         held = test[(test["condition"] == condition) & test["in_confidence_set"].eq(True)]
         members = ", ".join(_name(v) for v in held.sort_values("p_best", ascending=False)[column])
-        verdict = "confirms" if row["in_confidence_set"] else "does not confirm"
         head = f"{metric}, {condition}" if condition else metric
+        if row["n_seeds"] < 2:  # nothing leaves the set with one seed: a set of every scale would confirm anything
+            top = _name(test[(test["condition"] == condition) & test["best"].eq(True)][column].iloc[0])
+            ranks = "also ranks " + name if top == name else f"ranks {top}"
+            lines.append(
+                f"{head}: test {ranks} first{'' if top == name else f', not {name} chosen on validation'} "
+                f"(one seed: no confidence set on test either; add study.seeds)"
+            )
+            continue
+        verdict = "confirms" if row["in_confidence_set"] else "does not confirm"
         words = LINE_WORDS.get(row["verdict"], row["verdict"]).format(margin=row["margin"])
         lines.append(
             f"{head}: test {verdict} {name} chosen on validation ({words} on test; "

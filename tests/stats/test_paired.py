@@ -268,3 +268,33 @@ def test_a_comparison_read_back_from_its_csv_names_no_scale_not_scoreable(tmp_pa
     read = comparison_of(pd.read_csv(path))
     assert read.table["not_scoreable"].isna().all()
     assert "not scoreable" not in read.line() and read.line() == written.line()
+
+
+def test_one_seed_says_what_test_ranks_first_instead_of_confirming_by_a_set_of_every_scale(monkeypatch):
+    """With one seed nothing leaves the confidence set, so "test confirms" would hold for any choice (before: `test
+    confirms scale 10 chosen on validation (...; 95% confidence set for the best on test: scale 10, scale 20, scale 5,
+    scale 50)`): the line says only which scale test ranks first."""
+    from sweep.report import paired_table
+
+    gold = np.random.default_rng(9).uniform(size=300)
+    noise = {5.0: 0.8, 10.0: 0.2, 20.0: 0.4, 50.0: 1.5}
+    serve_predictions(monkeypatch, gold, {f"{s}": noisy(gold, n, int(s)) for s, n in noise.items()})
+    trials = pd.DataFrame(
+        {
+            "run_id": [f"{s}" for s in noise],
+            "state": "COMPLETE",
+            "param.loss.scale": list(noise),
+            "param.trial.seed": 0.0,
+            "param.study.search_space.loss.scale": "[5, 10, 20, 50]",
+        }
+    )
+    validation, _ = paired_table.paired_comparisons(trials, None, n_resamples=50)
+    test, _ = paired_table.paired_comparisons(trials, None, split="test", n_resamples=50)
+    assert paired_table.confirmation_lines(validation, test) == [
+        "STSB test Spearman: test also ranks scale 10 first (one seed: no confidence set on test either; add "
+        "study.seeds)"
+    ]
+    swapped = test.assign(best=test["scale"].eq(20.0))  # as if test ranked 20 first
+    assert paired_table.confirmation_lines(validation, swapped)[0].startswith(
+        "STSB test Spearman: test ranks scale 20 first, not scale 10 chosen on validation (one seed: "
+    )
