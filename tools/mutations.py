@@ -123,8 +123,8 @@ MUTATIONS = (
     Mutation(
         "margin-doubled",  # equivalence declared against twice the margin
         VERDICTS,
-        "equivalent = in_set & (low >= -margin) & (high <= margin)",
-        "equivalent = in_set & (low >= -2 * margin) & (high <= 2 * margin)",
+        "equivalent = (low >= -margin) & (high <= margin)",
+        "equivalent = (low >= -2 * margin) & (high <= 2 * margin)",
         (f"{ENGINE_TESTS}::test_equivalence_is_declared_for_a_gap_at_the_margin_at_most_at_the_level[10]",),
         fast=True,
     ),
