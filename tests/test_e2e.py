@@ -78,7 +78,7 @@ def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -
         assert not groups.keys() & {"worse", "as good"}, "one seed never gives the strong words"
     members = re.findall(r"(\S+) \((?:P\(best\) )?(<0\.01|>0\.99|\d(?:\.\d\d)?)\)", detail["set"])
     assert float(members[0][0]) == best and detail["set"].startswith(f"{answer['best']} (P(best) ")
-    shares = [SHARE.get(share, float(share or 0)) for _, share in members]
+    shares = [SHARE[share] if share in SHARE else float(share) for _, share in members]
     assert shares == sorted(shares, reverse=True) and sum(shares) <= 1 + 0.005 * len(shares)
     assert not {float(s) for s, _ in members} & set(groups.get("worse", [])), "a worse scale is out of the set"
 
