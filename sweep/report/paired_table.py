@@ -35,13 +35,12 @@ from sweep.report.summaries import (
 )
 from sweep.stats.paired_bootstrap import (
     DETAIL_INDENT,
-    LINE_WORDS,
     PairedComparison,
     bullets,
     paired_bootstrap,
     seed_comparison,
 )
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN, ELIMINATED_AFTER, eliminated_after
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN, ELIMINATED_AFTER, LINE_WORDS, eliminated_after
 
 log = logging.getLogger(__name__)
 

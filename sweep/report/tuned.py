@@ -17,8 +17,7 @@ from sweep.errors import Refused
 from sweep.report.pooled import IGNORED_KEYS, IGNORED_PREFIXES, SEED
 from sweep.report.results_folder import TRIALS_CSV, flat_config, load_results_folder
 from sweep.report.summaries import METRIC_LABELS, SCALE, complete_trials, condition_columns, markdown_table
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE
-from sweep.stats.seed_paired import verdict_groups
+from sweep.stats.scale_verdicts import DEFAULT_MARGIN, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE, verdict_groups
 from sweep.stats.tuned_condition import (
     BETTER,
     CONDITION,

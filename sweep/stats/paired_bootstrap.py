@@ -41,12 +41,13 @@ from sweep.stats.scale_verdicts import (
     DEFAULT_MARGIN,
     ELIMINATED_AFTER,
     EQUIVALENT,
-    LINE_WORDS,
     LOWER_ON_PAIRS,
     NOT_DISTINGUISHABLE,
     WORSE,
     Verdicts,
+    listed,
     scale_verdicts,
+    verdict_groups,
 )
 
 CHUNK = 25  # resamples ranked at once: (scales x seeds x CHUNK x pairs) floats
@@ -66,11 +67,6 @@ def _spearman(ranked_gold: np.ndarray, ranked_predictions: np.ndarray) -> np.nda
     p = ranked_predictions - ranked_predictions.mean(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (g * p).sum(axis=-1) / np.sqrt((g * g).sum(axis=-1) * (p * p).sum(axis=-1))
-
-
-def listed(scales: pd.Series, numeric: bool) -> str:
-    """``5, 15, 20`` (scales) or ``(a=1, b=2); (a=2, b=1)`` (grid points), ``none`` when empty."""
-    return (", " if numeric else "; ").join(f"{s:g}" if numeric else f"({s})" for s in scales) or "none"
 
 
 def share(p: float) -> str:
@@ -130,11 +126,7 @@ class PairedComparison:
             best = f"scale {self.best['scale']:g}" if self.numeric else f"point ({self.best['scale']})"
             one_seed = self.n_seeds < 2
             words = (LOWER_ON_PAIRS, NOT_DISTINGUISHABLE) if one_seed else (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE)
-            parts = [
-                f"{LINE_WORDS[v].format(margin=self.margin)}: {listed(rows, self.numeric)}"
-                for v in words
-                if not (rows := self.table[self.table["verdict"] == v]["scale"]).empty or v == WORSE
-            ]
+            parts = verdict_groups(self.table, "verdict", self.margin, words, self.numeric)
             data = f"{self.n_seeds} seed{'s' if self.n_seeds != 1 else ''}"
             data += f" x {self.n_pairs:,} pairs" if self.n_pairs else ", one score per trial"
             head = f"best {best} ({self.best['spearman']:.3f})"

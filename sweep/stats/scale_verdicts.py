@@ -71,6 +71,29 @@ def eliminated_after(seeds: int) -> str:
     return f"{ELIMINATED} after {seeds} seed{'s' if seeds != 1 else ''}"
 
 
+def listed(scales: pd.Series, numeric: bool = True) -> str:
+    """``5, 15, 20`` (scales) or ``(a=1, b=2); (a=2, b=1)`` (grid points), ``none`` when empty."""
+    return (", " if numeric else "; ").join(f"{s:g}" if numeric else f"({s})" for s in scales) or "none"
+
+
+def verdict_groups(
+    table: pd.DataFrame,
+    column: str,
+    margin: float,
+    verdicts: tuple[str, ...] = (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE),
+    numeric: bool = True,
+) -> list[str]:
+    """``as good (within 0.01): 10, 20``, one part per verdict of ``verdicts`` in the answer lines' words: the scales
+    (or grid points, ``numeric`` False) of ``table`` whose ``column`` holds it; a verdict no scale has is left out,
+    except *worse* (``worse: none``)."""
+    parts = []
+    for verdict in verdicts:
+        scales = table.loc[table[column] == verdict, "scale"]
+        if not scales.empty or verdict == WORSE:
+            parts.append(f"{LINE_WORDS.get(verdict, verdict).format(margin=margin)}: {listed(scales, numeric)}")
+    return parts
+
+
 COLUMNS = ["diff_to_best", "ci_low", "ci_high", "p_best", "in_confidence_set", "verdict"]
 
 
@@ -177,6 +200,7 @@ def scale_verdicts(
     differences, half, critical = simultaneous_intervals(point, draws, level)
     gap, low, high = differences[best], differences[best] - half[best], differences[best] + half[best]
     informative = df > 0 or (n_seeds > 1 and pair_covariance is not None)  # some noise was estimated
+    estimated = informative or pair_covariance is not None  # intervals to show (one seed: the pairs' alone)
     beaten = (differences - half) > 0
     np.fill_diagonal(beaten, False)
     in_set = ~beaten.any(axis=0) if informative else np.ones(n_scales, dtype=bool)
@@ -192,9 +216,9 @@ def scale_verdicts(
     table = pd.DataFrame(
         {
             "diff_to_best": gap,
-            "ci_low": low if informative or pair_covariance is not None else np.nan,
-            "ci_high": high if informative or pair_covariance is not None else np.nan,
-            "p_best": p_best(draws) if informative or pair_covariance is not None else np.nan,
+            "ci_low": low if estimated else np.nan,
+            "ci_high": high if estimated else np.nan,
+            "p_best": p_best(draws) if estimated else np.nan,
             "in_confidence_set": in_set,
             "verdict": verdict,
         },

@@ -19,11 +19,9 @@ from scipy import stats
 from sweep.stats.scale_verdicts import (
     BEST,
     DEFAULT_MARGIN,
-    EQUIVALENT,
-    LINE_WORDS,
-    NOT_DISTINGUISHABLE,
     WORSE,
     scale_verdicts,
+    verdict_groups,
 )
 
 SUMMARY_COLUMNS = ["scale", "n_seeds", "mean", "ci_low", "ci_high"]
@@ -107,19 +105,3 @@ def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: floa
         return f"{head}; one seed: no interval over seeds (set study.seeds=[0,1,2] to compare scales)"
     groups = verdict_groups(table, "verdict", margin)
     return f"{head}; {'; '.join(groups)} ({n_seeds} seeds, one score per trial, {level:.0%})"
-
-
-def verdict_groups(
-    table: pd.DataFrame,
-    column: str,
-    margin: float,
-    verdicts: tuple[str, ...] = (EQUIVALENT, NOT_DISTINGUISHABLE, WORSE),
-) -> list[str]:
-    """``as good (within 0.01): 10, 20``, one part per verdict of ``verdicts`` in the answer lines' words: the scales
-    of ``table`` whose ``column`` holds it; a verdict no scale has is left out, except *worse* (``worse: none``)."""
-    parts = []
-    for verdict in verdicts:
-        scales = ", ".join(f"{s:g}" for s in table.loc[table[column] == verdict, "scale"])
-        if scales or verdict == WORSE:
-            parts.append(f"{LINE_WORDS.get(verdict, verdict).format(margin=margin)}: {scales or 'none'}")
-    return parts
