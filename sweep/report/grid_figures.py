@@ -20,6 +20,7 @@ from sweep.report.axes import (
     COLUMN_SIZE,
     DOUBLE_COLUMN_WIDTH,
     PAPER_RC,
+    condition_title,
     facets,
     interval_errors,
     label_outer,
@@ -155,8 +156,9 @@ def write_layer_grid_figures(summary: pd.DataFrame, out_dir: Path) -> list[Path]
     if summary.empty or summary["layer"].nunique() * summary["dim"].nunique() < 2:
         return []
     test = layer_grid_panels(summary)
+    test["panel"] = test["panel"].map(condition_title)  # "no wrapper / scale 10", not config keys
     labels = {"dim": "embedding dims kept", "layer": "encoder layers kept", "panel": ""}
-    heatmap = _panel_heatmaps(test, ("dim", "layer", "panel"), labels, "test Spearman")
+    heatmap = _panel_heatmaps(test, ("dim", "layer", "panel"), labels, "STSB test Spearman")
     paths = save_figure(heatmap, summary, out_dir, "layer_grid_heatmap")
 
     panels = list(test.groupby("panel", sort=True))
@@ -175,7 +177,7 @@ def write_layer_grid_figures(summary: pd.DataFrame, out_dir: Path) -> list[Path]
                 label=f"{dim} dims ({n_label(line['n'])})",
             )
         if panel:
-            ax.set_title(str(panel).replace(", ", "\n"))  # the `panel` column holds labels
+            ax.set_title(str(panel))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("encoder layers kept (encoding cost)")
         label_outer(ax)

@@ -171,14 +171,17 @@ def sibling_untrained(folder: Path, sibling: Path) -> pd.DataFrame:
 
 def load_results_folder(folder: Path, untrained_from: Path | None = None) -> ResultsFolder:
     """Read ``folder``; ``untrained_from``: a sibling results folder with the same base model and scale-0 rows,
-    used when ``folder`` has no untrained value of its own, and for a learnable-scale study the fixed-scale curve it
+    used for each split ``folder`` has no untrained value of its own for (a schedule study scores the untrained
+    model on validation only, at step 0), and for a learnable-scale study the fixed-scale curve it
     is compared to (``sibling_reference``)."""
     config = flat_config(folder)
     trials, has_trials = _trials_frame(folder, config)
     stems = [*TABLE_STEMS, *([] if has_trials else [SPEARMAN_STEM])]
     tables = {stem: read_csv(folder / f"{stem}.csv") for stem in stems if (folder / f"{stem}.csv").exists()}
     untrained = _own_untrained(folder)
-    if untrained.empty and untrained_from is not None:
-        untrained = sibling_untrained(folder, untrained_from)
+    if untrained_from is not None:  # the sibling fills the splits the folder has no untrained value for
+        theirs = sibling_untrained(folder, untrained_from)
+        missing = theirs[~theirs["split"].isin(untrained["split"] if not untrained.empty else [])]
+        untrained = pd.concat([untrained, missing], ignore_index=True) if not untrained.empty else missing
     reference = sibling_reference(folder, untrained_from) if untrained_from is not None else None
     return ResultsFolder(folder, trials, has_trials, tables, untrained, reference)

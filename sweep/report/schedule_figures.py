@@ -94,10 +94,13 @@ def write_schedule_arms(
                 color="0.2" if split == "validation" else "0.55",
                 label=f"{METRIC_LABELS[SPLITS[split]]}, mean and 95% t-interval ({n_label(rows['n'])} seeds)",
             )
-        for row in data[data["panel"] == UNTRAINED].itertuples():  # the untrained model: reference lines
+        baselines = data[data["panel"] == UNTRAINED]
+        for row in baselines.itertuples():  # the untrained model: one reference line per split it was scored on
             style = "--" if row.split == "test" else "-"
+            unscored = [split for split in SPLITS if split not in set(baselines["split"])]
+            note = f" ({' and '.join(unscored)} not scored untrained: no line)" if unscored else ""
             left.axvline(
-                row.mean, color="0.7", linestyle=style, lw=0.8, label=f"untrained model, {row.split}", zorder=0
+                row.mean, color="0.7", linestyle=style, lw=0.8, label=f"untrained model, {row.split}{note}", zorder=0
             )
         left.set_yticks(positions, arms)
         left.invert_yaxis()

@@ -15,6 +15,7 @@ from sweep.report import (
     loss_figures,
     mechanism_figures,
     scale_figures,
+    schedule_figures,
 )
 
 
@@ -27,7 +28,15 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
         figures[stem] = fig
         return [out_dir / f"{stem}.png"]
 
-    modules = (scale_figures, history_figures, grid_figures, loss_figures, mechanism_figures, convergence_figures)
+    modules = (
+        scale_figures,
+        history_figures,
+        grid_figures,
+        loss_figures,
+        mechanism_figures,
+        convergence_figures,
+        schedule_figures,
+    )
     for module in modules:
         monkeypatch.setattr(module, "save_figure", save)
     return figures

@@ -4,6 +4,7 @@ results folder redraws from its own CSVs to the same CSVs."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from sweep.report import grid_figures, history_figures, loss_figures, scale_figures
+from sweep.report import grid_figures, history_figures, loss_figures, scale_figures, schedule_figures
 from sweep.report.axes import condition_title
 from sweep.report.findings import generated_block
 from sweep.report.folder_comparison import redraw_results_folder
@@ -257,6 +258,65 @@ def test_with_untrained_broadcasts_to_every_condition() -> None:
 def test_untrained_from_a_sibling_needs_the_same_model(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="model"):
         load_results_folder(RESULTS / "gist_temperature", untrained_from=STATIC_SIBLING)
+
+
+def test_a_sibling_fills_the_untrained_split_a_schedule_study_never_scored(tmp_path: Path) -> None:
+    """Issue 35: a schedule study scores the untrained model on validation only (step 0); its figure drew test
+    points against that validation line alone, so test looked "below untrained". The sibling gives test's line."""
+    folder = tmp_path / "mnrl_scale_schedule"  # as the study wrote it: no test row among its untrained rows
+    shutil.copytree(RESULTS / folder.name, folder)
+    arms = read_csv(folder / "schedule_arms.csv")
+    arms[~((arms["panel"] == "untrained") & (arms["split"] == "test"))].to_csv(
+        folder / "schedule_arms.csv", index=False
+    )
+    own = load_results_folder(folder).untrained
+    both = load_results_folder(folder, untrained_from=STATIC_SIBLING).untrained
+    assert set(own["split"]) == {"validation"}
+    assert set(both["split"]) == {"validation", "test"}
+    sibling = read_csv(STATIC_SIBLING / "spearman_vs_scale.csv").query("scale == 0").set_index("split")["mean"]
+    by_split = both.set_index("split")["mean"]
+    assert by_split["test"] == pytest.approx(sibling["test"]) and by_split["validation"] == pytest.approx(
+        float(own["mean"].iloc[0])
+    )  # the folder's own value is kept where it has one
+
+
+def test_schedule_figure_says_which_split_has_no_untrained_line(captured: dict[str, Figure], tmp_path: Path) -> None:
+    trials = pd.DataFrame(
+        [
+            {"state": "COMPLETE", "param.loss.scale_schedule.spec": arm, "trial.seed": seed}
+            | {SPEARMAN_OF_SPLIT["validation"]: 0.7 + 0.01 * seed, SPEARMAN_OF_SPLIT["test"]: 0.6 + 0.01 * seed}
+            for arm in ("constant 10", "linear 5-50")
+            for seed in range(3)
+        ]
+    )
+
+    def legend(untrained: dict[str, float]) -> list[str]:
+        schedule_figures.write_schedule_arms(trials, 12, tmp_path, untrained)
+        left = captured["schedule_arms"].axes[0]
+        return [text for text in left.get_legend_handles_labels()[1] if text.startswith("untrained")]
+
+    assert legend({"validation": 0.65}) == ["untrained model, validation (test not scored untrained: no line)"]
+    assert legend({"validation": 0.65, "test": 0.51}) == ["untrained model, validation", "untrained model, test"]
+
+
+def test_layer_grid_panels_are_titled_in_words_and_name_the_split(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 35: the heatmap's panels read `wrapper.name=None` and its colour bar did not say which split."""
+    summary = pd.DataFrame(
+        [
+            {"wrapper.name": wrapper, "scale": 20.0, "split": split, "layer": layer, "dim": dim, "n": 3}
+            | {"mean": 0.5 + 0.05 * layer, "ci_low": 0.49, "ci_high": 0.51 + 0.05 * layer}
+            for wrapper in ("None", "matryoshka2d")
+            for split in ("validation", "test")
+            for layer in (1, 2)
+            for dim in (64, 128)
+        ]
+    )
+    grid_figures.write_layer_grid_figures(summary, tmp_path)
+    heatmap = captured["layer_grid_heatmap"]
+    titles = {ax.get_title() for ax in heatmap.axes if ax.get_title()}
+    assert titles == {"no wrapper\nscale 20", "matryoshka2d wrapper\nscale 20"}
+    assert any("STSB test Spearman" in ax.get_ylabel() for ax in heatmap.axes)
+    assert {ax.get_title() for ax in captured["layer_grid_tradeoff"].axes if ax.get_title()} == titles
 
 
 @pytest.mark.parametrize("folder", STUDY_FOLDERS, ids=[p.name for p in STUDY_FOLDERS])
