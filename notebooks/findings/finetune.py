@@ -34,7 +34,15 @@ from sweep.report import (
 )
 from sweep.stats import mean_interval
 
-from .literature import BGE_ADVICE, BGE_TRAINED, MINILM_SCALE, START_MODEL
+from .literature import (
+    BGE_ADVICE,
+    BGE_ADVICE_SOURCE,
+    BGE_TRAINED,
+    FLAG_README,
+    FLAG_README_SOURCE,
+    MINILM_SCALE,
+    START_MODEL,
+)
 
 FINETUNE = "mnrl_finetune_minilm"
 FINETUNE_FOLDERS = ((FINETUNE, ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))
@@ -136,6 +144,14 @@ def untrained_against_best(folder: Path) -> str:
     return f"the untrained model is {against_best(untrained.iloc[0])}" if not untrained.empty else ""
 
 
+def _side(bests: tuple[float, ...], default: float) -> str:
+    """Where the best temperatures (from scales) lie against a default temperature, in words."""
+    temperatures = [1 / b for b in bests]
+    if all(t > default for t in temperatures):
+        return "warmer than"
+    return "colder than" if all(t < default for t in temperatures) else "at or around"
+
+
 def question_d(results: Path) -> Section:
     question = f"(d) BGE's advice: fine-tune a normalized model at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g}"
     used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
@@ -180,10 +196,14 @@ def question_d(results: Path) -> Section:
         [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)]
         + ([scope(short, folder_facts(short).n_seeds)] if present(short) else []),
         [
-            f"BGE fine-tunes at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g} (its models were trained at "
-            f"{BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "
+            f"{BGE_ADVICE_SOURCE}: fine-tune at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g} (BGE's models "
+            f"were trained at {BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "
             f"{'agrees at the warm end only' if inside else 'disagrees'} for a model trained at "
             f"{1 / MINILM_SCALE:g}",
+            f"{FLAG_README_SOURCE}: temperature {FLAG_README[0]:g}-{FLAG_README[1]:g}, default {FLAG_README[2]:g}: "
+            f"the best here ({', '.join(sorted({temperature(b) for b in bests}))}) is "
+            f"{'inside' if all(FLAG_README[0] <= 1 / b <= FLAG_README[1] for b in bests) else 'not always inside'} "
+            f"that range and {_side(bests, FLAG_README[2])} its default",
         ],
         [
             f"fine-tuning a model trained at another temperature (e.g. a BGE model at 0.01-0.02), the full model "

@@ -13,7 +13,10 @@ from sweep.report import Section, against_best, folder_facts, num, present, scop
 FOLDER = "mnrl_scale_schedule"
 KUKLEVA = "Kukleva et al. 2023 (ICLR), temperature schedules for contrastive learning: a cosine schedule helps on"
 KUKLEVA += " long-tailed image data"
-JEONG = "Jeong et al. 2024: a cool-down from high to low temperature reported for sentence embeddings"
+JEONG = (
+    "Jeong et al. 2024 (Findings of EACL 2024), on unsupervised sentence representations: a cool-down from high to "
+    "low temperature"
+)
 
 
 def _is_constant(arm: str) -> bool:
