@@ -14,7 +14,7 @@ from transformers import TrainerCallback
 
 from sweep.config.checks import require_choice, with_values
 from sweep.errors import ConfigError
-from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl
+from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl, uniformity
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
 from sweep.losses.scale_schedule import ScaleSchedule, ScaleScheduleCallback, schedule_of, schedule_values
 from sweep.losses.spec import BaseModel, LossSpec
@@ -40,6 +40,7 @@ __all__ = [
 
 LOSSES: dict[str, LossSpec] = {
     "mnrl": mnrl.SPEC,
+    "mnrl_uniformity": uniformity.SPEC,
     "cached_mnrl": cached_mnrl.SPEC,
     "learnable_scale": learnable_scale.SPEC,
     "gist": gist.SPEC,

@@ -15,6 +15,7 @@ import pandas as pd
 LIBRARY_DEFAULTS: dict[str, tuple[float, str]] = {
     "mnrl": (20.0, "library default, scale 20"),
     "cached_mnrl": (20.0, "library default, scale 20"),
+    "mnrl_uniformity": (20.0, "MNRL's library default, scale 20"),
     "cosent": (20.0, "library default, scale 20"),
     "angle": (20.0, "library default, scale 20"),
     "gist": (100.0, "library default, temperature 0.01"),

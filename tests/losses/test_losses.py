@@ -23,7 +23,9 @@ from sweep.losses import LOSSES, build_loss, learning_rate_mapping, resolve_loss
 from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
+from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
 from sweep.losses.spec import BaseModel
+from sweep.losses.uniformity import UniformityRegularizedMNRL, uniformity
 from sweep.names import ROLE_TRIAL, TAG_ROLE
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.setup import validate
@@ -161,6 +163,36 @@ def test_angle_composite_equals_the_weighted_sum_of_its_objectives(tiny):
         [model.preprocess(S1), model.preprocess(S2)], labels
     )
     assert float(only_cos) == pytest.approx(float(cos_term), rel=1e-5)
+
+
+def test_uniformity_of_known_point_sets():
+    """Wang & Isola's uniformity, log mean exp(-t |u_i - u_j|^2) over pairs: orthogonal unit vectors are 2 apart
+    squared (log e^{-2t} = -2t), identical ones 0 apart (log 1 = 0, the least uniform), and scale does not matter."""
+    assert float(uniformity(torch.eye(4), t=2.0)) == pytest.approx(-4.0)
+    assert float(uniformity(torch.eye(3) * 7.0, t=0.5)) == pytest.approx(-1.0)
+    assert float(uniformity(torch.ones(5, 3))) == pytest.approx(0.0, abs=1e-6)
+    antipodal = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])  # one pair, 4 apart squared
+    assert float(uniformity(antipodal, t=2.0)) == pytest.approx(-8.0)
+
+
+def test_uniformity_term_adds_its_weighted_value_to_mnrl_and_pushes_pairs_apart(tiny):
+    _, model = tiny
+    features = [model.preprocess(S1), model.preprocess(S2)]
+    plain = ScaledMultipleNegativesRankingLoss(model, scale=20.0)(features, torch.tensor([]))
+    off = UniformityRegularizedMNRL(model, scale=20.0, uniformity_weight=0.0)(features, torch.tensor([]))
+    assert float(off) == float(plain)  # weight 0 is plain MNRL, bit for bit
+    embeddings = torch.cat([model(f)["sentence_embedding"] for f in features])
+    weighted = UniformityRegularizedMNRL(model, scale=20.0, uniformity_weight=0.5)(features, torch.tensor([]))
+    assert float(weighted) == pytest.approx(float(plain) + 0.5 * float(uniformity(embeddings)), rel=1e-5)
+
+    points = torch.randn(12, 8) + 3.0  # clustered: cosines near 1
+    points.requires_grad_(True)
+    before = uniformity(points.detach())
+    uniformity(points).backward()
+    torch.optim.SGD([points], lr=0.5).step()
+    cosines = F.normalize(points.detach(), dim=-1) @ F.normalize(points.detach(), dim=-1).T
+    assert float(uniformity(points.detach())) < float(before)  # one step spreads them
+    assert float(cosines[~torch.eye(12, dtype=torch.bool)].mean()) < 0.99
 
 
 def test_in_batch_negatives_term_is_zero_without_positive_pairs(tiny):
@@ -301,6 +333,8 @@ def refused(cfg) -> ConfigError:
         (["loss=learnable_scale", "loss.max_scale=5"], "loss.max_scale", [">= 20"]),
         (["loss=cosent", "data=stsb_pairs", "loss.similarity=euclid"], "loss.similarity", ["cosine, dot"]),
         (["loss=cached_mnrl", "loss.mini_batch_size=0"], "loss.mini_batch_size", [">= 1"]),
+        (["loss=mnrl_uniformity", "loss.uniformity_weight=-0.1"], "loss.uniformity_weight", ["-0.1", ">= 0"]),
+        (["loss=mnrl_uniformity", "loss.uniformity_t=0"], "loss.uniformity_t", ["> 0"]),
     ],
 )
 def test_bad_loss_configs_are_refused_naming_the_key_and_value(compose_cfg, overrides, key, named):
