@@ -39,7 +39,7 @@ def _numeric_condition(conditions: pd.Series) -> tuple[str, pd.Series] | None:
         return None
 
 
-def _tick_label(name: str, value: float) -> str:
+def tick_label(name: str, value: float) -> str:
     if name == "max_samples" and value >= ALL_ROWS:
         return "all"
     text = f"{value:,.0f}" if name == "max_samples" else plain_number(value)
@@ -114,7 +114,7 @@ def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> li
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(FixedLocator(values))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticklabels([_tick_label(name, v) for v in values])
+        ax.set_xticklabels([tick_label(name, v) for v in values])
         ax.set_xlim(values[0] / 1.6, values[-1] * 1.6)
         scales = sorted(data["scale"].unique())
         ax.set_yscale("log")

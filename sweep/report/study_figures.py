@@ -11,6 +11,7 @@ import pandas as pd
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 from sweep.report.convergence_figures import spearman_step_summary, write_spearman_vs_step
 from sweep.report.extra_set_figures import write_extra_sets_vs_scale
+from sweep.report.factor_figures import write_scale_and_condition
 from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
@@ -120,6 +121,7 @@ def write_study_figures(
         *write_study_findings(spearman, tables, trials, out_dir),
         *(write_trials_table(trials, out_dir) if write_trials else []),
         *write_spearman_vs_scale(spearman, trials, out_dir, reference),
+        *write_scale_and_condition(spearman, out_dir),
         *write_concentration_vs_scale(tables.get("concentration_vs_scale", pd.DataFrame()), trials, out_dir),
         *write_mechanism_vs_scale(mechanism, trials, out_dir),
         *write_train_loss_curves(tables["train_loss_curves"], trials, out_dir),

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from sweep.report import (
     convergence_figures,
+    factor_figures,
     grid_figures,
     history_figures,
     loss_figures,
@@ -36,6 +37,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
         mechanism_figures,
         convergence_figures,
         schedule_figures,
+        factor_figures,
     )
     for module in modules:
         monkeypatch.setattr(module, "save_figure", save)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from sweep.report import grid_figures, history_figures, loss_figures, scale_figures, schedule_figures
+from sweep.report import factor_figures, grid_figures, history_figures, loss_figures, scale_figures, schedule_figures
 from sweep.report.axes import condition_title
 from sweep.report.findings import generated_block
 from sweep.report.folder_comparison import redraw_results_folder
@@ -297,6 +297,32 @@ def test_schedule_figure_says_which_split_has_no_untrained_line(captured: dict[s
 
     assert legend({"validation": 0.65}) == ["untrained model, validation (test not scored untrained: no line)"]
     assert legend({"validation": 0.65, "test": 0.51}) == ["untrained model, validation", "untrained model, test"]
+
+
+def test_scale_and_condition_draws_both_factors_on_one_y_axis(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 35: the learning rate's effect beside the scale's, for any study sweeping scale x one numeric key."""
+    rates = (0.002, 0.01)
+    table = pd.concat([shifted(summary(3), -10 * rate).assign(learning_rate=rate) for rate in rates], ignore_index=True)
+    factor_figures.write_scale_and_condition(table, tmp_path)
+    fig = captured["scale_and_condition"]
+    by_scale, by_rate = [ax for ax in fig.axes if ax.get_title()]
+    assert by_scale.get_shared_y_axes().joined(by_scale, by_rate)
+    assert by_rate.get_xlabel() == "learning rate" and "scale" in by_scale.get_xlabel()
+    assert len(by_scale.containers) == len(rates) and len(by_rate.containers) == 3  # trained scales 1, 10, 50
+    labels = [text.get_text() for legend in fig.legends for text in legend.get_texts()]
+    assert "learning rate 0.002 (n=3)" in labels and "scale 10" in labels
+    data = factor_figures.scale_and_condition_table(table)
+    assert set(data["scale"]) == {1.0, 10.0, 50.0} and set(data["condition_value"]) == set(rates)  # no scale 0
+
+
+def test_scale_and_condition_needs_exactly_one_numeric_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
+    one = summary(3).assign(learning_rate=0.01)
+    two = pd.concat([one, one.assign(learning_rate=0.1)], ignore_index=True)
+    words = two.assign(learning_rate=two["learning_rate"].map({0.01: "low", 0.1: "high"}))
+    both = two.assign(batch_size=64)
+    for table in (summary(3), one, words, both):
+        assert factor_figures.write_scale_and_condition(table, tmp_path) == []
+    assert "scale_and_condition" not in captured
 
 
 def test_layer_grid_panels_are_titled_in_words_and_name_the_split(captured: dict[str, Figure], tmp_path: Path) -> None:
