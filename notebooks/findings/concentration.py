@@ -4,25 +4,40 @@ its q05-q95 band, uniformity, and the softmax's effective negatives and hardest-
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from sweep.report import (
+    CONFOUNDED,
+    MODERATE,
+    STRONG,
+    UNTESTED,
+    WEAK,
     Section,
+    Strength,
+    by_number,
     folder_facts,
     interval,
     num,
     present,
     scope,
+    signed,
     status,
     strength,
     table,
     temperature,
+    tidy,
     untested,
 )
+from sweep.stats import difference_in_differences
 
 from .literature import BGE, E5, E5_TEMPERATURE, WANG_LIU
+
+FINETUNE = "mnrl_finetune_minilm"  # the fine-tuned transformer: the strongest evidence of the high-scale rise
+UNIFORMITY = "mnrl_scale_uniformity"  # the mechanism test: MNRL with a uniformity term
+ORDER = (UNTESTED, WEAK, CONFOUNDED, MODERATE, STRONG)  # the strength labels, lowest first
 
 
 def _band(folder: Path, condition: dict[str, object] | None = None) -> pd.DataFrame:
@@ -40,6 +55,7 @@ def _band(folder: Path, condition: dict[str, object] | None = None) -> pd.DataFr
     ):
         rows = mech[mech["statistic"] == statistic].set_index("scale")
         out[name], out[f"{name}_low"], out[f"{name}_high"] = rows["mean"], rows["ci_low"], rows["ci_high"]
+        out[f"{name}_untrained"] = rows["untrained"]  # the untrained model at the same scale
     return out.sort_index()
 
 
@@ -67,11 +83,12 @@ def question_c(results: Path) -> Section:
     top = max(band)
     rows = [
         "| scale | temperature | random-pair mean cosine | q05-q95 width | uniformity [95% CI] | effective negatives "
-        "| hardest-negative weight |",
+        "(untrained, same scale) | hardest-negative weight (untrained, same scale) |",
         "|---|---|---|---|---|---|---|",
         *(
             f"| {s:g} | {temperature(s)} | {num(r['mean'])} | {num(r['width'])} | {num(r['uniformity'])} "
-            f"{interval(r['uniformity_low'], r['uniformity_high'])} | {r['negatives']:.1f} | {num(r['hardest'])} |"
+            f"{interval(r['uniformity_low'], r['uniformity_high'])} | {r['negatives']:.1f} "
+            f"({r['negatives_untrained']:.1f}) | {num(r['hardest'])} ({num(r['hardest_untrained'])}) |"
             for s, r in band.items()
         ),
     ]
@@ -101,25 +118,35 @@ def question_c(results: Path) -> Section:
             evidence.append(f"{status(folder)}: untested")
     best, high = band[uniform], band[top]
     narrows = high["width"] < best["width"]
+    finetuned = _finetuned(results / FINETUNE)
+    evidence += [finetuned] if finetuned else []
+    evidence.append(
+        f"the softmax's concentration at scale {top:g} after training, against the untrained model at the same scale: "
+        f"effective negatives {high['negatives']:.1f} vs {high['negatives_untrained']:.1f}, hardest-negative weight "
+        f"{num(high['hardest'])} vs {num(high['hardest_untrained'])}: set by the scale before any training, not learned"
+    )
+    why_lines, why_words, why_strength = _uniformity_test(results / UNIFORMITY, top)
+    evidence += why_lines
     answer = (
-        f"Past scale {uniform:g} the random-pair cosines move {'up' if high['mean'] > best['mean'] else 'down'} "
-        f"(mean {num(best['mean'])} to {num(high['mean'])} at scale {top:g}; untrained {num(init['mean'])}) "
-        f"{'and narrow' if narrows else 'but do not narrow'} (band {num(best['width'])} to {num(high['width'])}; "
-        f"narrowest at {narrow:g}, uniformity best at {uniform:g}); the data point to the softmax, which at high scale "
-        f"puts {num(high['hardest'])} of its weight on the hardest negative (effective negatives "
-        f"{best['negatives']:.1f} to {high['negatives']:.1f}) and leaves the other negatives where they are."
+        f"They move {'up' if high['mean'] > best['mean'] else 'down'} and "
+        f"{'narrow' if narrows else 'do not narrow'}: past scale {uniform:g} the random-pair cosines go from "
+        f"{num(best['mean'])} to {num(high['mean'])} at scale {top:g} (untrained {num(init['mean'])}; band "
+        f"{num(best['width'])} to {num(high['width'])}, narrowest at {narrow:g}, uniformity best at {uniform:g})"
+        + (f"; {finetuned.split(': ', 1)[1]}" if finetuned else "")
+        + f". Why: {why_words}."
     )
     facts = [folder_facts(main)] + ([folder_facts(lr)] if present(lr) else [])
     start = f"the anisotropic start (random pairs at {num(init['mean'])} before training): the 'why' is untested"
     confounds = (
         [] if present(results / "mnrl_scale_isotropic") else [f"{start} ({status(results / 'mnrl_scale_isotropic')})"]
     )
+    described = strength(facts, separates and not narrows, 1 + replicated, confounds)
     return Section(
         question,
         answer,
-        strength(facts, separates and not narrows, 1 + replicated, confounds),
+        _combined(described, why_strength),
         evidence,
-        [scope(main, facts[0].n_seeds)],
+        [scope(folder, folder_facts(folder).n_seeds) for folder in (main, results / UNIFORMITY) if present(folder)],
         [
             f"{E5}; {BGE}: here the highest scale, {top:g} (temperature {temperature(top)}), "
             f"{'raises' if high['mean'] > best['mean'] else 'lowers'} the mean and "
@@ -137,9 +164,83 @@ def question_c(results: Path) -> Section:
                 f"anisotropic start, random pairs at {num(init['mean'])}, left in place?)"
             )
             + f", larger batches ({status(results / 'mnrl_scale_batch')}), scales up to E5's "
-            f"{1 / E5_TEMPERATURE:g}, longer training",
+            f"{1 / E5_TEMPERATURE:g}, longer training; for the why, the uniformity test at other scales and "
+            "learning rates",
         ],
     )
+
+
+def _finetuned(folder: Path) -> str | None:
+    """The strongest evidence that a high scale moves random pairs up: the fine-tuned transformer at its highest
+    scale against its untrained self (None when that study has not run)."""
+    if not present(folder):
+        return None
+    rand = table(folder, "concentration_vs_scale").query("kind == 'rand'")
+    top = float(rand["scale"].max())
+    init = rand[(rand["stage"] == "init")].iloc[0]
+    last = rand[(rand["stage"] == "final") & (rand["scale"] == top)].iloc[0]
+    return (
+        f"`{folder.name}` (all-MiniLM-L6-v2 fine-tuned, {folder_facts(folder).n_seeds} seeds): fine-tuning "
+        f"all-MiniLM-L6-v2 at scale {top:g} moves random pairs from {num(init['mean'])} to {num(last['mean'])} "
+        f"(band {num(init['q95'] - init['q05'])} to {num(last['q95'] - last['q05'])})"
+    )
+
+
+def _uniformity_test(folder: Path, top: float) -> tuple[list[str], str, Strength | None]:
+    """Does a push on every pair remove the high-scale rise? The change of the rise (random-pair mean at the
+    highest scale minus at 10) from uniformity weight 0 to each weight, paired by seed: (lines, the answer's words,
+    the strength of the mechanism claim, None when no mechanism is claimed)."""
+    if not present(folder):
+        untried = f"not established (the test with a uniformity term, {status(folder)})"
+        return [f"{status(folder)}: the mechanism test with a uniformity term"], untried, None
+    frame = tidy(folder, "sim_rand_mean")
+    conditions = by_number(list(frame["condition"].unique()))
+    scales = sorted(frame["scale"].unique())
+    low, high = float(scales[0]), float(scales[-1])
+    lines, removed = [], []
+    for condition in conditions[1:]:
+        did = difference_in_differences(frame, high, low, conditions[0], condition)
+        lines.append(
+            f"`{folder.name}`: random-pair mean at scale {high:g} minus at {low:g}: {signed(did.gap1)} at "
+            f"{did.cond1}, {signed(did.gap2)} at {did.cond2}; change {signed(did.estimate)} "
+            f"{interval(did.ci_low, did.ci_high)} ({did.design} t over {did.n1} seeds)"
+        )
+        removed.append((condition, did.ci_high < 0 and did.gap2 <= 0, did))
+    negatives = tidy(folder, "sim_effective_negatives")
+    untrained = tidy(folder, "sim_effective_negatives_init")
+    ratio = negatives.assign(value=negatives["value"] / untrained["value"].to_numpy())
+    at_top = ratio[ratio["scale"] == high].groupby("condition")["value"].mean()
+    lines.append(
+        f"`{folder.name}`: effective negatives at scale {high:g} relative to the untrained model at the same scale: "
+        + "; ".join(f"{condition}: {at_top[condition]:.2f}x" for condition in conditions)
+    )
+    facts = [folder_facts(folder)]
+    gone = [condition for condition, is_gone, _ in removed if is_gone]
+    if gone:
+        words = (
+            f"a uniformity term, which pushes on easy negatives too, removes the rise ({gone[0]}): the softmax's "
+            "neglect of easy negatives at a high scale is the mechanism, on this set-up"
+        )
+        return lines, words, strength(facts, True, 1)
+    shrinks = [c for c, _, did in removed if did.ci_high < 0]
+    words = (
+        f"a uniformity term shrinks the rise ({shrinks[-1]}) without removing it: the neglect of easy negatives is "
+        "part of the mechanism at most"
+        if shrinks
+        else "a uniformity term, which pushes on easy negatives too, does not remove the rise: the neglect of easy "
+        "negatives is not shown to be the mechanism"
+    )
+    return lines, words, None if not shrinks else strength(facts, True, 1)
+
+
+def _combined(described: Strength, why: Strength | None) -> Strength:
+    """The description's strength, lowered to the mechanism's when the answer claims one (the lowest label that
+    applies), with both reasons."""
+    if why is None:
+        return replace(described, reason=f"{described.reason}; the why: no mechanism claimed")
+    label = min((described.label, why.label), key=ORDER.index)
+    reason = f"the description: {described.label}, {described.reason}; the why: {why.label}, {why.reason}"
+    return Strength(label, reason)
 
 
 def _from_isotropic(folder: Path, band: pd.DataFrame) -> str:
