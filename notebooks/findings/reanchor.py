@@ -1,0 +1,140 @@
+"""Question (a)'s strongest evidence: ``mnrl_scale_lr_tuned``, the scale x learning-rate grid with 10 seeds. Read
+from its paired tables (the verdict method, per learning rate), its own-best-learning-rate table (`python -m
+sweep.report tuned`) and its trials (the two pre-registered contrasts, computed here: paired over seeds, Holm)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from sweep.report import Facts, best_row, by_number, folder_facts, interval, num, present, row_at, signed, table
+
+from .literature import DEFAULT
+
+FOLDER = "mnrl_scale_lr_tuned"
+CONTRASTS = ((10.0, DEFAULT), (15.0, DEFAULT))  # pre-registered in conf/experiment/mnrl_scale_lr_tuned.yaml
+RATE = "trial.learning_rate"
+PLATEAU = (10.0, 20.0)  # the scales the answer calls a plateau when the data make them one
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """``a - b`` on test, each scale at its own best learning rate, paired over seeds."""
+
+    a: float
+    b: float
+    estimate: float
+    low: float  # simultaneous (Bonferroni over the contrasts) t interval
+    high: float
+    p_holm: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Reanchor:
+    """What the re-anchor study says for question (a)."""
+
+    lines: list[str]
+    summary: str  # the answer's sentence
+    facts: Facts
+    plateau: bool  # 20 as good as the best on test at its own learning rate (equivalent within the margin)
+
+
+def own_best_rates(trials: pd.DataFrame) -> pd.Series:
+    """Per scale, the learning rate with the highest mean validation Spearman over seeds."""
+    means = trials.groupby(["loss.scale", RATE])["stsb_validation_spearman"].mean()
+    return means.groupby(level=0).idxmax().map(lambda key: key[1])
+
+
+def contrasts(trials: pd.DataFrame, level: float = 0.95) -> list[Contrast]:
+    """The pre-registered contrasts on test at each scale's own best learning rate: paired t over the seeds, Holm's
+    adjusted p, and intervals simultaneous over the contrasts (Bonferroni)."""
+    rates = own_best_rates(trials)
+    at_own = trials[trials[RATE] == trials["loss.scale"].map(rates)]
+    wide = at_own.pivot_table(index="trial.seed", columns="loss.scale", values="stsb_test_spearman")
+    differences = [(wide[a] - wide[b]).dropna().to_numpy() for a, b in CONTRASTS]
+    p_raw = [float(stats.ttest_1samp(d, 0.0).pvalue) for d in differences]
+    p_holm = multipletests(p_raw, method="holm")[1]
+    simultaneous = 1 - (1 - level) / len(CONTRASTS)
+    out = []
+    for (a, b), d, p in zip(CONTRASTS, differences, p_holm, strict=True):
+        half = stats.t.ppf(0.5 + simultaneous / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        out.append(Contrast(a, b, float(d.mean()), float(d.mean() - half), float(d.mean() + half), float(p), len(d)))
+    return out
+
+
+def reanchor(results: Path) -> Reanchor | None:
+    """The lines and the answer of the re-anchor study; None when it has not run."""
+    folder = results / FOLDER
+    if not present(folder):
+        return None
+    paired = table(folder, "paired_comparison")
+    trials = table(folder, "trials").query("state == 'COMPLETE'")
+    lines = []
+    bests = {}
+    for condition in by_number(list(paired["condition"].unique())):
+        rows = paired[paired["condition"] == condition]
+        top, at20 = best_row(rows, condition), row_at(rows, DEFAULT, condition)
+        held = ", ".join(f"{s:g}" for s in rows.loc[rows["in_confidence_set"].astype(bool), "scale"])
+        bests[condition] = float(top["scale"])
+        lines.append(
+            f"`{FOLDER}` {condition}: best scale {top['scale']:g} ({num(top['spearman'])}); 95% confidence set "
+            f"{held}; 20: {_versus(at20)}"
+        )
+    own = table(folder, "own_best_learning_rate")
+    top = own[own["verdict on test"] == "best"].iloc[0]
+    verdicts = {float(r["scale"]): str(r["verdict on test"]) for _, r in own.iterrows()}
+    rates = own_best_rates(trials)
+    lines.append(
+        f"`{FOLDER}`, each scale at its own best learning rate (chosen on validation; read on test, which chose "
+        f"nothing): best {top['scale']:g} (lr {top['best learning rate']:g}); "
+        + "; ".join(
+            f"{r['scale']:g} (lr {r['best learning rate']:g}): {num(r['best - this on test'])} below "
+            f"{interval(r['test CI low'], r['test CI high'])}, {r['verdict on test']}"
+            for _, r in own.iterrows()
+            if r["verdict on test"] != "best"
+        )
+    )
+    for c in contrasts(trials):
+        lines.append(
+            f"pre-registered contrast {c.a:g} - {c.b:g} on test, each at its own best rate (lr {rates[c.a]:g} vs "
+            f"{rates[c.b]:g}): {signed(c.estimate)} {interval(c.low, c.high)} (paired t over {c.n} seeds, intervals "
+            f"simultaneous over the {len(CONTRASTS)} contrasts; Holm-adjusted p {c.p_holm:.3f})"
+        )
+    means = trials.groupby(["loss.scale", RATE])["stsb_test_spearman"].mean()
+    by_rate = means.xs(DEFAULT, level=0)
+    at_best_rate = means.xs(float(top["best learning rate"]), level=1)
+    plateau_spread = at_best_rate.loc[PLATEAU[0] : PLATEAU[1]]
+    lines.append(
+        f"on test, the learning rate moves scale 20 by {num(by_rate.max() - by_rate.min())} (lr "
+        f"{by_rate.idxmin():g} to {by_rate.idxmax():g}); at lr {top['best learning rate']:g} the scales "
+        f"{PLATEAU[0]:g}-{PLATEAU[1]:g} span {num(plateau_spread.max() - plateau_spread.min())}, all "
+        f"{len(at_best_rate)} scales {num(at_best_rate.max() - at_best_rate.min())} (`scale_and_condition.png`)"
+    )
+    plateau = verdicts.get(DEFAULT) in ("best", "equivalent")
+    moves = len(set(bests.values())) > 1
+    per_rate = ", ".join(f"{condition.split('=')[-1]}: {scale:g}" for condition, scale in bests.items())
+    lr_effect, scale_effect = by_rate.max() - by_rate.min(), plateau_spread.max() - plateau_spread.min()
+    summary = (
+        f"With the learning rate tuned per scale over {by_rate.size} rates and {folder_facts(folder).n_seeds} seeds "
+        f"(`{FOLDER}`), {top['scale']:g} is best on test and 20 is {verdicts.get(DEFAULT, 'not run')}"
+        + (" to it: 20 sits on a plateau" if plateau else "")
+        + f"; the best scale {'moves' if moves else 'stays'} across learning rates ({per_rate}), and the learning "
+        f"rate moves the default's test score by {num(lr_effect)}, "
+        + ("more than" if lr_effect > scale_effect else "no more than")
+        + f" the scales {PLATEAU[0]:g}-{PLATEAU[1]:g} differ at the best rate ({num(scale_effect)})"
+    )
+    return Reanchor(lines, summary, folder_facts(folder), plateau)
+
+
+def _versus(row: pd.Series | None) -> str:
+    if row is None:
+        return "not run"
+    if bool(row["best"]):
+        return f"best ({num(row['spearman'])})"
+    return f"{num(row['diff_to_best'])} below {interval(row['ci_low'], row['ci_high'])}, {row['verdict']}"
