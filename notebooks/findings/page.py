@@ -1,8 +1,8 @@
 """``python -m notebooks.findings``: ``results/FINDINGS.md``, one page with one section per question this
 repository's studies exist to answer, each with its answer, evidence (numbers read from the results folders' CSVs,
 never typed), strength by the rule stated at the top (`literature.STRENGTH_RULE`), scope, literature and what would
-change it. Questions (a)-(b) are in `mnrl`, (c) in `concentration`, (g) in `schedule`, (d) in `finetune`; (e)-(f) and
-the page are here. ``tests/research/test_findings_page.py`` regenerates the page from the committed CSVs and compares.
+change it. Questions (a)-(b) are in `mnrl` (with `reanchor`), (c) in `concentration`, (d) in `finetune`, (e) in
+`angle`, (g) in `schedule`; (f) and the page are here. ``tests/research/test_findings_page.py`` regenerates the page from the committed CSVs and compares.
 
 The page's second paragraph still names the command and the constants' file the page came from before this code
 left the package: it is kept word for word so that the committed page stays what the CSVs give, byte for byte."""
@@ -13,16 +13,13 @@ from pathlib import Path
 
 from sweep.report import (
     Section,
-    against_best,
     best_row,
-    flat_config,
     folder_facts,
     interval,
     num,
     plural,
     present,
     render,
-    row_at,
     scope,
     signed,
     strength,
@@ -30,13 +27,10 @@ from sweep.report import (
     untested,
 )
 
+from .angle import question_e
 from .concentration import question_c
 from .finetune import question_d
 from .literature import (
-    ANGLE_PAPER,
-    ANGLE_RELEASED,
-    ANGLE_SOURCE,
-    DEFAULT,
     ST_ADAPTIVE,
     ST_ADAPTIVE_ONE_LAYER,
     START_MODEL,
@@ -46,83 +40,6 @@ from .mnrl import question_a, question_b
 from .schedule import question_g
 
 STATIC_FLOOR = "mnrl_scale"  # static embeddings from the same MiniLM's token embeddings, untrained (scale 0)
-
-
-def _weights(point: str) -> tuple[float, ...]:
-    return tuple(float(w) for w in point.removeprefix("weights=").split(","))
-
-
-def _scales_point(scales: tuple[float, ...]) -> str:
-    return ", ".join(f"{name}_scale={s:g}" for name, s in zip(("cos", "ibn", "angle"), scales, strict=True))
-
-
-def question_e(results: Path) -> Section:
-    question = "(e) AnglE's w1-w3 and its three temperatures"
-    weights, scales = results / "angle_weights", results / "angle_scales"
-    if not (present(weights) and present(scales)):
-        return untested(question, [weights, scales], "run angle_weights and angle_scales")
-    pw, ps = table(weights, "paired_comparison"), table(scales, "paired_comparison")
-    by_w = pw.assign(w=pw["point"].map(_weights)).set_index("w")
-    best_w, best_s = best_row(pw), best_row(ps)
-    paper_w, released = by_w.loc[[ANGLE_PAPER[0]]].iloc[0], ANGLE_RELEASED[0]
-
-    def direction(w: tuple[float, ...]) -> float:  # cosine between weight vectors: the nearest grid point in ratio
-        dot = sum(a * b for a, b in zip(w, released, strict=True))
-        return dot / (sum(a * a for a in w) * sum(b * b for b in released)) ** 0.5 if any(w) else 0.0
-
-    near = max(by_w.index, key=direction)
-    without = by_w[[w[0] == 0 for w in by_w.index]]["spearman"]
-    with_cos = by_w[[w[0] > 0 for w in by_w.index]]["spearman"]
-    on_s = ps.set_index("point")
-    paper_s, released_s = (on_s.loc[_scales_point(p)] for p in (ANGLE_PAPER[1], ANGLE_RELEASED[1]))
-    untrained = float(table(weights, "angle_weights_heatmap")["untrained"].iloc[0])
-    evidence = [
-        f"`angle_weights`: best w = {best_w['point'].removeprefix('weights=')} ({num(best_w['spearman'])}); "
-        f"without the cosine term (w1 = 0) {num(without.min())}-{num(without.max())}, with it "
-        f"{num(with_cos.min())}-{num(with_cos.max())}; untrained model {num(untrained)}",
-        f"the paper's w = 1, 1, 1: {num(paper_w['spearman'])}, {against_best(paper_w)}; the released "
-        f"{', '.join(f'{w:g}' for w in released)} is nearest in ratio to the grid's "
-        f"{', '.join(f'{w:g}' for w in near)}: {num(by_w.loc[[near]].iloc[0]['spearman'])}, "
-        f"{against_best(by_w.loc[[near]].iloc[0])}",
-        f"`angle_scales`: best ({best_s['point']}) {num(best_s['spearman'])}; the paper's scales "
-        f"({_scales_point(ANGLE_PAPER[1])}): {num(paper_s['spearman'])}, {against_best(paper_s)}; the released "
-        f"({_scales_point(ANGLE_RELEASED[1])}): {num(released_s['spearman'])}, {against_best(released_s)}",
-    ]
-    lr, rate = results / "cosent_scale_lr", float(str(flat_config(weights).get("trial.learning_rate")))
-    if present(lr):
-        slow = table(lr, "paired_comparison")
-        condition = str(min(slow["condition"].unique(), key=lambda c: float(str(c).split("=")[-1])))
-        at20 = row_at(slow, DEFAULT, condition)
-        if at20 is not None:
-            evidence.append(
-                f"the confound: CoSENT alone at scale 20 and {condition} (`cosent_scale_lr`) reaches "
-                f"{num(at20['spearman'])} (untrained {num(untrained)}; {against_best(at20)}), where these grids train "
-                f"at lr {rate:g}"
-            )
-    separates = paper_w["verdict"] == "worse" and paper_s["verdict"] == "worse"
-    answer = (
-        f"Drop the cosine term and lower the scales on this set-up: w1 = 0 scores {num(without.min())}-"
-        f"{num(without.max())} against {num(with_cos.min())}-{num(with_cos.max())} with it, the paper's 1, 1, 1 is "
-        f"{num(paper_w['diff_to_best'])} below the best {best_w['point'].removeprefix('weights=')}, and the lowest "
-        f"scales ({best_s['point']}) beat the paper's {' / '.join(f'{s:g}' for s in ANGLE_PAPER[1])} by "
-        f"{num(paper_s['diff_to_best'])}; the cosine "
-        "term's learning rate is the confound."
-    )
-    facts = [folder_facts(weights), folder_facts(scales)]
-    return Section(
-        question,
-        answer,
-        strength(facts, bool(separates), 2 if separates else 1, [f"the learning rate (CoSENT term at lr {rate:g})"]),
-        evidence,
-        [scope(weights, facts[0].n_seeds), scope(scales, facts[1].n_seeds)],
-        [
-            f"AnglE paper: w 1, 1, 1 and temperatures 0.05 / 0.05 / 1.0 (scales {_scales_point(ANGLE_PAPER[1])}): "
-            f"{'disagrees' if separates else 'agrees'} here",
-            f"released defaults cosine_w {released[0]:g}, ibn_w {released[1]:g}, angle_w {released[2]:g}, all scales "
-            f"20; {ANGLE_SOURCE}: their dropped cosine term agrees",
-        ],
-        ["the same grids at a learning rate where CoSENT at scale 20 trains (`cosent_scale_lr`), a transformer model"],
-    )
 
 
 def question_f(results: Path) -> Section:
