@@ -107,7 +107,7 @@ def _old_answer(results: Path) -> Section:
     )
 
 
-def _rerun_lines(folder: Path) -> tuple[list[str], dict[str, str], int]:
+def rerun_lines(folder: Path) -> tuple[list[str], dict[str, str], int]:
     """Per learning rate of the rerun: the best triple, plain CoSENT and the paper's 1, 1, 1 against it. Returns the
     lines, plain CoSENT's verdict per learning rate, and in how many learning rates CoSENT alone is as good as or
     indistinguishable from the best (in the confidence set)."""
@@ -139,7 +139,7 @@ def question_e(results: Path) -> Section:
     folder = results / RERUN
     if not present(folder):
         return old
-    lines, cosent, held = _rerun_lines(folder)
+    lines, cosent, held = rerun_lines(folder)
     facts = folder_facts(folder)
     words = "; ".join(f"{condition}: {verdict}" for condition, verdict in cosent.items())
     separates = held == 0 or all(v in ("best", "equivalent") for v in cosent.values())

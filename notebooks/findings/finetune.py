@@ -65,7 +65,7 @@ def chosen_table(folder: Path) -> pd.DataFrame:
     return both[both["metric"] == metric] if "metric" in both else both
 
 
-def _advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:
+def advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:
     """Best scale, and each scale inside BGE's temperature range against it: the line, the best scale, and whether
     the warm end wins and the coldest scale tried in the range is worse."""
     paired = chosen_table(folder)
@@ -157,7 +157,7 @@ def question_d(results: Path) -> Section:
     used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
     if not used:
         return untested(question, [results / name for name, _ in FINETUNE_FOLDERS], f"run {FINETUNE}")
-    lines, bests, holds = zip(*(_advice_line(folder, condition) for folder, condition in used), strict=True)
+    lines, bests, holds = zip(*(advice_line(folder, condition) for folder, condition in used), strict=True)
     evidence = [*lines]
     finetune = results / FINETUNE
     diffs = untrained_differences(finetune) if present(finetune) else {}
@@ -168,12 +168,12 @@ def question_d(results: Path) -> Section:
     short = results / SHORT_FINETUNE
     moved = untrained_against_best(short) if present(short) else ""
     if present(short):
-        line, _, _ = _advice_line(short, "")
+        line, _, _ = advice_line(short, "")
         evidence.append(f"a short fine-tune on data like the start model's own: {line}; {moved}")
         evidence += cost_lines(SHORT_FINETUNE, untrained_differences(short))
     static = results / "mnrl_scale"
     if present(static):
-        line, _, _ = _advice_line(static, "")
+        line, _, _ = advice_line(static, "")
         evidence.append(f"for contrast, static embeddings trained from their start (not a fine-tune): {line}")
     inside = all(1 / BGE_ADVICE[1] <= b <= 1 / BGE_ADVICE[0] for b in bests)
     temps = " and ".join(f"{temperature(b)} in {f.name}" for b, (f, _) in zip(bests, used, strict=True))

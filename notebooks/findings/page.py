@@ -2,7 +2,8 @@
 repository's studies exist to answer, each with its answer, evidence (numbers read from the results folders' CSVs,
 never typed), strength by the rule stated at the top (`literature.STRENGTH_RULE`), scope, literature and what would
 change it. Questions (a)-(b) are in `mnrl` (with `reanchor`), (c) in `concentration`, (d) in `finetune`, (e) in
-`angle`, (g) in `schedule`; (f) and the page are here. ``tests/research/test_findings_page.py`` regenerates the page from the committed CSVs and compares.
+`angle`, (g) in `schedule`; (f) and the page are here. ``tests/research/test_findings_page.py`` regenerates the
+page from the committed CSVs and compares.
 
 The page's second paragraph still names the command and the constants' file the page came from before this code
 left the package: it is kept word for word so that the committed page stays what the CSVs give, byte for byte."""
@@ -38,6 +39,7 @@ from .literature import (
 )
 from .mnrl import question_a, question_b
 from .schedule import question_g
+from .summary import practitioners_summary
 
 STATIC_FLOOR = "mnrl_scale"  # static embeddings from the same MiniLM's token embeddings, untrained (scale 0)
 
@@ -153,8 +155,10 @@ def findings_page(results: Path) -> str:
         STRENGTH_RULE,
         "",
     ]
-    for question in QUESTIONS:
-        lines += render(question(results))
+    sections = {question.__name__.removeprefix("question_"): question(results) for question in QUESTIONS}
+    lines += practitioners_summary(results, sections)
+    for section in sections.values():
+        lines += render(section)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -43,6 +43,10 @@ class Reanchor:
     summary: str  # the answer's sentence
     facts: Facts
     plateau: bool  # 20 as good as the best on test at its own learning rate (equivalent within the margin)
+    as_good: list[float]  # the scales best or equivalent on test, each at its own best learning rate
+    best_rate: float  # the best scale's own learning rate
+    lr_effect: float  # how far the learning rate moves the default scale's test score (max - min over the rates)
+    scale_effect: float  # how far the plateau's scales differ at the best rate (test)
 
 
 def own_best_rates(trials: pd.DataFrame) -> pd.Series:
@@ -129,7 +133,9 @@ def reanchor(results: Path) -> Reanchor | None:
         + ("more than" if lr_effect > scale_effect else "no more than")
         + f" the scales {PLATEAU[0]:g}-{PLATEAU[1]:g} differ at the best rate ({num(scale_effect)})"
     )
-    return Reanchor(lines, summary, folder_facts(folder), plateau)
+    as_good = sorted(scale for scale, verdict in verdicts.items() if verdict in ("best", "equivalent"))
+    best_rate = float(top["best learning rate"])
+    return Reanchor(lines, summary, folder_facts(folder), plateau, as_good, best_rate, lr_effect, scale_effect)
 
 
 def _versus(row: pd.Series | None) -> str:

@@ -1,0 +1,62 @@
+"""The practitioner's summary at the top of the findings page: five lines that say what to do, each generated from
+the study that carries it, with the strength of the section it comes from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweep.report import Section, num, present, table, temperature
+from sweep.stats import DEFAULT_MARGIN
+
+from .angle import RERUN, rerun_lines
+from .finetune import FINETUNE_FOLDERS, advice_line
+from .literature import DEFAULT, MINILM_SCALE
+from .reanchor import FOLDER, reanchor
+
+
+def _label(section: Section) -> str:
+    return f"*{section.strength.label}*, question {section.question.split(' ')[0]}"
+
+
+def practitioners_summary(results: Path, sections: dict[str, Section]) -> list[str]:
+    """Markdown lines (a heading and up to five bullets) from the results folders and the page's sections by
+    letter; a bullet whose study has not run says so."""
+    lines = ["## Practitioner's summary", ""]
+    tuned = reanchor(results)
+    if tuned is not None:
+        plateau = ", ".join(f"{s:g}" for s in tuned.as_good)
+        lines += [
+            f"- **Tune the learning rate before the scale** ({_label(sections['a'])}): over the learning rates of "
+            f"`{FOLDER}` it moves the default scale's STSB test score by {num(tuned.lr_effect)}, while the scales "
+            f"of the plateau differ by {num(tuned.scale_effect)} at the best rate.",
+            f"- **Any scale in {plateau} will do** ({_label(sections['a'])}): each at its own best learning rate, "
+            f"these are as good as the best on test (within the {DEFAULT_MARGIN:g} margin); the library default "
+            f"{DEFAULT:g} {'is' if DEFAULT in tuned.as_good else 'is not'} among them.",
+        ]
+    else:
+        lines.append(f"- the learning-rate-tuned scale study (`{FOLDER}`) has not run")
+    used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
+    if used:
+        bests = sorted({advice_line(folder, condition)[1] for folder, condition in used})
+        lines.append(
+            f"- **Fine-tuning a pretrained model: try its own training temperature first** ({_label(sections['d'])}): "
+            f"fine-tuning all-MiniLM-L6-v2 (trained at {temperature(MINILM_SCALE)}) the best temperature is "
+            f"{' and '.join(temperature(b) for b in bests)} in {len(used)} studies; whether that is the start "
+            "model's own temperature or a general optimum is not separated yet."
+        )
+    if present(results / RERUN):
+        _, cosent, held = rerun_lines(results / RERUN)
+        lines.append(
+            f"- **AnglE: check plain CoSENT first** ({_label(sections['e'])}): at learning rates where CoSENT trains, "
+            f"plain CoSENT is in the confidence set for the best weight triple at {held} of {len(cosent)} rates."
+        )
+    concentration = table(results / "mnrl_scale", "concentration_vs_scale") if present(results / "mnrl_scale") else None
+    if concentration is not None and not concentration.empty:
+        rand = concentration[(concentration["kind"] == "rand") & (concentration["stage"] == "final")]
+        top = rand.loc[rand["scale"].idxmax()]
+        lines.append(
+            f"- **Re-derive similarity thresholds after training at a high scale** ({_label(sections['c'])}): at "
+            f"scale {top['scale']:g} the cosines of random pairs end at {num(top['mean'])} on average, so a "
+            "threshold set for another scale moves."
+        )
+    return [*lines, ""]
