@@ -25,9 +25,9 @@ DEFAULT_SCALE = 20.0  # sentence-transformers' MNRL default: the reference line
 KEY_WORDS = {"batch_size": "batch size", "max_samples": "training rows", "learning_rate": "learning rate"}
 
 
-def _numeric_condition(conditions: pd.Series) -> tuple[str, pd.Series] | None:
+def numeric_condition(conditions: pd.Series) -> tuple[str, pd.Series] | None:
     """(key, values) when every condition is one ``key=number`` of the same key, else None."""
-    parts = conditions.astype(str).str.split("=", n=1)
+    parts = conditions.fillna("").astype(str).str.split("=", n=1)
     if conditions.empty or not all(len(p) == 2 and "," not in p[1] for p in parts):
         return None
     keys = {p[0] for p in parts}
@@ -66,7 +66,7 @@ def best_scale_table(comparison: pd.DataFrame) -> pd.DataFrame:
     rows = comparison
     if "metric" in rows:
         rows = rows[rows["metric"] == rows["metric"].iloc[0]]
-    found = _numeric_condition(rows["condition"]) if "condition" in rows else None
+    found = numeric_condition(rows["condition"]) if "condition" in rows else None
     if found is None:
         return pd.DataFrame()
     key, values = found

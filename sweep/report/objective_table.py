@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.report.best_scale_figures import write_best_scale_vs_condition
+from sweep.report.gap_figures import write_gap_vs_condition
 from sweep.report.paired_table import confirmation_lines, seed_comparisons
 from sweep.report.study_context import config_value
 from sweep.report.summaries import markdown_table
@@ -51,12 +52,13 @@ def objective_comparison(
 
 
 def write_objective_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path) -> list[Path]:
-    """``objective_comparison.csv`` and ``.md``, and the best scale by condition where the study has a numeric
-    condition (`sweep.report.best_scale_figures`); nothing for an empty table."""
+    """``objective_comparison.csv`` and ``.md``, and the best scale and the gaps to it by condition where the study
+    has a numeric condition (`sweep.report.best_scale_figures`, `sweep.report.gap_figures`); nothing for an empty
+    table."""
     if table.empty:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, markdown = out_dir / f"{OBJECTIVE_STEM}.csv", out_dir / f"{OBJECTIVE_STEM}.md"
     table.to_csv(csv, index=False)
     markdown.write_text("\n".join([bullets(lines), "", *markdown_table(table), ""]))
-    return [csv, markdown, *write_best_scale_vs_condition(table, out_dir)]
+    return [csv, markdown, *write_best_scale_vs_condition(table, out_dir), *write_gap_vs_condition(table, out_dir)]

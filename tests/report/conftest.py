@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from sweep.report import (
     convergence_figures,
     factor_figures,
+    gap_figures,
     grid_figures,
     history_figures,
     loss_figures,
@@ -38,6 +39,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
         convergence_figures,
         schedule_figures,
         factor_figures,
+        gap_figures,
     )
     for module in modules:
         monkeypatch.setattr(module, "save_figure", save)

@@ -12,7 +12,15 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from sweep.report import factor_figures, grid_figures, history_figures, loss_figures, scale_figures, schedule_figures
+from sweep.report import (
+    factor_figures,
+    gap_figures,
+    grid_figures,
+    history_figures,
+    loss_figures,
+    scale_figures,
+    schedule_figures,
+)
 from sweep.report.axes import condition_title
 from sweep.report.findings import generated_block
 from sweep.report.folder_comparison import redraw_results_folder
@@ -323,6 +331,41 @@ def test_scale_and_condition_needs_exactly_one_numeric_condition(captured: dict[
     for table in (summary(3), one, words, both):
         assert factor_figures.write_scale_and_condition(table, tmp_path) == []
     assert "scale_and_condition" not in captured
+
+
+def comparison(sizes: tuple[int, ...], gaps: dict[float, tuple[float, ...]]) -> pd.DataFrame:
+    """An objective_comparison-like table: per data size, scale 10 best and each other scale ``gap`` below it."""
+    return pd.DataFrame(
+        [
+            {"condition": f"train.max_samples={size}", "scale": scale, "best": scale == 10.0, "n_seeds": 3}
+            | {"diff_to_best": gap[i], "ci_low": gap[i] - 0.01, "ci_high": gap[i] + 0.01}
+            | {"metric": "captions30k_val_ndcg_at_10"}
+            for i, size in enumerate(sizes)
+            for scale, gap in {10.0: (0.0,) * len(sizes), **gaps}.items()
+        ]
+    )
+
+
+def test_gap_vs_condition_draws_each_scale_below_its_conditions_best(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """Issue 35: the data-size study's question is the gap against the size; its figures never drew it."""
+    table = comparison((2000, 100000), {2.0: (0.06, 0.11), 30.0: (0.06, 0.02)})  # warm side grows, cold shrinks
+    gap_figures.write_gap_vs_condition(table, tmp_path)
+    (ax,) = captured["gap_vs_condition"].axes
+    lines = {c.get_label(): c.lines[0].get_ydata() for c in ax.containers}
+    assert set(lines) == {"scale 2", "scale 30"}  # the best scale is the zero line, not a series
+    assert list(lines["scale 2"]) == [0.06, 0.11] and list(lines["scale 30"]) == [0.06, 0.02]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2,000", "all"]
+    assert "best" in ax.get_title() and "n=3" in ax.get_title()
+
+
+def test_gap_vs_condition_needs_a_numeric_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
+    one = comparison((2000,), {2.0: (0.06,)})
+    none = one.assign(condition=float("nan"))
+    for table in (one, none):
+        assert gap_figures.write_gap_vs_condition(table, tmp_path) == []
+    assert "gap_vs_condition" not in captured
 
 
 def test_layer_grid_panels_are_titled_in_words_and_name_the_split(captured: dict[str, Figure], tmp_path: Path) -> None:
