@@ -30,7 +30,7 @@ from sweep.report import (
     tidy,
     untested,
 )
-from sweep.stats import gap_by_condition
+from sweep.stats import difference_in_differences, gap_by_condition
 
 from .literature import DEFAULT, MINILM_SCALE, SIMCSE, SIMCSE_DEV, SIMCSE_UNSUPERVISED_DEV, ST_3054
 from .reanchor import FOLDER, reanchor
@@ -238,12 +238,17 @@ def question_b(results: Path) -> Section:
         evidence.append(f"{status(size)}: the one-pass data-size study")
         head = f"Untested with real data ({status(size)}); at a fixed {steps} steps, where more rows only means less "
         head += "repetition,"
+    sides = _side_changes(frame, a)
+    evidence += [line for line, _ in sides.values()]
     evidence += _pretrained_line(results / PRETRAINED)
     costs = _worst_costs(frame)
     trend = ("shrinks" if estimate.startswith("-") else "grows") if separates else "does not change distinguishably"
     answer = (
         f"{head} the near-optimum gap {a:g} - 20 {trend} ({estimate}, difference in differences from the "
-        f"smallest to the largest size) while the worst scale's cost goes from {num(costs[0])} to {num(costs[-1])}."
+        f"smallest to the largest size), but the two sides differ: "
+        + " while ".join(f"the {side} gap {words}" for side, (_, words) in sides.items())
+        + f"; the worst scale's cost goes from {num(costs[0][1])} (scale {costs[0][0]:g}) to {num(costs[-1][1])} "
+        f"(scale {costs[-1][0]:g})."
     )
     verdict = {"shrinks": "agrees", "grows": "disagrees"}.get(trend, "undecided")
     return Section(
@@ -274,7 +279,31 @@ def _pretrained_line(folder: Path) -> list[str]:
     ]
 
 
-def _worst_costs(frame: pd.DataFrame) -> list[float]:
-    """Per condition (numeric order): best mean minus worst mean."""
+def _worst_costs(frame: pd.DataFrame) -> list[tuple[float, float]]:
+    """Per condition (numeric order): the worst scale and its cost (best mean minus worst mean)."""
     means = frame.groupby(["condition", "scale"])["value"].mean()
-    return [float(means[c].max() - means[c].min()) for c in by_number(list(frame["condition"].unique()))]
+    conditions = by_number(list(frame["condition"].unique()))
+    return [(float(means[c].idxmin()), float(means[c].max() - means[c].min())) for c in conditions]
+
+
+def _side_changes(frame: pd.DataFrame, a: float) -> dict[str, tuple[str, str]]:
+    """The gap from ``a`` to the nearest scale colder than the default (the cold side) and to the warmest scale (the
+    warm side), and how each changes from the smallest to the largest condition (difference in differences, paired
+    by seed): {side: (evidence line, words for the answer)}."""
+    conditions = by_number(list(frame["condition"].unique()))
+    scales = sorted(float(s) for s in frame["scale"].unique())
+    colder = [s for s in scales if s > DEFAULT]
+    out = {}
+    for side, other in (("cold", colder[0] if colder else None), ("warm", scales[0])):
+        if other is None or other == a:
+            continue
+        did = difference_in_differences(frame, a, other, conditions[0], conditions[-1])
+        change = f"{signed(did.estimate)} {interval(did.ci_low, did.ci_high)}"
+        moves = did.ci_high < 0 or did.ci_low > 0
+        words = f"{a:g} - {other:g} " + (("shrinks" if did.estimate < 0 else "grows") if moves else "does not change")
+        out[side] = (
+            f"{side} side: gap {a:g} - {other:g} {signed(did.gap1)} at {did.cond1}, {signed(did.gap2)} at "
+            f"{did.cond2}; difference in differences {change} ({did.design} t over {did.n1} seeds)",
+            f"{words} ({change})",
+        )
+    return out
