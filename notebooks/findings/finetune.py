@@ -16,6 +16,7 @@ from sweep.report import (
     Section,
     against_best,
     best_row,
+    flat_config,
     folder_facts,
     interval,
     metric_words,
@@ -152,6 +153,15 @@ def _side(bests: tuple[float, ...], default: float) -> str:
     return "colder than" if all(t < default for t in temperatures) else "at or around"
 
 
+def _fixed_rate(folder: Path) -> list[str]:
+    """The learning-rate confound of the fine-tuning study: one rate, not tuned per temperature."""
+    if not present(folder):
+        return []
+    rate = float(flat_config(folder)["trial.learning_rate"])
+    steps = int(table(folder, "trials")["trained_steps"].max())
+    return [f"the learning rate, one value ({rate:g}, {steps} steps) in `{folder.name}`, not tuned per temperature"]
+
+
 def question_d(results: Path) -> Section:
     question = f"(d) BGE's advice: fine-tune a normalized model at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g}"
     used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
@@ -191,7 +201,7 @@ def question_d(results: Path) -> Section:
     return Section(
         question,
         answer,
-        strength(facts, all(holds), sum(holds), [START_MODEL]),
+        strength(facts, all(holds), sum(holds), [START_MODEL, *_fixed_rate(finetune)]),
         evidence,
         [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)]
         + ([scope(short, folder_facts(short).n_seeds)] if present(short) else []),
