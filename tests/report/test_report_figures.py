@@ -265,7 +265,7 @@ def test_with_untrained_broadcasts_to_every_condition() -> None:
 
 def test_untrained_from_a_sibling_needs_the_same_model(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="model"):
-        load_results_folder(RESULTS / "gist_temperature", untrained_from=STATIC_SIBLING)
+        load_results_folder(RESULTS / "gist_temperature_guide", untrained_from=STATIC_SIBLING)
 
 
 def test_a_sibling_fills_the_untrained_split_a_schedule_study_never_scored(tmp_path: Path) -> None:

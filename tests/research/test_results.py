@@ -121,7 +121,7 @@ def wrapper_cost(scale: float, layer: int, dim: int) -> float:
     return grid(scale, layer, dim) - grid(scale, layer, dim, "matryoshka2d")
 
 
-VAL, TEST, RAND, UNIF = "stsb_validation_spearman", "stsb_test_spearman", "sim_rand_mean", "sim_uniformity"
+VAL, TEST, RAND = "stsb_validation_spearman", "stsb_test_spearman", "sim_rand_mean"
 CONFIDENT, ABOVE, BELOW, BAD = "0.78,0.08,0.06,0.06", "0.55,0.5,0.48,0.45", "0.45,0.5,0.48,0.4", "0.1,0.7,0.65,0.6"
 MEASURED = "measured: base all-MiniLM-L6-v2 static, 4 x 64 anchor/positive/negative"
 UNTRAINED = ("mnrl_scale", 0.0)
@@ -183,10 +183,6 @@ def norm_rand(normalize: bool, similarity: str, agg: str) -> float:
     return float(getattr(per_scale, agg)())
 
 
-def gist(metric: str, temperature: float) -> float:
-    return trial("gist_temperature", metric, loss__temperature=temperature)
-
-
 def learned(initial: float, agg: str, metric: str = "learned_scale") -> float:
     return trial("learnable_scale", metric, agg, loss__scale=initial)
 
@@ -232,15 +228,6 @@ ANGLE_WEIGHTS: Claims = [
     ("0.05", lambda: setting("angle_weights", "trial.learning_rate")),
     ("0.002", lambda: lr_of("cosent_scale_lr", "min")),
     ("0.5", lambda: 0.5),  # a weight of the grid
-]  # fmt: skip
-TEMPERATURES = (0.1, 0.05, 0.02, 0.01, 0.005)
-GIST: Claims = [
-    *[(f"{gist(VAL, t):.3f}", lambda t=t: gist(VAL, t)) for t in TEMPERATURES],
-    *[(f"{gist(TEST, t):.3f}", lambda t=t: gist(TEST, t)) for t in TEMPERATURES],
-    ("0.614", lambda: trial("gist_temperature", "sim_rand_mean_init", "mean")), ("0.25", lambda: gist(RAND, 0.1)),
-    ("0.75", lambda: gist(RAND, 0.01)), ("0.79", lambda: gist(RAND, 0.005)),
-    ("-2.76", lambda: gist(UNIF, 0.1)), ("-0.82", lambda: gist(UNIF, 0.005)),
-    *[(f"{t:g}", lambda t=t: t) for t in TEMPERATURES],  # the grid (config.yaml), checked below
 ]  # fmt: skip
 LEARNABLE: Claims = [
     ("17.9", lambda: learned(5, "min")), ("19.2", lambda: learned(50, "max")), ("16.0", lambda: learned(1, "min")),
@@ -403,8 +390,7 @@ TOP: Claims = [
     ("0.732", lambda: pair("normalize", 10, "spearman", NORM_COS)),
     ("0.704", lambda: pair("normalize", 50, "spearman", NORM_DOT)),
     ("0.707", lambda: pair("normalize", 20, "spearman", NORM_DOT)),
-    ("0.742", lambda: gist(VAL, 0.05)), ("0.684", lambda: gist(VAL, 0.01)), ("0.75", lambda: gist(RAND, 0.01)),
-    ("0.01", lambda: setting("gist_temperature", "loss.temperature")),  # GIST's default temperature
+    ("0.01", lambda: setting("gist_temperature_guide", "loss.temperature")),  # GIST's default temperature
     ("0.734", lambda: sp("gist_temperature_guide", 20)), ("0.711", lambda: sp("gist_temperature_guide", 100)),
     ("0.671", lambda: sp("gist_temperature_guide", 0)),  # its own untrained start, not the static model's 0.645
     ("0.023", lambda: pair("gist_temperature_guide", 100, "diff_to_best")),
@@ -554,7 +540,7 @@ FINDINGS: dict[str, Claims] = {
     "mnrl_scale_data": MNRL_DATA,
     "gist_temperature_guide": GIST_GUIDE,
     "cosent_scale": COSENT, "angle_scales": ANGLE_SCALES, "angle_weights": ANGLE_WEIGHTS,
-    "gist_temperature": GIST, "learnable_scale": LEARNABLE, "normalize": NORMALIZE, "matryoshka2d": MATRYOSHKA,
+    "learnable_scale": LEARNABLE, "normalize": NORMALIZE, "matryoshka2d": MATRYOSHKA,
     "loss_vs_scale": LOSS, "loss_vs_scale_measured": MEASURED_CLAIMS,
 }  # fmt: skip
 
@@ -593,11 +579,6 @@ def test_finding_numbers_come_from_the_csvs(folder: str) -> None:
 
 def test_results_table_numbers_come_from_the_csvs() -> None:
     check(results_table().replace("ln 4", "").replace("ln 128", ""), TOP)
-
-
-def test_gist_temperatures_are_the_grid() -> None:
-    swept = set(table("gist_temperature/trials.csv")["loss.temperature"])
-    assert swept == set(TEMPERATURES)
 
 
 def test_every_results_folder_has_the_same_files() -> None:
@@ -693,21 +674,10 @@ def test_gist_temperature_guide_finding_reads_back_from_its_tables() -> None:
     on_test = verdicts(folder, split="test")
     assert confirmed(folder) and winner(on_test) == 50 and on_test.loc[20.0, "verdict"] == "equivalent"
     assert (frame["spearman"] > sp(folder, 0)).all()
-    assert float(table("gist_temperature/trials.csv").set_index("loss.temperature")[VAL].idxmax()) == 0.05
     rand_pairs = table(f"{folder}/concentration_vs_scale.csv").query("kind == 'rand'")
     final = rand_pairs.query("stage == 'final'").set_index("scale")["mean"]
     untrained = rand_pairs.query("stage == 'init'")["mean"].mean()
     assert final.is_monotonic_increasing and (final < untrained).all() and untrained - final.loc[200.0] < 0.05
-
-
-def test_gist_temperature_finding_reads_back_from_its_tables() -> None:
-    """The words of results/gist_temperature's finding: one seed, no verdict; 0.05 highest on validation and test;
-    random-pair cosine rising as the temperature falls."""
-    trials = table("gist_temperature/trials.csv").set_index("loss.temperature").sort_index()
-    assert trials.index.is_unique and set(trials["trial.seed"]) == {0}
-    assert not (RESULTS / "gist_temperature" / "paired_comparison.csv").exists()
-    assert trials[VAL].idxmax() == 0.05 and trials[TEST].idxmax() == 0.05
-    assert trials[RAND].is_monotonic_decreasing
 
 
 def by_condition_paired(folder: str, column: str) -> dict[float, pd.DataFrame]:
