@@ -17,11 +17,13 @@ from sweep.report import (
     WEAK,
     Section,
     Strength,
+    against_best,
     by_number,
     folder_facts,
     interval,
     num,
     present,
+    row_at,
     scope,
     signed,
     status,
@@ -222,15 +224,30 @@ def _uniformity_test(folder: Path, top: float) -> tuple[list[str], str, Strength
             "neglect of easy negatives at a high scale is the mechanism, on this set-up"
         )
         return lines, words, strength(facts, True, 1)
-    shrinks = [c for c, _, did in removed if did.ci_high < 0]
-    words = (
-        f"a uniformity term shrinks the rise ({shrinks[-1]}) without removing it: the neglect of easy negatives is "
-        "part of the mechanism at most"
-        if shrinks
-        else "a uniformity term, which pushes on easy negatives too, does not remove the rise: the neglect of easy "
-        "negatives is not shown to be the mechanism"
+    shrinks = [(c, did) for c, _, did in removed if did.ci_high < 0]
+    if not shrinks:
+        words = (
+            "a uniformity term, which pushes on easy negatives too, does not shrink the rise: the neglect of easy "
+            "negatives is not shown to be the mechanism"
+        )
+        return lines, words, None
+    condition, did = max(shrinks, key=lambda pair: -pair[1].estimate)
+    share = -did.estimate / did.gap1
+    paired = table(folder, "paired_comparison")
+    at_top = {c: row_at(paired, high, c) for c in (conditions[0], condition)}
+    costs = "; ".join(
+        f"at {c} scale {high:g} is " + ("the best" if bool(r["best"]) else against_best(r))
+        for c, r in at_top.items()
+        if r is not None
     )
-    return lines, words, None if not shrinks else strength(facts, True, 1)
+    words = (
+        f"a uniformity term, which pushes on easy negatives too, removes {share:.0%} of the rise from {low:g} to "
+        f"{high:g} ({condition}: {signed(did.gap1)} to {signed(did.gap2)}, change {signed(did.estimate)} "
+        f"{interval(did.ci_low, did.ci_high)}) and with it the high scale's cost ({costs}): the softmax's neglect "
+        f"of easy negatives is {'most of' if share >= 0.5 else 'part of'} the mechanism on this set-up; the rest of "
+        "the rise is not explained"
+    )
+    return lines, words, strength(facts, True, 1)
 
 
 def _combined(described: Strength, why: Strength | None) -> Strength:
