@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib as mpl
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from sweep.report.axes import ALL_ROWS, PAPER_RC, legend_below, n_label, new_figure, plain_number, save_figure
@@ -44,6 +46,20 @@ def tick_label(name: str, value: float) -> str:
         return "all"
     text = f"{value:,.0f}" if name == "max_samples" else plain_number(value)
     return f"{text}\n(ln C {math.log(value):.2f})" if name == "batch_size" else text
+
+
+def format_condition_axis(ax: Axes, values: Sequence[float], name: str) -> None:
+    """An x axis ticked only at a numeric condition's values, in words (``tick_label``): log when they are all
+    positive, symlog (linear up to the smallest positive value) when 0 is one of them, so that no value run falls
+    off the axis."""
+    positive = [v for v in values if v > 0]
+    if len(positive) == len(values):
+        ax.set_xscale("log")
+    else:
+        ax.set_xscale("symlog", linthresh=min(positive) if positive else 1.0)
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([tick_label(name, v) for v in values])
 
 
 def metric_words(metric: str) -> str:
@@ -111,11 +127,9 @@ def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> li
         ax.plot(best["condition_value"], best["scale"], "o-", color="tab:blue", ms=4, lw=0.9, label="best", zorder=3)
         ax.axhline(DEFAULT_SCALE, color="0.35", linestyle=":", linewidth=0.8, label="library default 20", zorder=0)
         values = sorted(data["condition_value"].unique())
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(FixedLocator(values))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticklabels([tick_label(name, v) for v in values])
-        ax.set_xlim(values[0] / 1.6, values[-1] * 1.6)
+        format_condition_axis(ax, values, name)
+        if values[0] > 0:
+            ax.set_xlim(values[0] / 1.6, values[-1] * 1.6)
         scales = sorted(data["scale"].unique())
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(FixedLocator(scales))

@@ -10,7 +10,6 @@ from pathlib import Path
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FixedLocator, NullLocator
 
 from sweep.report.axes import (
     DOUBLE_COLUMN_WIDTH,
@@ -24,7 +23,7 @@ from sweep.report.axes import (
     plain_number,
     save_figure,
 )
-from sweep.report.best_scale_figures import KEY_WORDS, tick_label
+from sweep.report.best_scale_figures import KEY_WORDS, format_condition_axis
 from sweep.report.summaries import INTERVAL_COLUMNS, METRIC_LABELS, SPEARMAN_OF_SPLIT
 
 STEM = "scale_and_condition"
@@ -89,10 +88,7 @@ def write_scale_and_condition(spearman: pd.DataFrame, out_dir: Path, split: str 
                 color=colour,
                 label=f"scale {plain_number(scale)}",
             )
-        by_condition.set_xscale("log")
-        by_condition.xaxis.set_major_locator(FixedLocator(values))
-        by_condition.xaxis.set_minor_locator(NullLocator())
-        by_condition.set_xticklabels([tick_label(key.rsplit(".", 1)[-1], v) for v in values])
+        format_condition_axis(by_condition, values, key.rsplit(".", 1)[-1])
         by_condition.set_xlabel(words)
         by_condition.set_title(f"by {words}, one line per scale")
         by_scale.set_ylabel(METRIC_LABELS[SPEARMAN_OF_SPLIT[split]])

@@ -11,10 +11,9 @@ from pathlib import Path
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FixedLocator, NullLocator
 
 from sweep.report.axes import PAPER_RC, interval_errors, legend_below, n_label, new_figure, plain_number, save_figure
-from sweep.report.best_scale_figures import KEY_WORDS, metric_words, numeric_condition, tick_label
+from sweep.report.best_scale_figures import KEY_WORDS, format_condition_axis, metric_words, numeric_condition
 
 STEM = "gap_vs_condition"
 
@@ -73,10 +72,7 @@ def write_gap_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> list[Path
                 label=f"scale {plain_number(scale)}",
             )
         ax.axhline(0.0, color="0.35", lw=0.8, linestyle=":", label="no gap (the best scale)", zorder=0)
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(FixedLocator(values))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticklabels([tick_label(name, v) for v in values])
+        format_condition_axis(ax, values, name)
         ax.set_xlabel(KEY_WORDS.get(name, name.replace("_", " ")))
         ax.set_ylabel(f"best minus this scale\n({metric_words(str(data['metric'].iloc[0]))})")
         bests = ", ".join(sorted({plain_number(b) for b in data["best_scale"]}))

@@ -323,6 +323,17 @@ def test_scale_and_condition_draws_both_factors_on_one_y_axis(captured: dict[str
     assert set(data["scale"]) == {1.0, 10.0, 50.0} and set(data["condition_value"]) == set(rates)  # no scale 0
 
 
+def test_a_condition_value_of_zero_stays_on_the_axis(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """A uniformity weight of 0 fell off the log axis: run, but not drawn."""
+    weights = (0.0, 0.1, 1.0)
+    table = pd.concat([summary(3).assign(uniformity_weight=w) for w in weights], ignore_index=True)
+    factor_figures.write_scale_and_condition(table, tmp_path)
+    by_weight = [ax for ax in captured["scale_and_condition"].axes if ax.get_title()][1]
+    assert [t.get_text() for t in by_weight.get_xticklabels()] == ["0", "0.1", "1"]
+    low, high = by_weight.get_xlim()
+    assert low < 0.0 < 1.0 < high  # every value run lies inside the axis
+
+
 def test_scale_and_condition_needs_exactly_one_numeric_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
     one = summary(3).assign(learning_rate=0.01)
     two = pd.concat([one, one.assign(learning_rate=0.1)], ignore_index=True)
