@@ -25,7 +25,10 @@ def report(arguments: list[str]) -> int:
 
 
 # the own-best tables: (the folder written, the folders of one set-up, the condition tuned per scale)
-TUNED = {"mnrl_scale_lr_low": (["mnrl_scale_lr", "mnrl_scale_lr_low"], "trial.learning_rate")}
+TUNED = {
+    "mnrl_scale_lr_low": (["mnrl_scale_lr", "mnrl_scale_lr_low"], "trial.learning_rate"),
+    "mnrl_scale_lr_tuned": (["mnrl_scale_lr_tuned"], "trial.learning_rate"),
+}
 
 
 def untrained_from(folder: Path) -> list[str]:

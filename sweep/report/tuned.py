@@ -161,8 +161,12 @@ def answer_line(result: TunedComparison, condition: str, metric: str) -> str:
         f"({best['validation_mean']:.4f} at {words} {best['chosen']:g}{edge}); on test, which chose nothing, "
         f"{'; '.join(groups)} ({len(result.seeds)} seeds as blocks, simultaneous over the {comparisons} with the "
         f"best and every other pair, {result.level:.0%}); the validation means of the chosen {words}s are "
-        f"optimistically biased (the {words}s and the best scale were chosen on them), so read test; {words} not "
-        f"bracketed (best at the edge of those tried) for scales {', '.join(not_bracketed) or 'none'}."
+        f"optimistically biased (the {words}s and the best scale were chosen on them), so read test; "
+        + (
+            f"{words} not bracketed (best at the edge of those tried) for scales {', '.join(not_bracketed)}."
+            if not_bracketed
+            else f"every scale's best {words} lies inside those tried (bracketed)."
+        )
     )
 
 
