@@ -111,6 +111,9 @@ def _trials_frame(folder: Path, config: dict[str, object]) -> tuple[pd.DataFrame
     return pd.concat([trials, pd.DataFrame(constants, index=trials.index)], axis=1), True
 
 
+UNTRAINED_COLUMNS = ("scale", "split", "n", "mean", "ci_low", "ci_high")  # the rest: conditions, verdict columns
+
+
 def _own_untrained(folder: Path) -> pd.DataFrame:
     """Scale-0 rows of the folder's Spearman table, the ``untrained`` rows of a schedule study's arms table, or the
     ``untrained`` column of an AnglE heatmap."""
@@ -182,6 +185,13 @@ def load_results_folder(folder: Path, untrained_from: Path | None = None) -> Res
     if untrained_from is not None:  # the sibling fills the splits the folder has no untrained value for
         theirs = sibling_untrained(folder, untrained_from)
         missing = theirs[~theirs["split"].isin(untrained["split"] if not untrained.empty else [])]
+        conditions = [
+            c
+            for c in untrained.columns
+            if c not in UNTRAINED_COLUMNS and not c.startswith(("in_confidence", "optimum"))
+        ]
+        if conditions:  # one untrained model: its value stands in every condition the folder has rows for
+            missing = untrained[conditions].drop_duplicates().merge(missing, how="cross")
         untrained = pd.concat([untrained, missing], ignore_index=True) if not untrained.empty else missing
     reference = sibling_reference(folder, untrained_from) if untrained_from is not None else None
     return ResultsFolder(folder, trials, has_trials, tables, untrained, reference)

@@ -288,6 +288,18 @@ def test_a_sibling_fills_the_untrained_split_a_schedule_study_never_scored(tmp_p
     )  # the folder's own value is kept where it has one
 
 
+def test_the_siblings_untrained_split_stands_in_every_condition(tmp_path: Path) -> None:
+    """The filled test row carried no learning rate, so the figure drew an empty "learning rate nan" panel."""
+    folder = tmp_path / "mnrl_scale_lr_low"
+    shutil.copytree(RESULTS / folder.name, folder)
+    table = read_csv(folder / "spearman_vs_scale.csv")
+    table[~((table["scale"] == 0) & (table["split"] == "test"))].to_csv(folder / "spearman_vs_scale.csv", index=False)
+    untrained = load_results_folder(folder, untrained_from=STATIC_SIBLING).untrained
+    test = untrained[untrained["split"] == "test"]
+    assert sorted(test["learning_rate"]) == sorted(table["learning_rate"].unique())  # one row per condition, no NaN
+    assert test["mean"].nunique() == 1
+
+
 def test_schedule_figure_says_which_split_has_no_untrained_line(captured: dict[str, Figure], tmp_path: Path) -> None:
     trials = pd.DataFrame(
         [
