@@ -122,7 +122,6 @@ def question_a(results: Path) -> Section:
     tuned = reanchor(results)
     if tuned is not None:  # the strongest evidence leads: the learning rate tuned per scale, 10 seeds
         answer = (
-            f"{'Yes, within a plateau' if tuned.plateau else 'Not distinguishable, not shown equivalent'}: "
             f"{tuned.summary}. The earlier answer ('No, but nearly': {a:g} beats 20 by {signed(row['mean'])} "
             f"{interval(row['ci_low'], row['ci_high'])} pooled over {n_conditions} conditions, most at learning "
             f"rates above the best) is superseded by `{FOLDER}`: the pooled gap was a property of untuned learning "

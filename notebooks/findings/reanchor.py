@@ -13,6 +13,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from sweep.report import Facts, best_row, by_number, folder_facts, interval, num, present, row_at, signed, table
+from sweep.stats import DEFAULT_MARGIN
 
 from .literature import DEFAULT
 
@@ -104,11 +105,12 @@ def reanchor(results: Path) -> Reanchor | None:
             if r["verdict on test"] != "best"
         )
     )
-    for c in contrasts(trials):
+    tested = contrasts(trials)
+    for c in tested:
         lines.append(
             f"pre-registered contrast {c.a:g} - {c.b:g} on test, each at its own best rate (lr {rates[c.a]:g} vs "
-            f"{rates[c.b]:g}): {signed(c.estimate)} {interval(c.low, c.high)} (paired t over {c.n} seeds, intervals "
-            f"simultaneous over the {len(CONTRASTS)} contrasts; Holm-adjusted p {c.p_holm:.3f})"
+            f"{rates[c.b]:g}): {_contrast(c)} (paired t over {c.n} seeds, intervals simultaneous over the "
+            f"{len(CONTRASTS)} contrasts)"
         )
     means = trials.groupby(["loss.scale", RATE])["stsb_test_spearman"].mean()
     by_rate = means.xs(DEFAULT, level=0)
@@ -124,18 +126,47 @@ def reanchor(results: Path) -> Reanchor | None:
     moves = len(set(bests.values())) > 1
     per_rate = ", ".join(f"{condition.split('=')[-1]}: {scale:g}" for condition, scale in bests.items())
     lr_effect, scale_effect = by_rate.max() - by_rate.min(), plateau_spread.max() - plateau_spread.min()
+    above = [c for c in tested if c.low > 0]  # pre-registered scales detectably above the default
+    level = (
+        f"{verdicts.get(DEFAULT, 'not run')} to it within the {DEFAULT_MARGIN:g} margin"
+        if plateau
+        else verdicts.get(DEFAULT, "not run")
+    )
     summary = (
         f"With the learning rate tuned per scale over {by_rate.size} rates and {folder_facts(folder).n_seeds} seeds "
-        f"(`{FOLDER}`), {top['scale']:g} is best on test and 20 is {verdicts.get(DEFAULT, 'not run')}"
-        + (" to it: 20 sits on a plateau" if plateau else "")
+        f"(`{FOLDER}`), {top['scale']:g} is best on test and 20 is {level}"
+        + "".join(f"; the pre-registered {c.a:g} - {c.b:g} is {_contrast(c)}" for c in tested)
         + f"; the best scale {'moves' if moves else 'stays'} across learning rates ({per_rate}), and the learning "
         f"rate moves the default's test score by {num(lr_effect)}, "
         + ("more than" if lr_effect > scale_effect else "no more than")
         + f" the scales {PLATEAU[0]:g}-{PLATEAU[1]:g} differ at the best rate ({num(scale_effect)})"
     )
+    opening = "Nearly" if plateau and above else "Yes, within a plateau" if plateau else "Not shown"
     as_good = sorted(scale for scale, verdict in verdicts.items() if verdict in ("best", "equivalent"))
     best_rate = float(top["best learning rate"])
-    return Reanchor(lines, summary, folder_facts(folder), plateau, as_good, best_rate, lr_effect, scale_effect)
+    isotropic = results / "mnrl_scale_isotropic"
+    if present(isotropic):  # the start-model confound: the same set-up from random token embeddings
+        rows = table(isotropic, "paired_comparison")
+        lines.append(
+            f"the start embeddings come from all-MiniLM-L6-v2, trained at scale {DEFAULT:g}; from a random start "
+            f"(`{isotropic.name}`, lr not tuned) the best scale is {best_row(rows)['scale']:g} and 20 is "
+            f"{_versus(row_at(rows, DEFAULT))}"
+        )
+    return Reanchor(
+        lines,
+        f"{opening}: {summary[0].lower()}{summary[1:]}",
+        folder_facts(folder),
+        plateau,
+        as_good,
+        best_rate,
+        lr_effect,
+        scale_effect,
+    )
+
+
+def _contrast(c: Contrast) -> str:
+    p = "<0.001" if c.p_holm < 0.001 else f"{c.p_holm:.3f}"
+    return f"{signed(c.estimate)} {interval(c.low, c.high)}, Holm-adjusted p {p}"
 
 
 def _versus(row: pd.Series | None) -> str:

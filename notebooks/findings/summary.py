@@ -45,10 +45,13 @@ def practitioners_summary(results: Path, sections: dict[str, Section]) -> list[s
             "model's own temperature or a general optimum is not separated yet."
         )
     if present(results / RERUN):
-        _, cosent, held = rerun_lines(results / RERUN)
+        _, per_rate, out = rerun_lines(results / RERUN)
+        without = [rate for rate, (w, _) in per_rate.items() if w.startswith("0,")]
         lines.append(
-            f"- **AnglE: check plain CoSENT first** ({_label(sections['e'])}): at learning rates where CoSENT trains, "
-            f"plain CoSENT is in the confidence set for the best weight triple at {held} of {len(cosent)} rates."
+            f"- **AnglE: try it without the cosine term** ({_label(sections['e'])}): the best weight triple has no "
+            f"cosine term at {len(without)} of {len(per_rate)} learning rates where CoSENT trains, and every triple "
+            f"with it is {'out of' if out else 'not all out of'} the confidence set (with repeated data: check on "
+            "yours)."
         )
     concentration = table(results / "mnrl_scale", "concentration_vs_scale") if present(results / "mnrl_scale") else None
     if concentration is not None and not concentration.empty:

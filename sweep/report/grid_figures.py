@@ -4,7 +4,7 @@ the paths it wrote, or ``[]`` when the trials lack its columns."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ from sweep.report.summaries import (
     ANGLE_SCALES,
     ANGLE_WEIGHTS,
     SPEARMAN_OF_SPLIT,
+    condition_columns,
+    condition_label,
     layer_grid_panels,
     mean_by,
 )
@@ -72,11 +74,11 @@ def _panel_heatmaps(
     keys: tuple[str, str, str],
     labels: Mapping[str, str],
     colorbar_label: str,
-    paper_cell: tuple[float, float, float] | None = None,
+    paper_cells: Collection[tuple[float, float, object]] = (),
 ) -> Figure:
     """One annotated heatmap of ``table['mean']`` over (x, y) = ``keys[:2]`` per value of ``keys[2]``, sharing one
     colour scale (diverging at the untrained value, marked on the colour bar); ``labels`` names the axes by key
-    and ``paper_cell`` (x, y, panel), when given, is outlined."""
+    and each of ``paper_cells`` (x, y, panel) is outlined."""
     x, y, panel = keys
     xs, ys, panels = (sorted(table[key].unique()) for key in keys)
     rows, columns = panel_shape(len(panels))
@@ -94,9 +96,10 @@ def _panel_heatmaps(
                 dark = abs(norm(cell) - 0.5) > 0.35 if cmap == "RdBu" else norm(cell) < 0.5
                 colour = "w" if dark else "k"
                 ax.text(col, row, f"{cell:.3f}", ha="center", va="center", fontsize=5, color=colour)
-        if paper_cell is not None and paper_cell[2] == value and paper_cell[0] in xs and paper_cell[1] in ys:
-            corner = (xs.index(paper_cell[0]) - 0.5, ys.index(paper_cell[1]) - 0.5)
-            ax.add_patch(Rectangle(corner, 1, 1, fill=False, edgecolor="k", linewidth=1.2))
+        for cell_x, cell_y, cell_panel in paper_cells:
+            if cell_panel == value and cell_x in xs and cell_y in ys:
+                corner = (xs.index(cell_x) - 0.5, ys.index(cell_y) - 0.5)
+                ax.add_patch(Rectangle(corner, 1, 1, fill=False, edgecolor="k", linewidth=1.2))
         ax.set_xticks(range(len(xs)), [_label(v) for v in xs])
         ax.set_yticks(range(len(ys)), [_label(v) for v in ys])
         ax.set_title(labels[panel] + _label(value).replace(", ", "\n"))
@@ -114,7 +117,7 @@ def _panel_heatmaps(
         if any(p.get_label() == NOT_RUN for a in axes for p in a.patches)
         else []
     )
-    if paper_cell is not None:
+    if paper_cells:
         handles.append(Patch(facecolor="none", edgecolor="k", linewidth=1.2, label="the AnglE paper's setting"))
     if handles:
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
@@ -123,13 +126,36 @@ def _panel_heatmaps(
 
 @mpl.rc_context(PAPER_RC)
 def write_angle_weights_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: float | None = None) -> list[Path]:
-    """Mean validation Spearman over the AnglE weights: a (w1, w2) heatmap per w3 value."""
-    table = _with_untrained(mean_by(trials, ANGLE_WEIGHTS, SPEARMAN_OF_SPLIT["validation"]), untrained)
-    if len(table) < 2:  # one weight triple: nothing to compare
+    """Mean validation Spearman over the AnglE weights: a (w1, w2) heatmap per w3 value, and per value of any other
+    swept key (a learning rate): cells never pool conditions."""
+    table, panel = _by_condition(trials, ANGLE_WEIGHTS, "w3", "w3 (angle) = ")
+    table = _with_untrained(table, untrained)
+    if table.empty or len(table[list(ANGLE_WEIGHTS.values())].drop_duplicates()) < 2:  # one triple: nothing to compare
         return []
-    labels = {"w1": "w1 (cosine)", "w2": "w2 (in-batch)", "w3": "w3 (angle) = "}
-    fig = _panel_heatmaps(table, ("w1", "w2", "w3"), labels, "validation Spearman", PAPER_CELLS["w3"])
+    labels = {"w1": "w1 (cosine)", "w2": "w2 (in-batch)", "w3": "w3 (angle) = ", "panel": ""}
+    paper = PAPER_CELLS["w3"]
+    cells = {(paper[0], paper[1], value) for value in table.loc[table["w3"] == paper[2], panel]}
+    fig = _panel_heatmaps(table, ("w1", "w2", panel), labels, "validation Spearman", cells)
     return save_figure(fig, table, out_dir, "angle_weights_heatmap")
+
+
+def _by_condition(
+    trials: pd.DataFrame, columns: Mapping[str, str], panel_key: str, panel_words: str
+) -> tuple[pd.DataFrame, str]:
+    """``mean_by`` over ``columns`` and every other swept key except the one ``columns`` encode together (AnglE's
+    ``loss.weights`` string); with such a condition the panels are (condition, ``panel_key``) in words, in a
+    ``panel`` column. Returns the table and the key its panels are drawn by."""
+    others = {c: name for c, name in condition_columns(trials).items() if c != "param.loss.weights"}
+    others = {c: name for c, name in others.items() if c not in columns}
+    table = mean_by(trials, {**columns, **others}, SPEARMAN_OF_SPLIT["validation"])
+    if not others or table.empty:
+        return table, panel_key
+    names = list(others.values())
+    table["panel"] = [
+        condition_title(condition_label(names, list(row[names])), ", ") + f"\n{panel_words}{_label(row[panel_key])}"
+        for _, row in table.iterrows()
+    ]
+    return table, "panel"
 
 
 @mpl.rc_context(PAPER_RC)
@@ -144,7 +170,7 @@ def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: f
         "angle_scale": "angle scale = ",
     }
     keys = ("cos_scale", "ibn_scale", "angle_scale")
-    fig = _panel_heatmaps(table, keys, labels, "validation Spearman", PAPER_CELLS["angle_scale"])
+    fig = _panel_heatmaps(table, keys, labels, "validation Spearman", [PAPER_CELLS["angle_scale"]])
     return save_figure(fig, table, out_dir, "angle_scales_heatmap")
 
 

@@ -28,7 +28,7 @@ from sweep.report.loss_curves import loss_table
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained
-from sweep.report.summaries import SPEARMAN_OF_SPLIT, with_paired_verdict
+from sweep.report.summaries import SEARCH_SPACE, SPEARMAN_OF_SPLIT, with_paired_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results"
@@ -458,6 +458,28 @@ def test_panels_above_an_empty_slot_keep_their_x_tick_labels(captured: dict[str,
         assert (ax.get_xlabel() == "scale") == bottom_of_column
     top_right = next(ax for ax in axes if ax.get_subplotspec().colspan.start == 1)
     assert top_right.xaxis.get_tick_params()["labelbottom"] and top_right.get_xlabel() == "scale"
+
+
+def test_angle_heatmap_cells_never_pool_a_swept_learning_rate(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 35: angle_weights_lr's cells averaged lr 0.002 and 0.01 together ("n=10 per cell" for 5 seeds)."""
+    trials = pd.DataFrame(
+        [
+            {"state": "COMPLETE", "param.loss.w1": w1, "param.loss.w2": 1.0, "param.loss.w3": w3}
+            | {"param.loss.weights": f"{w1:g},1,{w3:g}", "param.trial.learning_rate": rate}
+            | {f"{SEARCH_SPACE}loss.weights": "[...]", f"{SEARCH_SPACE}trial.learning_rate": "[0.002, 0.01]"}
+            | {SPEARMAN_OF_SPLIT["validation"]: 0.8 - 10 * rate * w1 + 0.001 * seed}
+            for w1 in (0.0, 1.0)
+            for w3 in (0.0, 1.0)
+            for rate in (0.002, 0.01)
+            for seed in range(3)
+        ]
+    )
+    grid_figures.write_angle_weights_heatmap(trials, tmp_path, untrained=0.6)
+    fig = captured["angle_weights_heatmap"]
+    titles = sorted(ax.get_title() for ax in fig.axes if ax.get_title())
+    assert titles == sorted(f"learning rate {r:g}\nw3 (angle) = {w:g}" for r in (0.002, 0.01) for w in (0.0, 1.0))
+    colour_bar = next(ax for ax in fig.axes if "validation Spearman" in ax.get_ylabel())
+    assert "n=3 per cell" in colour_bar.get_ylabel()
 
 
 def test_heatmap_cells_not_run_are_hatched_grey_not_a_colour_of_the_scale(
