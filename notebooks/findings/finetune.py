@@ -157,7 +157,7 @@ def _fixed_rate(folder: Path) -> list[str]:
     """The learning-rate confound of the fine-tuning study: one rate, not tuned per temperature."""
     if not present(folder):
         return []
-    rate = float(flat_config(folder)["trial.learning_rate"])
+    rate = float(str(flat_config(folder)["trial.learning_rate"]))
     steps = int(table(folder, "trials")["trained_steps"].max())
     return [f"the learning rate, one value ({rate:g}, {steps} steps) in `{folder.name}`, not tuned per temperature"]
 
