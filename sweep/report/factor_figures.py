@@ -10,6 +10,7 @@ from pathlib import Path
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 
 from sweep.report.axes import (
     DOUBLE_COLUMN_WIDTH,
@@ -47,6 +48,13 @@ def scale_and_condition_table(spearman: pd.DataFrame, split: str = "validation")
     return table.sort_values(["condition_value", "scale"], ignore_index=True)
 
 
+def interval_line(ax: Axes, x: pd.Series, rows: pd.DataFrame, colour: object, label: str, marker: str) -> None:
+    """One series of means over seeds (``rows``: n, mean, ci_low, ci_high) at ``x``, with its t-interval as bars
+    only where every point has more than one seed."""
+    errors = interval_errors(rows) if (rows["n"] > 1).all() else None
+    ax.errorbar(x, rows["mean"], yerr=errors, marker=marker, ms=3, lw=0.9, capsize=2, color=colour, label=label)
+
+
 def write_scale_and_condition(spearman: pd.DataFrame, out_dir: Path, split: str = "validation") -> list[Path]:
     """The figure and its CSV, or nothing when the study does not sweep the scale and one numeric condition."""
     data = scale_and_condition_table(spearman, split)
@@ -61,33 +69,14 @@ def write_scale_and_condition(spearman: pd.DataFrame, out_dir: Path, split: str 
         value_colours = mpl.colormaps["viridis"](np.linspace(0.0, 0.85, len(values)))
         for colour, value in zip(value_colours, values, strict=True):
             rows = data[data["condition_value"] == value]
-            by_scale.errorbar(
-                rows["scale"],
-                rows["mean"],
-                yerr=interval_errors(rows) if (rows["n"] > 1).all() else None,
-                marker="o",
-                ms=3,
-                lw=0.9,
-                capsize=2,
-                color=colour,
-                label=f"{condition_title(f'{key}={plain_number(value)}')} ({n_label(rows['n'])})",
-            )
+            label = f"{condition_title(f'{key}={plain_number(value)}')} ({n_label(rows['n'])})"
+            interval_line(by_scale, rows["scale"], rows, colour, label, marker="o")
         format_swept_axis(by_scale, scales)
         by_scale.set_title(f"by scale, one line per {words}")
         scale_colours = mpl.colormaps["plasma"](np.linspace(0.0, 0.85, len(scales)))
         for colour, scale in zip(scale_colours, scales, strict=True):
             rows = data[data["scale"] == scale]
-            by_condition.errorbar(
-                rows["condition_value"],
-                rows["mean"],
-                yerr=interval_errors(rows) if (rows["n"] > 1).all() else None,
-                marker="s",
-                ms=3,
-                lw=0.9,
-                capsize=2,
-                color=colour,
-                label=f"scale {plain_number(scale)}",
-            )
+            interval_line(by_condition, rows["condition_value"], rows, colour, f"scale {plain_number(scale)}", "s")
         format_condition_axis(by_condition, values, key.rsplit(".", 1)[-1])
         by_condition.set_xlabel(words)
         by_condition.set_title(f"by {words}, one line per scale")

@@ -12,8 +12,9 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 
-from sweep.report.axes import PAPER_RC, interval_errors, legend_below, n_label, new_figure, plain_number, save_figure
+from sweep.report.axes import PAPER_RC, legend_below, n_label, new_figure, plain_number, save_figure
 from sweep.report.best_scale_figures import KEY_WORDS, format_condition_axis, metric_words, numeric_condition
+from sweep.report.factor_figures import interval_line
 
 STEM = "gap_vs_condition"
 
@@ -60,17 +61,7 @@ def write_gap_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> list[Path
         colours = mpl.colormaps["coolwarm_r"](np.linspace(0.0, 1.0, len(scales)))  # low scale: warm (red)
         for colour, scale in zip(colours, scales, strict=True):
             line = others[others["scale"] == scale].sort_values("condition_value")
-            ax.errorbar(
-                line["condition_value"],
-                line["mean"],
-                yerr=interval_errors(line) if (line["n"] > 1).all() else None,
-                marker="o",
-                ms=3,
-                lw=0.9,
-                capsize=2,
-                color=colour,
-                label=f"scale {plain_number(scale)}",
-            )
+            interval_line(ax, line["condition_value"], line, colour, f"scale {plain_number(scale)}", "o")
         ax.axhline(0.0, color="0.35", lw=0.8, linestyle=":", label="no gap (the best scale)", zorder=0)
         format_condition_axis(ax, values, name)
         ax.set_xlabel(KEY_WORDS.get(name, name.replace("_", " ")))
