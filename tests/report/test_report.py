@@ -370,8 +370,8 @@ def test_layer_grid_summary_per_condition(tmp_path: Path) -> None:
     tradeoff = pd.read_csv(tmp_path / "layer_grid_tradeoff.csv", keep_default_na=False)
     assert set(tradeoff["split"]) == {"test"}
     assert set(tradeoff["panel"]) == {
-        f"wrapper.name={w}, scale={s}" for w in ("None", "matryoshka2d") for s in (10, 20)
-    }  # whole floats print as integers
+        f"{w}\nscale {s}" for w in ("no wrapper", "matryoshka2d wrapper") for s in (10, 20)
+    }  # in words (issue 35), whole floats as integers
 
 
 def test_angle_scales_heatmap_without_scale_curve(tmp_path: Path) -> None:
