@@ -127,7 +127,7 @@ def question_c(results: Path) -> Section:
         f"effective negatives {high['negatives']:.1f} vs {high['negatives_untrained']:.1f}, hardest-negative weight "
         f"{num(high['hardest'])} vs {num(high['hardest_untrained'])}: set by the scale before any training, not learned"
     )
-    why_lines, why_words, why_strength = _uniformity_test(results / UNIFORMITY, top)
+    why_lines, why_words, why_strength = _uniformity_test(results / UNIFORMITY)
     evidence += why_lines
     answer = (
         f"They move {'up' if high['mean'] > best['mean'] else 'down'} and "
@@ -188,7 +188,7 @@ def _finetuned(folder: Path) -> str | None:
     )
 
 
-def _uniformity_test(folder: Path, top: float) -> tuple[list[str], str, Strength | None]:
+def _uniformity_test(folder: Path) -> tuple[list[str], str, Strength | None]:
     """Does a push on every pair remove the high-scale rise? The change of the rise (random-pair mean at the
     highest scale minus at 10) from uniformity weight 0 to each weight, paired by seed: (lines, the answer's words,
     the strength of the mechanism claim, None when no mechanism is claimed)."""
@@ -208,13 +208,15 @@ def _uniformity_test(folder: Path, top: float) -> tuple[list[str], str, Strength
             f"{interval(did.ci_low, did.ci_high)} ({did.design} t over {did.n1} seeds)"
         )
         removed.append((condition, did.ci_high < 0 and did.gap2 <= 0, did))
-    negatives = tidy(folder, "sim_effective_negatives")
-    untrained = tidy(folder, "sim_effective_negatives_init")
-    ratio = negatives.assign(value=negatives["value"] / untrained["value"].to_numpy())
-    at_top = ratio[ratio["scale"] == high].groupby("condition")["value"].mean()
+    keys = ["condition", "scale", "seed"]
+    both = tidy(folder, "sim_effective_negatives").merge(
+        tidy(folder, "sim_effective_negatives_init"), on=keys, suffixes=("", "_untrained")
+    )
+    ratio = both.assign(value=both["value"] / both["value_untrained"])
+    relative = ratio[ratio["scale"] == high].groupby("condition")["value"].mean()
     lines.append(
         f"`{folder.name}`: effective negatives at scale {high:g} relative to the untrained model at the same scale: "
-        + "; ".join(f"{condition}: {at_top[condition]:.2f}x" for condition in conditions)
+        + "; ".join(f"{condition}: {relative[condition]:.2f}x" for condition in conditions)
     )
     facts = [folder_facts(folder)]
     gone = [condition for condition, is_gone, _ in removed if is_gone]
