@@ -41,6 +41,11 @@ def numeric_condition(conditions: pd.Series) -> tuple[str, pd.Series] | None:
         return None
 
 
+def key_words(name: str) -> str:
+    """A condition's key (its last part: ``batch_size``) as an axis label in words (``batch size``)."""
+    return KEY_WORDS.get(name, name.replace("_", " "))
+
+
 def tick_label(name: str, value: float) -> str:
     if name == "max_samples" and value >= ALL_ROWS:
         return "all"
@@ -135,7 +140,7 @@ def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> li
         ax.yaxis.set_major_locator(FixedLocator(scales))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_major_formatter(plain_number)
-        ax.set_xlabel(KEY_WORDS.get(name, name.replace("_", " ")))
+        ax.set_xlabel(key_words(name))
         ax.set_ylabel("scale (1/temperature)")
         seeds = f"{n_label(data['n_seeds'])} seeds per scale"
         ax.set_title(f"Best scale by {KEY_WORDS.get(name, name)}\nchosen on {metric_words(metric)}, {seeds}")

@@ -24,19 +24,17 @@ from sweep.report.axes import (
     plain_number,
     save_figure,
 )
-from sweep.report.best_scale_figures import KEY_WORDS, format_condition_axis
-from sweep.report.summaries import INTERVAL_COLUMNS, METRIC_LABELS, SPEARMAN_OF_SPLIT
+from sweep.report.best_scale_figures import format_condition_axis, key_words
+from sweep.report.summaries import INTERVAL_COLUMNS, METRIC_LABELS, SPEARMAN_COLUMNS, SPEARMAN_OF_SPLIT
 
 STEM = "scale_and_condition"
-NOT_CONDITIONS = {"scale", "split", *INTERVAL_COLUMNS}
 
 
 def scale_and_condition_table(spearman: pd.DataFrame, split: str = "validation") -> pd.DataFrame:
     """The trained rows (scale > 0) of a ``spearman_vs_scale`` table on ``split`` with the condition's value as
     ``condition_value`` (and its key as ``condition_key``); empty unless the table has exactly one condition column,
     numeric, with at least two values, and at least two trained scales."""
-    extra = {str(c) for c in spearman.columns if str(c).startswith(("in_confidence", "optimum"))}
-    conditions = [str(c) for c in spearman.columns if str(c) not in NOT_CONDITIONS | extra]
+    conditions = [str(c) for c in spearman.columns if str(c) not in SPEARMAN_COLUMNS]
     if spearman.empty or len(conditions) != 1:
         return pd.DataFrame()
     key = conditions[0]
@@ -61,7 +59,8 @@ def write_scale_and_condition(spearman: pd.DataFrame, out_dir: Path, split: str 
     if data.empty:
         return []
     key = str(data["condition_key"].iloc[0])
-    words = KEY_WORDS.get(key.rsplit(".", 1)[-1], key.rsplit(".", 1)[-1].replace("_", " "))
+    name = key.rsplit(".", 1)[-1]
+    words = key_words(name)
     values, scales = sorted(data["condition_value"].unique()), sorted(data["scale"].unique())
     with mpl.rc_context(PAPER_RC):
         fig = new_figure(DOUBLE_COLUMN_WIDTH, 3.0)
@@ -77,7 +76,7 @@ def write_scale_and_condition(spearman: pd.DataFrame, out_dir: Path, split: str 
         for colour, scale in zip(scale_colours, scales, strict=True):
             rows = data[data["scale"] == scale]
             interval_line(by_condition, rows["condition_value"], rows, colour, f"scale {plain_number(scale)}", "s")
-        format_condition_axis(by_condition, values, key.rsplit(".", 1)[-1])
+        format_condition_axis(by_condition, values, name)
         by_condition.set_xlabel(words)
         by_condition.set_title(f"by {words}, one line per scale")
         by_scale.set_ylabel(METRIC_LABELS[SPEARMAN_OF_SPLIT[split]])

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sweep.report.axes import PAPER_RC, legend_below, n_label, new_figure, plain_number, save_figure
-from sweep.report.best_scale_figures import KEY_WORDS, format_condition_axis, metric_words, numeric_condition
+from sweep.report.best_scale_figures import format_condition_axis, key_words, metric_words, numeric_condition
 from sweep.report.factor_figures import interval_line
 
 STEM = "gap_vs_condition"
@@ -64,7 +64,7 @@ def write_gap_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> list[Path
             interval_line(ax, line["condition_value"], line, colour, f"scale {plain_number(scale)}", "o")
         ax.axhline(0.0, color="0.35", lw=0.8, linestyle=":", label="no gap (the best scale)", zorder=0)
         format_condition_axis(ax, values, name)
-        ax.set_xlabel(KEY_WORDS.get(name, name.replace("_", " ")))
+        ax.set_xlabel(key_words(name))
         ax.set_ylabel(f"best minus this scale\n({metric_words(str(data['metric'].iloc[0]))})")
         bests = ", ".join(sorted({plain_number(b) for b in data["best_scale"]}))
         ax.set_title(f"Gap to each condition's best scale ({bests})\n{n_label(data['n'])} seeds per scale")

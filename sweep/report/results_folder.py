@@ -16,7 +16,7 @@ import pandas as pd
 import yaml
 
 from sweep.report.study_context import UNTRAINED_SCALE
-from sweep.report.summaries import ANGLE_WEIGHTS, INIT, LOSS_AT_SCALE, SEARCH_SPACE
+from sweep.report.summaries import ANGLE_WEIGHTS, INIT, LOSS_AT_SCALE, SEARCH_SPACE, SPEARMAN_COLUMNS
 
 TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
 PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
@@ -111,9 +111,6 @@ def _trials_frame(folder: Path, config: dict[str, object]) -> tuple[pd.DataFrame
     return pd.concat([trials, pd.DataFrame(constants, index=trials.index)], axis=1), True
 
 
-UNTRAINED_COLUMNS = ("scale", "split", "n", "mean", "ci_low", "ci_high")  # the rest: conditions, verdict columns
-
-
 def _own_untrained(folder: Path) -> pd.DataFrame:
     """Scale-0 rows of the folder's Spearman table, the ``untrained`` rows of a schedule study's arms table, or the
     ``untrained`` column of an AnglE heatmap."""
@@ -155,8 +152,7 @@ def sibling_reference(folder: Path, sibling: Path) -> FixedScaleReference | None
     _check_same_model(folder, sibling)
     table = read_csv(sibling / f"{SPEARMAN_STEM}.csv")
     rows = table[(table["split"] == "validation") & (table["scale"] != UNTRAINED_SCALE)]
-    conditions = [c for c in rows.columns if c not in {"scale", "split", "n", "mean", "ci_low", "ci_high"}]
-    conditions = [c for c in conditions if not c.startswith("in_confidence")]
+    conditions = [c for c in rows.columns if c not in SPEARMAN_COLUMNS]
     if rows.empty or any(rows[c].nunique() > 1 for c in conditions):  # one curve only
         return None
     return FixedScaleReference(sibling.name, rows[["scale", "n", "mean"]].sort_values("scale", ignore_index=True))
@@ -185,11 +181,7 @@ def load_results_folder(folder: Path, untrained_from: Path | None = None) -> Res
     if untrained_from is not None:  # the sibling fills the splits the folder has no untrained value for
         theirs = sibling_untrained(folder, untrained_from)
         missing = theirs[~theirs["split"].isin(untrained["split"] if not untrained.empty else [])]
-        conditions = [
-            c
-            for c in untrained.columns
-            if c not in UNTRAINED_COLUMNS and not c.startswith(("in_confidence", "optimum"))
-        ]
+        conditions = [c for c in untrained.columns if c not in SPEARMAN_COLUMNS]
         if conditions:  # one untrained model: its value stands in every condition the folder has rows for
             missing = untrained[conditions].drop_duplicates().merge(missing, how="cross")
         untrained = pd.concat([untrained, missing], ignore_index=True) if not untrained.empty else missing
