@@ -50,16 +50,10 @@ class Reanchor:
     scale_effect: float  # how far the plateau's scales differ at the best rate (test)
 
 
-def own_best_rates(trials: pd.DataFrame) -> pd.Series:
-    """Per scale, the learning rate with the highest mean validation Spearman over seeds."""
-    means = trials.groupby(["loss.scale", RATE])["stsb_validation_spearman"].mean()
-    return means.groupby(level=0).idxmax().map(lambda key: key[1])
-
-
-def contrasts(trials: pd.DataFrame, level: float = 0.95) -> list[Contrast]:
-    """The pre-registered contrasts on test at each scale's own best learning rate: paired t over the seeds, Holm's
-    adjusted p, and intervals simultaneous over the contrasts (Bonferroni)."""
-    rates = own_best_rates(trials)
+def contrasts(trials: pd.DataFrame, rates: pd.Series, level: float = 0.95) -> list[Contrast]:
+    """The pre-registered contrasts on test at each scale's own best learning rate (``rates``: scale -> rate, as
+    `python -m sweep.report tuned` chose them on validation): paired t over the seeds, Holm's adjusted p, and
+    intervals simultaneous over the contrasts (Bonferroni)."""
     at_own = trials[trials[RATE] == trials["loss.scale"].map(rates)]
     wide = at_own.pivot_table(index="trial.seed", columns="loss.scale", values="stsb_test_spearman")
     differences = [(wide[a] - wide[b]).dropna().to_numpy() for a, b in CONTRASTS]
@@ -94,7 +88,7 @@ def reanchor(results: Path) -> Reanchor | None:
     own = table(folder, "own_best_learning_rate")
     top = own[own["verdict on test"] == "best"].iloc[0]
     verdicts = {float(r["scale"]): str(r["verdict on test"]) for _, r in own.iterrows()}
-    rates = own_best_rates(trials)
+    rates = own.set_index("scale")["best learning rate"]
     lines.append(
         f"`{FOLDER}`, each scale at its own best learning rate (chosen on validation; read on test, which chose "
         f"nothing): best {top['scale']:g} (lr {top['best learning rate']:g}); "
@@ -105,7 +99,7 @@ def reanchor(results: Path) -> Reanchor | None:
             if r["verdict on test"] != "best"
         )
     )
-    tested = contrasts(trials)
+    tested = contrasts(trials, rates)
     for c in tested:
         lines.append(
             f"pre-registered contrast {c.a:g} - {c.b:g} on test, each at its own best rate (lr {rates[c.a]:g} vs "
