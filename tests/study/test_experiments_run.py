@@ -4,9 +4,10 @@ value of each grid axis (the one furthest from the defaults: a wrapper on, the l
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from sweep.config.checks import eval_batch_size
 from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid, validate_layer_grid
@@ -36,11 +37,22 @@ def last_grid_point(space: dict) -> dict:
     return {key: last_grid_point(value) if isinstance(value, dict) else [value[-1]] for key, value in space.items()}
 
 
+def save_missing_starts(cfg: DictConfig) -> None:
+    """A grid of start models that a pretraining study saves under paths.root (the start model's own temperature):
+    a small random static model stands in for each one that is missing."""
+    starts = OmegaConf.select(cfg, "study.search_space.model.name_or_path") or []
+    for start in map(Path, starts):
+        if start.is_relative_to(cfg.paths.root) and not start.exists():
+            stand_in = OmegaConf.merge(cfg.model, {"static_init": "random", "embedding_dim": 8})
+            build_model(stand_in, seed=0).save(str(start))
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_experiment_runs_one_grid_point(compose_cfg, shared_root, experiment):
     cfg = compose_cfg(f"+experiment={experiment}", *SHORT, shared_root, tiny=False)
     space = OmegaConf.to_container(cfg.study.search_space)
     cfg.study.search_space = last_grid_point(space)
+    save_missing_starts(cfg)
     batch = cfg.study.search_space.get("trial", {}).get("batch_size", [cfg.trial.batch_size])[0]
     cfg.data.train.max_samples = max(cfg.data.train.max_samples, batch)  # at least one batch of rows, or refused
     sweep = open_sweep(cfg)
