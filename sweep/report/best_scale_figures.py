@@ -24,7 +24,12 @@ from sweep.report.summaries import METRIC_LABELS
 
 STEM = "best_scale_vs_condition"
 DEFAULT_SCALE = 20.0  # sentence-transformers' MNRL default: the reference line
-KEY_WORDS = {"batch_size": "batch size", "max_samples": "training rows", "learning_rate": "learning rate"}
+KEY_WORDS = {
+    "batch_size": "batch size",
+    "max_samples": "training rows",
+    "learning_rate": "learning rate",
+    "start_scale": "scale the start model was trained at",
+}
 
 
 def numeric_condition(conditions: pd.Series) -> tuple[str, pd.Series] | None:
@@ -104,9 +109,11 @@ def best_scale_table(comparison: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> list[Path]:
+def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path, diagonal: bool = False) -> list[Path]:
     """The figure and its CSV from a comparison table (``objective_comparison`` or ``paired_comparison``); nothing
-    unless the study has at least two values of one numeric condition."""
+    unless the study has at least two values of one numeric condition. ``diagonal``: the condition is itself a scale
+    (the one a start model was trained at): draw best = condition, the line a best scale that follows it would lie
+    on."""
     data = best_scale_table(comparison)
     if data.empty or data["condition_value"].nunique() < 2:
         return []
@@ -132,6 +139,8 @@ def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> li
         ax.plot(best["condition_value"], best["scale"], "o-", color="tab:blue", ms=4, lw=0.9, label="best", zorder=3)
         ax.axhline(DEFAULT_SCALE, color="0.35", linestyle=":", linewidth=0.8, label="library default 20", zorder=0)
         values = sorted(data["condition_value"].unique())
+        if diagonal:
+            ax.plot(values, values, color="tab:red", linestyle="--", linewidth=0.8, label="best = " + key_words(name))
         format_condition_axis(ax, values, name)
         if values[0] > 0:
             ax.set_xlim(values[0] / 1.6, values[-1] * 1.6)
@@ -143,6 +152,6 @@ def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> li
         ax.set_xlabel(key_words(name))
         ax.set_ylabel("scale (1/temperature)")
         seeds = f"{n_label(data['n_seeds'])} seeds per scale"
-        ax.set_title(f"Best scale by {KEY_WORDS.get(name, name)}\nchosen on {metric_words(metric)}, {seeds}")
+        ax.set_title(f"Best scale by {key_words(name)}\nchosen on {metric_words(metric)}, {seeds}")
         legend_below(ax, "", columns=2)
         return save_figure(fig, data, out_dir, STEM)

@@ -65,3 +65,21 @@ def test_no_figure_without_two_values_of_one_numeric_condition(tmp_path, conditi
 def test_metric_names_read_as_words():
     assert metric_words("captions30k_val_mrr_at_10") == "captions30k validation MRR@10"
     assert metric_words("stsb_validation_spearman") == "STSB validation Spearman"
+
+
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_a_condition_that_is_a_scale_gets_the_diagonal_only_when_asked(tmp_path, monkeypatch, diagonal):
+    drawn = []
+    monkeypatch.setattr(
+        best_scale_figures, "save_figure", lambda fig, *args: drawn.append(fig) or axes.save_figure(fig, *args)
+    )
+    conditions = ["start_scale=10", "start_scale=20", "start_scale=50"]
+    table = comparison(conditions, dict.fromkeys(conditions, 10.0), {c: {10.0, 20.0} for c in conditions})
+    write_best_scale_vs_condition(table, tmp_path, diagonal=diagonal)
+    ax = drawn[0].axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    label = "best = scale the start model was trained at"
+    assert (label in lines) is diagonal
+    if diagonal:
+        assert list(lines[label].get_xdata()) == list(lines[label].get_ydata()) == [10.0, 20.0, 50.0]
+    assert ax.get_xlabel() == "scale the start model was trained at"
