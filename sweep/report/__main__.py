@@ -71,7 +71,13 @@ def study_command(args: argparse.Namespace) -> list[Path]:
         return redraw_results_folder(args.from_csv, args.out, args.untrained_from, **options)
     from sweep.report.live_study import write_live_study  # mlflow is slow to import and only needed here
 
-    return write_live_study(args.tracking_uri, args.out, args.experiment, args.parent_run_id, **options)
+    written = write_live_study(args.tracking_uri, args.out, args.experiment, args.parent_run_id, **options)
+    if args.untrained_from is None:
+        return written
+    from sweep.report.folder_comparison import redraw_results_folder
+
+    # the folder just written, its missing untrained splits filled from the sibling: redrawn from its own CSVs
+    return redraw_results_folder(args.out, args.out, args.untrained_from, recompute=False, **options)
 
 
 def pooled_command(args: argparse.Namespace) -> list[Path]:

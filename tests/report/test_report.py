@@ -271,6 +271,30 @@ def test_study_cli(
     assert table["stsb_validation_spearman"].iloc[:6].tolist() == [v for v, _ in SPEARMAN.values()]
 
 
+def test_study_cli_fills_a_live_studys_missing_untrained_splits_from_the_sibling(study_db: str, tmp_path: Path) -> None:
+    """--untrained-from with --tracking-uri: a study without scale 0 gets the sibling's untrained test row (the
+    option was recorded in the provenance but ignored)."""
+    client = MlflowClient(tracking_uri=study_db)
+    experiment_id = client.create_experiment("toy_without_scale_0")
+    tags = {TAG_ROLE: ROLE_STUDY, TAG_STUDY_NAME: "toy_without_scale_0"}
+    parent_id = client.create_run(experiment_id, tags=tags).info.run_id
+    trained = [(key, value) for key, value in SPEARMAN.items() if key[0] != 0]
+    for number, ((scale, seed), (validation, test)) in enumerate(trained):
+        params = {"loss.name": "mnrl", "loss.scale": str(scale), "trial.seed": str(seed)}
+        # step 0 of the validation history is the untrained model's score: the folder's own untrained validation
+        metrics = {"stsb_validation_spearman": [0.3, validation], "stsb_test_spearman": [test], "train_loss": [1.0]}
+        _log_trial(client, experiment_id, parent_id, number, params, "COMPLETE", "FINISHED", metrics)
+    sibling, out = tmp_path / "sibling", tmp_path / "out"
+    assert main(["study", "--tracking-uri", study_db, "--experiment", "toy_study", "--out", str(sibling)]) == 0
+    command = ["study", "--tracking-uri", study_db, "--experiment", "toy_without_scale_0", "--out", str(out)]
+    assert main(command) == 0
+    assert set(pd.read_csv(out / "spearman_vs_scale.csv").query("scale == 0")["split"]) == {"validation"}
+    assert main([*command, "--untrained-from", str(sibling)]) == 0
+    zero = pd.read_csv(out / "spearman_vs_scale.csv").query("scale == 0").set_index("split")["mean"]
+    assert zero["validation"] == pytest.approx(0.3)  # its own, kept
+    assert zero["test"] == pytest.approx(np.mean([SPEARMAN[0.0, seed][1] for seed in (1, 2)]))  # the sibling's
+
+
 def test_angle_heatmap_and_learned_scale(tmp_path: Path) -> None:
     weights = [(1.0, 1.0, 1.0), (0.0, 1.0, 0.02), (1.0, 0.0, 1.0), (1.0, 1.0, 1.0)]
     trials = pd.DataFrame(
