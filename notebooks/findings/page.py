@@ -30,6 +30,7 @@ from sweep.report import (
 
 from .angle import question_e
 from .concentration import question_c
+from .datasize import question_b
 from .finetune import question_d
 from .literature import (
     ST_ADAPTIVE,
@@ -37,7 +38,7 @@ from .literature import (
     START_MODEL,
     STRENGTH_RULE,
 )
-from .mnrl import question_a, question_b
+from .mnrl import question_a
 from .schedule import question_g
 from .summary import practitioners_summary
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from notebooks.findings.__main__ import main
-from notebooks.findings.mnrl import question_b
+from notebooks.findings.datasize import question_b
 from notebooks.findings.page import findings_page
 from sweep.report import CONFOUNDED, MODERATE, PARTS, STRONG, UNTESTED, WEAK, folder_facts, strength
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from notebooks.findings.datasize import arms, own_rates
 from notebooks.findings.finetune import against_untrained
 from sweep.report import STSB_VALIDATION, flat_config, read_csv, tidy
 from sweep.stats import DEFAULT_MARGIN, DifferenceInDifferences, difference_in_differences
@@ -416,6 +417,18 @@ MNRL_DATASIZE: Claims = [
     ("0.05", lambda: setting("mnrl_scale_datasize", "trial.learning_rate")),
 ]  # fmt: skip
 MNRL_ISOTROPIC: Claims = [("0.02", lambda: 1 / 50), ("0.01", lambda: DEFAULT_MARGIN)]
+DATASIZE_STEPS, DATASIZE_PASS = "mnrl_scale_datasize_steps", "mnrl_scale_datasize_pass"
+MNRL_DATASIZE_STEPS: Claims = [("0.003", lambda: min(own_rates(trials_of(DATASIZE_STEPS)).values()))]
+MNRL_DATASIZE_PASS: Claims = [
+    ("0.01", lambda: max(own_rates(trials_of(DATASIZE_PASS)).values())),
+    ("0.003", lambda: min(own_rates(trials_of(DATASIZE_PASS)).values())),
+]
+
+
+def trials_of(folder: str) -> pd.DataFrame:
+    return table(f"{folder}/trials.csv").query("state == 'COMPLETE'")
+
+
 SCHEDULE = "mnrl_scale_schedule"
 MNRL_SCHEDULE: Claims = [
     ("0.732", lambda: pair(SCHEDULE, "constant 10", "spearman")),
@@ -526,6 +539,8 @@ MNRL_SHORT_FINETUNE: Claims = [
     ("0.332", lambda: spread(SHORT_FINETUNE, 5.0)),
 ]  # fmt: skip
 FINDINGS: dict[str, Claims] = {
+    DATASIZE_STEPS: MNRL_DATASIZE_STEPS,
+    DATASIZE_PASS: MNRL_DATASIZE_PASS,
     FINETUNE: MNRL_FINETUNE,
     SHORT_FINETUNE: MNRL_SHORT_FINETUNE,
     BATCH: MNRL_BATCH,
@@ -865,6 +880,24 @@ def test_mnrl_scale_datasize_finding_reads_back_from_its_tables() -> None:
     curve = steps.pivot_table("mean", "step", "scale")
     late = curve.iloc[-1] - curve.loc[curve.index[curve.index <= curve.index[-1] - 400][-1]]
     assert late[50.0] > 0.01 and late[[10.0, 15.0, 20.0]].abs().max() < late[50.0] / 2
+
+
+def test_the_data_size_arms_findings_read_back_from_their_tables() -> None:
+    """The words of the two data-size arms (study 5): at fixed steps 10 is best on validation at every size and rate
+    and 0.003 the better rate at every size; at one pass the small sizes take 0.01 and the large 0.003; in both arms
+    the cold-side gap 10 - 50 shrinks and the warm-side gap 10 - 5 grows, each interval excluding 0."""
+    fixed = trials_of(DATASIZE_STEPS)
+    means = fixed.groupby(["data.train.max_samples", "trial.learning_rate", "loss.scale"])[DATASIZE_OBJECTIVE].mean()
+    best = means.groupby(level=[0, 1]).idxmax().map(lambda key: key[2])
+    assert set(best) == {10.0} and len(best) == 6
+    assert set(own_rates(fixed).values()) == {0.003}
+    assert own_rates(trials_of(DATASIZE_PASS)) == {2000: 0.01, 8000: 0.01, 100000: 0.003}
+    found = arms(RESULTS)
+    assert found is not None
+    for arm in found[0]:
+        cold, warm = arm.sides["cold"], arm.sides["warm"]
+        assert (cold.b, warm.b) == (50.0, 5.0)
+        assert cold.ci_high < 0 < warm.ci_low, arm.name
 
 
 def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:

@@ -1,0 +1,115 @@
+"""Does the best fine-tuning scale follow the scale the start model was trained at (issue 35, study 2)? Read from
+``start_temperature_static`` (static starts pretrained from random vectors at scales 10, 20 and 50, 3 seeds each,
+fine-tuned on NLI at 5-100) and ``start_temperature_scratch`` (the same fine-tuning from random vectors).
+
+The analysis, fixed before the fine-tuning ran: per start scale, the learning rate of its best (scale, rate) cell by
+mean STSB validation Spearman; at that rate the fine-tuning scales' verdicts (`sweep.stats.scale_verdicts`, the start
+models' 3 pretraining seeds as blocks, a start's scales paired within it) on validation, where the best is chosen, and
+on test. "Follows" means the best fine-tuning scale moves in the start scale's direction with the confidence sets
+apart; the figure draws the best against the start scale, with the diagonal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sweep.report import Facts, folder_facts, present, write_best_scale_vs_condition
+from sweep.stats import scale_verdicts
+
+FINETUNE, SCRATCH = "start_temperature_static", "start_temperature_scratch"
+VALIDATION, TEST = "stsb_validation_spearman", "stsb_test_spearman"
+START = re.compile(r"static_scale(?P<scale>[0-9.]+)_seed(?P<seed>\d+)$")
+CONDITION = "start_scale"  # the figure's condition key: the scale the start model was pretrained at
+
+
+@dataclass(frozen=True)
+class StartVerdict:
+    """One start scale (None: from scratch): its learning rate and the fine-tuning scales' verdicts on each split."""
+
+    start: float | None
+    learning_rate: float
+    validation: pd.DataFrame  # per fine-tuning scale: mean, best, in_confidence_set, verdict (scale_verdicts)
+    test: pd.DataFrame
+    n_seeds: int
+
+    def best(self, split: str = "validation") -> float:
+        table = self.validation if split == "validation" else self.test
+        return float(table.loc[table["best"], "scale"].iloc[0])
+
+    def held(self, split: str = "validation") -> list[float]:
+        table = self.validation if split == "validation" else self.test
+        return [float(s) for s in table.loc[table["in_confidence_set"], "scale"]]
+
+
+def _complete(folder: Path) -> pd.DataFrame:
+    trials = pd.read_csv(folder / "trials.csv")
+    return trials[trials["state"] == "COMPLETE"]
+
+
+def _with_starts(trials: pd.DataFrame) -> pd.DataFrame:
+    """The trials with the start model's pretraining scale and seed (from its folder's name) as columns."""
+    found = trials["model.name_or_path"].astype(str).map(lambda path: START.search(path))
+    if found.isna().any():
+        raise ValueError("a fine-tuning trial's start model is not named static_scale<S>_seed<K>")
+    return trials.assign(start=[float(m["scale"]) for m in found], replicate=[int(m["seed"]) for m in found])
+
+
+def _verdicts(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    wide = rows.pivot_table(index="loss.scale", columns="replicate", values=metric).sort_index()
+    verdicts = scale_verdicts(wide.to_numpy())
+    table = verdicts.table.assign(scale=wide.index.to_numpy(dtype=float), mean=wide.mean(axis=1).to_numpy())
+    return table.assign(best=np.arange(len(table)) == verdicts.best)
+
+
+def start_verdict(trials: pd.DataFrame, start: float | None) -> StartVerdict:
+    """The verdicts of one start's trials (columns loss.scale, trial.learning_rate, replicate and the metrics)."""
+    cells = trials.groupby(["trial.learning_rate", "loss.scale"])[VALIDATION].mean()
+    rate = float(cells.idxmax()[0])
+    rows = trials[trials["trial.learning_rate"] == rate]
+    n_seeds = int(rows["replicate"].nunique())
+    return StartVerdict(start, rate, _verdicts(rows, VALIDATION), _verdicts(rows, TEST), n_seeds)
+
+
+def start_verdicts(results: Path) -> tuple[list[StartVerdict], list[Facts]] | None:
+    """Per start scale (in order), then from scratch when that folder exists; None until the fine-tuning exists."""
+    folder = results / FINETUNE
+    if not present(folder):
+        return None
+    trials = _with_starts(_complete(folder))
+    found = [start_verdict(trials[trials["start"] == s], s) for s in sorted(trials["start"].unique())]
+    facts = [folder_facts(folder)]
+    scratch = results / SCRATCH
+    if present(scratch):
+        found.append(start_verdict(_complete(scratch).rename(columns={"trial.seed": "replicate"}), None))
+        facts.append(folder_facts(scratch))
+    return found, facts
+
+
+def comparison_table(verdicts: list[StartVerdict]) -> pd.DataFrame:
+    """The start scales' verdicts as a comparison table (`sweep.report.write_best_scale_vs_condition` reads it)."""
+    rows = []
+    for verdict in (v for v in verdicts if v.start is not None):
+        for split, table in (("validation", verdict.validation), ("test", verdict.test)):
+            rows.append(
+                table.assign(
+                    condition=f"{CONDITION}={verdict.start:g}",
+                    metric=VALIDATION if split == "validation" else TEST,
+                    n_seeds=verdict.n_seeds,
+                    learning_rate=verdict.learning_rate,
+                )
+            )
+    return pd.concat(rows, ignore_index=True)
+
+
+def write_headline_figure(results: Path, out_dir: Path) -> list[Path]:
+    """The best fine-tuning scale and its confidence set against the start model's training scale, the diagonal
+    drawn (``best_scale_vs_condition``), into ``out_dir``; nothing until the fine-tuning folder exists."""
+    found = start_verdicts(results)
+    if found is None:
+        return []
+    return write_best_scale_vs_condition(comparison_table(found[0]), out_dir, diagonal=True)
