@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,6 +155,21 @@ def test_a_lazy_face_knows_where_each_public_name_lives(package):
     assert sorted(module._MODULE_OF) == sorted(module.__all__), package
     for name, home in module._MODULE_OF.items():
         assert hasattr(importlib.import_module(f"{package}.{home}"), name), f"{package}.{home} has no {name}"
+
+
+@pytest.mark.parametrize("package", LAZY_FACES)
+def test_a_public_name_stays_itself_after_its_module_is_imported(package):
+    """`sweep.stats.scale_verdicts` is the function even once the module of the same name was imported (the import
+    system binds a submodule on its package): a fresh interpreter imports every home first, then reads the face."""
+    code = (
+        f"import importlib, {package} as face\n"
+        f"for home in set(face._MODULE_OF.values()): importlib.import_module('{package}.' + home)\n"
+        "wrong = [n for n, h in face._MODULE_OF.items()\n"
+        f"         if getattr(face, n) is not getattr(importlib.import_module('{package}.' + h), n)]\n"
+        "assert not wrong, wrong\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
 
 
 def research_sources() -> dict[str, str]:
