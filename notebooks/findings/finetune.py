@@ -44,6 +44,8 @@ from .literature import (
     MINILM_SCALE,
     START_MODEL,
 )
+from .start_temperature import FINETUNE as START_FOLDER
+from .start_temperature import study_lines
 
 FINETUNE = "mnrl_finetune_minilm"
 FINETUNE_FOLDERS = ((FINETUNE, ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))
@@ -162,6 +164,15 @@ def _fixed_rate(folder: Path) -> list[str]:
     return [f"the learning rate, one value ({rate:g}, {steps} steps) in `{folder.name}`, not tuned per temperature"]
 
 
+# study 2 (static starts pretrained at scales 10, 20 and 50, then fine-tuned), by `follows`' word
+CONTROLLED_WORDS = {
+    "follows": "the best fine-tuning scale follows the start's",
+    "shared": "one fine-tuning scale is in every start's confidence set (not shown equivalent)",
+    "not followed": "the best fine-tuning scale does not follow the start's all the way",
+    "unclear": "whether the best fine-tuning scale follows the start's is unclear at 3 pretraining seeds",
+}
+
+
 def question_d(results: Path) -> Section:
     question = f"(d) BGE's advice: fine-tune a normalized model at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g}"
     used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
@@ -185,6 +196,9 @@ def question_d(results: Path) -> Section:
     if present(static):
         line, _, _ = advice_line(static, "")
         evidence.append(f"for contrast, static embeddings trained from their start (not a fine-tune): {line}")
+    controlled = study_lines(results)
+    if controlled is not None:
+        evidence += [f"the start's own temperature controlled (`{START_FOLDER}`): {line}" for line in controlled[0]]
     inside = all(1 / BGE_ADVICE[1] <= b <= 1 / BGE_ADVICE[0] for b in bests)
     temps = " and ".join(f"{temperature(b)} in {f.name}" for b, (f, _) in zip(bests, used, strict=True))
     chosen = {folder.name: b for b, (folder, _) in zip(bests, used, strict=True)}
@@ -195,16 +209,25 @@ def question_d(results: Path) -> Section:
         + (", and the colder end of the range is worse" if all(holds) else "")
         + cost
         + (f"; in `{SHORT_FINETUNE}`, a short fine-tune, {moved}" if moved else "")
-        + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'."
+        + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'"
+        + (
+            f". With the start's temperature controlled (`{START_FOLDER}`: static starts pretrained at scales 10, 20 "
+            f"and 50), {CONTROLLED_WORDS[controlled[1]]}: {controlled[2]}"
+            if controlled is not None
+            else ""
+        )
+        + "."
     )
     facts = [folder_facts(folder) for folder, _ in used]
+    scopes = [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)]
+    if controlled is not None:
+        scopes += [scope(results / START_FOLDER, controlled[3][0].n_seeds)]
     return Section(
         question,
         answer,
         strength(facts, all(holds), sum(holds), [START_MODEL, *_fixed_rate(finetune)]),
         evidence,
-        [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)]
-        + ([scope(short, folder_facts(short).n_seeds)] if present(short) else []),
+        scopes + ([scope(short, folder_facts(short).n_seeds)] if present(short) else []),
         [
             f"{BGE_ADVICE_SOURCE}: fine-tune at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g} (BGE's models "
             f"were trained at {BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "

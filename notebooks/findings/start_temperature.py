@@ -113,3 +113,67 @@ def write_headline_figure(results: Path, out_dir: Path) -> list[Path]:
     if found is None:
         return []
     return write_best_scale_vs_condition(comparison_table(found[0]), out_dir, diagonal=True)
+
+
+def _set_words(scales: list[float]) -> str:
+    return "{" + ", ".join(f"{s:g}" for s in sorted(scales)) + "}"
+
+
+def start_line(verdict: StartVerdict) -> str:
+    """One start's verdict in words: its rate, the best fine-tuning scale and the confidence set on each split."""
+    start = f"a start pretrained at scale {verdict.start:g}" if verdict.start is not None else "random vectors"
+    return (
+        f"from {start} ({verdict.n_seeds} {'pretraining ' if verdict.start is not None else ''}seeds, learning rate "
+        f"{verdict.learning_rate:g}): best fine-tuning scale {verdict.best():g} on validation (95% set "
+        f"{_set_words(verdict.held())}), {verdict.best('test'):g} on test (set {_set_words(verdict.held('test'))})"
+    )
+
+
+def follows(verdicts: list[StartVerdict]) -> str:
+    """``follows`` when the best fine-tuning scale rises with the start scale and the lowest and highest starts'
+    confidence sets are apart (on validation and on test); ``shared`` when one scale is in every start's set on both
+    splits (a common optimum is not ruled out; not shown equivalent either); ``not followed`` when the highest
+    start's own scale is out of its set on a split; else ``unclear``."""
+    starts = [v for v in verdicts if v.start is not None]
+    for split in ("validation", "test"):
+        bests = [v.best(split) for v in starts]
+        rising = bests == sorted(bests) and len(set(bests)) > 1
+        apart = not set(starts[0].held(split)) & set(starts[-1].held(split))
+        if not (rising and apart):
+            break
+    else:
+        return "follows"
+    common = set.intersection(*(set(v.held(split)) for v in starts for split in ("validation", "test")))
+    if common:
+        return "shared"
+    return "not followed" if not _keeps_own(starts[-1]) else "unclear"
+
+
+def _keeps_own(verdict: StartVerdict) -> bool:
+    """Whether the start's own scale is in the confidence set for the best fine-tuning scale on both splits."""
+    return verdict.start in verdict.held() and verdict.start in verdict.held("test")
+
+
+def own_scale_words(verdicts: list[StartVerdict]) -> str:
+    """For which starts fine-tuning at the start's own scale is in the confidence set for the best on both splits,
+    and for which not (with the best there)."""
+    starts = [v for v in verdicts if v.start is not None]
+    kept = [f"{v.start:g}" for v in starts if _keeps_own(v)]
+    lost = [
+        f"{v.start:g} (best {v.best():g} on validation, {v.best('test'):g} on test)"
+        for v in starts
+        if not _keeps_own(v)
+    ]
+    words = "the start's own scale is in the confidence set for the best on validation and test for the start at "
+    words += f"{' and '.join(kept)}" if kept else "none of them"
+    return words + (f", not for {'; '.join(lost)}" if lost else "")
+
+
+def study_lines(results: Path) -> tuple[list[str], str, str, list[Facts]] | None:
+    """(evidence lines, `follows`' word, `own_scale_words`, the facts) for the findings page; None until the
+    fine-tuning exists."""
+    found = start_verdicts(results)
+    if found is None:
+        return None
+    verdicts, facts = found
+    return [start_line(v) for v in verdicts], follows(verdicts), own_scale_words(verdicts), facts

@@ -12,6 +12,15 @@ from .angle import RERUN, rerun_lines
 from .finetune import FINETUNE_FOLDERS, advice_line
 from .literature import DEFAULT, MINILM_SCALE
 from .reanchor import FOLDER, reanchor
+from .start_temperature import study_lines
+
+# the fine-tuning bullet's title by what study 2 says (`start_temperature.follows`)
+FINETUNE_ADVICE = {
+    "follows": "try its own training temperature first",
+    "shared": "tune its temperature like any other",
+    "not followed": "do not assume its own training temperature",
+    "unclear": "try its own training temperature, then tune",
+}
 
 
 def _label(section: Section) -> str:
@@ -38,11 +47,17 @@ def practitioners_summary(results: Path, sections: dict[str, Section]) -> list[s
     used = [(results / name, condition) for name, condition in FINETUNE_FOLDERS if present(results / name)]
     if used:
         bests = sorted({advice_line(folder, condition)[1] for folder, condition in used})
+        controlled = study_lines(results)
+        title = FINETUNE_ADVICE[controlled[1] if controlled is not None else "unclear"]
         lines.append(
-            f"- **Fine-tuning a pretrained model: try its own training temperature first** ({_label(sections['d'])}): "
-            f"fine-tuning all-MiniLM-L6-v2 (trained at {temperature(MINILM_SCALE)}) the best temperature is "
-            f"{' and '.join(temperature(b) for b in bests)} in {len(used)} studies; whether that is the start "
-            "model's own temperature or a general optimum is not separated yet."
+            f"- **Fine-tuning a pretrained model: {title}** ({_label(sections['d'])}): fine-tuning all-MiniLM-L6-v2 "
+            f"(trained at {temperature(MINILM_SCALE)}) the best temperature is "
+            f"{' and '.join(temperature(b) for b in bests)} in {len(used)} studies; "
+            + (
+                f"with static starts pretrained at scales 10, 20 and 50, {controlled[2]}."
+                if controlled is not None
+                else "whether that is the start model's own temperature or a general optimum is not separated yet."
+            )
         )
     if present(results / RERUN):
         _, per_rate, out = rerun_lines(results / RERUN)
