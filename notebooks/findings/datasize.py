@@ -31,6 +31,7 @@ from sweep.report import (
     table,
     tidy,
     untested,
+    write_gap_vs_condition,
 )
 from sweep.stats import DifferenceInDifferences, difference_in_differences, gap_by_condition
 
@@ -105,6 +106,29 @@ def arms(results: Path) -> tuple[list[Arm], list[Facts]] | None:
     shared = fixed[fixed[SIZE] == fixed[SIZE].max()]  # 468 steps over 30,000 pairs: one pass
     passes = pd.concat([_trials(one_pass), shared], ignore_index=True)
     return [arm("fixed steps (468)", fixed), arm("one pass", passes)], [folder_facts(steps), folder_facts(one_pass)]
+
+
+def _own_rate_rows(folder: Path, rates: dict[int, float]) -> pd.DataFrame:
+    """The folder's test rows of ``objective_comparison`` at each size's own rate, labelled by the size alone."""
+    rows = table(folder, "objective_comparison")
+    rows = rows[rows["metric"] == TEST]
+    parts = rows["condition"].str.extract(r"max_samples=(?P<size>[0-9.]+), learning_rate=(?P<rate>[0-9.e-]+)")
+    sizes, rates_run = parts["size"].astype(float).astype(int), parts["rate"].astype(float)
+    own = [rates.get(size) == rate for size, rate in zip(sizes, rates_run, strict=True)]
+    return rows[own].assign(condition=[f"{SIZE}={size}" for size in sizes[own]])
+
+
+def write_gap_figure(results: Path, name: str, out_dir: Path) -> list[Path]:
+    """The arm ``name``'s (``STEPS`` or ``PASS``) ``gap_vs_condition`` figure on captions30k test NDCG@10, each size
+    at its own rate (the one-pass arm with the fixed-step arm's 30,000-pair cell), into ``out_dir``."""
+    found = arms(results)
+    if found is None:
+        return []
+    arm_of = dict(zip((STEPS, PASS), found[0], strict=True))
+    folders = [results / STEPS] if name == STEPS else [results / PASS, results / STEPS]
+    rows = pd.concat([_own_rate_rows(folder, arm_of[name].rates) for folder in folders], ignore_index=True)
+    rows = rows.drop_duplicates(["condition", "scale"])  # the fixed-step arm's cells the one-pass arm lacks only
+    return write_gap_vs_condition(rows, out_dir)
 
 
 def moves(did: DifferenceInDifferences) -> bool:

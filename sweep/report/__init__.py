@@ -6,8 +6,9 @@ that each subcommand of ``python -m sweep.report`` still imports only what it ne
 
 - a results folder read back: ``read_csv``, ``flat_config``, ``load_results_folder``, ``TRIALS_CSV``,
   ``PAIRED_TEST_CSV``; a study's outputs: ``write_study_figures``, ``write_trials_table``, ``findings_block``
-  (a README's generated numbers), ``write_best_scale_vs_condition``, ``mechanism_summary`` (the sim_* mechanism
-  table), ``concentration_summary`` (the random-pair cosine table), ``spearman_summary``, ``metric_words``;
+  (a README's generated numbers), ``write_best_scale_vs_condition``, ``write_gap_vs_condition``,
+  ``mechanism_summary`` (the sim_* mechanism table), ``concentration_summary`` (the random-pair cosine table),
+  ``spearman_summary``, ``metric_words``;
 - comparisons over folders: ``pooled_report`` (scale a vs b pooled over distinct conditions), ``tuned_report``
   (each scale at its own best value of a condition), ``folder_frame`` (a folder as the tidy frame of
   ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     )
     from sweep.report.findings import findings_block
     from sweep.report.folder_comparison import redraw_results_folder
+    from sweep.report.gap_figures import write_gap_vs_condition
     from sweep.report.live_study import write_live_study
     from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, profile_label
     from sweep.report.loss_figures import write_loss_vs_scale
@@ -140,6 +142,7 @@ __all__ = [
     "tuned_report",
     "untested",
     "write_best_scale_vs_condition",
+    "write_gap_vs_condition",
     "write_live_study",
     "write_loss_vs_scale",
     "write_questions_page",
@@ -150,6 +153,7 @@ __all__ = [
 _HOMES = {
     "answers": ("questions_page", "write_questions_page"),
     "best_scale_figures": ("metric_words", "write_best_scale_vs_condition"),
+    "gap_figures": ("write_gap_vs_condition",),
     "evidence": (
         "CONFOUNDED",
         "MODERATE",
