@@ -1,6 +1,7 @@
 """The findings page's question (g): does a temperature schedule (`loss.scale_schedule`: a cosine between two scales,
-a linear warm-up or cool-down) beat the best constant scale? Read from `mnrl_scale_schedule`'s paired tables, whose
-rows are the study's arms (``point``: "constant 10", "cosine 5-50", ...) rather than scales."""
+a linear warm-up or cool-down) beat the best constant scale? Read from `mnrl_scale_schedule_tuned` (at the tuned
+learning rate) and `mnrl_scale_schedule`'s paired tables, whose rows are the studies' arms (``point``: "constant 10",
+"cosine 5-50", ...) rather than scales."""
 
 from __future__ import annotations
 
@@ -8,9 +9,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweep.report import Section, against_best, folder_facts, num, present, scope, status, strength, table, untested
+from sweep.report import (
+    Section,
+    against_best,
+    flat_config,
+    folder_facts,
+    num,
+    present,
+    scope,
+    status,
+    strength,
+    table,
+    untested,
+)
 
 FOLDER = "mnrl_scale_schedule"
+TUNED = "mnrl_scale_schedule_tuned"  # the same set-up at the tuned learning rate, cool-downs ending at 15 and 20
 KUKLEVA = "Kukleva et al. 2023 (ICLR), temperature schedules for contrastive learning: a cosine schedule helps on"
 KUKLEVA += " long-tailed image data"
 JEONG = (
@@ -23,11 +37,9 @@ def _is_constant(arm: str) -> bool:
     return arm.startswith("constant")
 
 
-def question_g(results: Path) -> Section:
-    question = "(g) Does a temperature schedule beat the best constant scale?"
-    folder = results / FOLDER
-    if not present(folder):
-        return untested(question, [folder], f"run `+experiment={FOLDER}`")
+def _arms_answer(folder: Path) -> tuple[str, bool, list[str], pd.DataFrame]:
+    """One schedule study: (answer, whether it separates, evidence lines, its arms' paired table)."""
+    name = folder.name
     arms = table(folder, "paired_comparison").set_index("point")
     test = table(folder, "paired_comparison_test").set_index("point")
     best = str(arms.index[arms["best"].astype(bool)][0])
@@ -37,34 +49,65 @@ def question_g(results: Path) -> Section:
     beaten = [a for a in schedules if arms.loc[a, "spearman"] > arms.loc[top_constant, "spearman"]]
     worse = [a for a in schedules if arms.loc[a, "verdict"] == "worse"]
     held = [a for a in schedules if bool(arms.loc[a, "in_confidence_set"])]
+    equivalent = [a for a in schedules if arms.loc[a, "verdict"] == "equivalent" and a not in held]
+    rate = flat_config(folder).get("trial.learning_rate")
     evidence = [
-        f"`{FOLDER}`: best arm {best} ({num(arms.loc[best, 'spearman'])}); "
+        f"`{name}` (learning rate {rate:g}): best arm {best} ({num(arms.loc[best, 'spearman'])}); "
         + "; ".join(
             f"{a}: {num(arms.loc[a, 'spearman'])}, {against_best(arms.loc[a])}" for a in arms.index if a != best
         ),
-        f"`{FOLDER}` on test: best arm {test.index[test['best'].astype(bool)][0]}; in its 95% confidence set: "
+        f"`{name}` on test: best arm {test.index[test['best'].astype(bool)][0]}; in its 95% confidence set: "
         + ", ".join(str(a) for a in test.index[test["in_confidence_set"].astype(bool)]),
-        f"`{FOLDER}`: the constant arms re-run `mnrl_scale`'s scales with the same seeds (deterministic re-runs, "
-        "not replications)",
     ]
     if _is_constant(best) and not beaten:
         answer = (
-            f"No, not on this set-up: the best constant arm, {top_constant}, is the best arm; "
+            f"No at learning rate {rate:g}: the best constant arm, {top_constant}, is the best arm; "
             + (f"{_listed(held)} stay in the confidence set, not distinguishable from it, " if held else "")
-            + (f"and {_listed(worse)} {'is' if len(worse) == 1 else 'are'} worse." if worse else "and none is worse.")
+            + (
+                f"{_listed(equivalent)} {'is' if len(equivalent) == 1 else 'are'} as good (equivalent within the "
+                "margin), "
+                if equivalent
+                else ""
+            )
+            + (f"and {_listed(worse)} {'is' if len(worse) == 1 else 'are'} worse" if worse else "and none is worse")
         )
         # "no schedule beats it" is shown only when each schedule is worse or equivalent, not merely not told apart
         separates = bool(arms.loc[schedules, "verdict"].isin(["worse", "equivalent"]).all())
     else:
-        answer = f"Possibly: {best} is the best arm ({num(arms.loc[best, 'spearman'])}), above every constant tried."
+        answer = (
+            f"Possibly at learning rate {rate:g}: {best} is the best arm ({num(arms.loc[best, 'spearman'])}), "
+            "above every constant tried"
+        )
         separates = bool(arms.loc[constants, "verdict"].eq("worse").all())
-    facts = folder_facts(folder)
+    return answer, separates, evidence, arms
+
+
+def question_g(results: Path) -> Section:
+    question = "(g) Does a temperature schedule beat the best constant scale?"
+    folders = [results / name for name in (TUNED, FOLDER) if present(results / name)]
+    if not folders:
+        return untested(question, [results / FOLDER], f"run `+experiment={FOLDER}`")
+    answers = [_arms_answer(folder) for folder in folders]
+    evidence = [line for _, _, lines, _ in answers for line in lines]
+    evidence.append(
+        f"`{FOLDER}`: the constant arms re-run `mnrl_scale`'s scales with the same seeds (deterministic re-runs, "
+        "not replications)"
+    )
+    facts = [folder_facts(folder) for folder in folders]
+    same = len({answer.split(" ", 1)[0] for answer, _, _, _ in answers}) == 1
+    separating = [separates for _, separates, _, _ in answers]
+    arms = answers[-1][3]  # the default-rate study's arms hold the cool-down Jeong et al. describe
     return Section(
         question,
-        answer,
-        strength([facts], separates, 1, ["the run length (120 steps; a schedule may need a longer run)"]),
+        ". ".join(answer for answer, _, _, _ in answers) + ".",
+        strength(
+            facts,
+            separating[0],
+            sum(separating) if same else 1,
+            ["the run length (120 steps; a schedule may need a longer run)"],
+        ),
         evidence,
-        [scope(folder, facts.n_seeds)],
+        [scope(folder, fact.n_seeds) for folder, fact in zip(folders, facts, strict=True)],
         [f"{KUKLEVA}: not tested on that data here", f"{JEONG}: the cool-down {_verdict(arms, 'linear 5-50')} here"],
         [
             "longer training (a schedule has more room over thousands of steps), other periods of the cosine, "

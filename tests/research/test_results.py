@@ -923,6 +923,16 @@ def test_the_start_temperature_findings_read_back_from_their_tables() -> None:
     assert means[0.01].idxmax() == means[0.05].idxmax() == 10.0 and means[0.05].max() > means[0.01].max()
 
 
+def test_mnrl_scale_schedule_tuned_finding_reads_back_from_its_tables() -> None:
+    """The words of the schedules at the tuned rate: constant 15 best on validation and on test; the cool-down 10 -> 20
+    and constant 20 equivalent; the cool-down 5 -> 15 worse."""
+    arms = table("mnrl_scale_schedule_tuned/paired_comparison.csv").set_index("point")
+    test = table("mnrl_scale_schedule_tuned/paired_comparison_test.csv").set_index("point")
+    assert arms.index[arms["best"]].tolist() == test.index[test["best"]].tolist() == ["constant 15"]
+    assert arms.loc[["linear 10-20", "constant 20"], "verdict"].eq("equivalent").all()
+    assert arms.loc["linear 5-15", "verdict"] == "worse"
+
+
 def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:
     """The words of results/mnrl_scale_isotropic's finding: at 50 random-pair cosines end above the untrained
     model's and uniformity worse, at 5-20 both lower; the band narrowest near the best and wider at 50; best 15 with
