@@ -160,17 +160,21 @@ def _by_condition(
 
 @mpl.rc_context(PAPER_RC)
 def write_angle_scales_heatmap(trials: pd.DataFrame, out_dir: Path, untrained: float | None = None) -> list[Path]:
-    """Mean validation Spearman over the AnglE objectives' scales: (cos_scale, ibn_scale) per angle_scale."""
-    table = _with_untrained(mean_by(trials, ANGLE_SCALES, SPEARMAN_OF_SPLIT["validation"]), untrained)
+    """Mean validation Spearman over the AnglE objectives' scales: (cos_scale, ibn_scale) per angle_scale, and per
+    value of any other swept key (a learning rate): cells never pool conditions."""
+    table, panel = _by_condition(trials, ANGLE_SCALES, "angle_scale", "angle scale = ")
+    table = _with_untrained(table, untrained)
     if table.empty or not all(table[key].nunique() > 1 for key in ("cos_scale", "ibn_scale")):
         return []
     labels = {
         "cos_scale": "cosine objective scale",
         "ibn_scale": "in-batch objective scale",
         "angle_scale": "angle scale = ",
+        "panel": "",
     }
-    keys = ("cos_scale", "ibn_scale", "angle_scale")
-    fig = _panel_heatmaps(table, keys, labels, "validation Spearman", [PAPER_CELLS["angle_scale"]])
+    paper = PAPER_CELLS["angle_scale"]
+    cells = {(paper[0], paper[1], value) for value in table.loc[table["angle_scale"] == paper[2], panel]}
+    fig = _panel_heatmaps(table, ("cos_scale", "ibn_scale", panel), labels, "validation Spearman", cells)
     return save_figure(fig, table, out_dir, "angle_scales_heatmap")
 
 

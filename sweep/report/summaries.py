@@ -263,8 +263,11 @@ def metric_history_table(trials: pd.DataFrame, history: pd.DataFrame) -> pd.Data
 
 
 def mean_by(trials: pd.DataFrame, columns: Mapping[str, str], metric: str) -> pd.DataFrame:
-    """n and mean of ``metric`` over COMPLETE trials per combination of ``columns`` (renamed to their values)."""
-    complete = trials[trials["state"] == "COMPLETE"].rename(columns=dict(columns))
+    """n and mean of ``metric`` over COMPLETE trials per combination of ``columns`` (renamed to their values; a
+    column already named so, such as the trainer's ``learning_rate`` metric beside a swept rate, gives way)."""
+    complete = trials[trials["state"] == "COMPLETE"]
+    clashing = [new for old, new in columns.items() if new != old and new in complete.columns]
+    complete = complete.drop(columns=clashing).rename(columns=dict(columns))
     if not {*columns.values(), metric} <= set(complete.columns):
         return pd.DataFrame()
     keys = list(columns.values())

@@ -418,6 +418,34 @@ def test_angle_scales_heatmap_without_scale_curve(tmp_path: Path) -> None:
     assert heatmap.loc[(20.0, 50.0, 20.0), "mean"] == pytest.approx(0.68)
 
 
+def test_angle_scales_heatmap_per_swept_learning_rate_beside_the_trainers_metric(tmp_path: Path) -> None:
+    """A swept learning rate beside the trainer's ``learning_rate`` metric (and fixed weights): the scales' heatmap
+    gets a panel per rate and angle scale, never pooling rates (it raised 'Grouper for learning_rate not
+    1-dimensional')."""
+    cells = [(c, i, a, r) for c in (10.0, 20.0) for i in (10.0, 50.0) for a in (1.0, 20.0) for r in (0.002, 0.01)]
+    trials = pd.DataFrame(
+        {
+            "run_id": [str(n) for n in range(len(cells))],
+            "trial_number": range(len(cells)),
+            "state": "COMPLETE",
+            "param.loss.weights": "1,1,1",
+            "param.loss.cos_scale": [c[0] for c in cells],
+            "param.loss.ibn_scale": [c[1] for c in cells],
+            "param.loss.angle_scale": [c[2] for c in cells],
+            "param.trial.learning_rate": [c[3] for c in cells],
+            "param.study.search_space.trial.learning_rate": "[0.002, 0.01]",  # what marks a key as swept
+            "learning_rate": 0.0,  # the trainer's last logged rate (linear decay to 0)
+            "stsb_validation_spearman": [0.5 + c[0] / 100 - c[3] for c in cells],
+        }
+    )
+    paths = write_study_figures(trials, {}, tmp_path)
+    assert "angle_scales_heatmap.png" in [p.name for p in paths]
+    heatmap = pd.read_csv(tmp_path / "angle_scales_heatmap.csv")
+    assert len(heatmap) == len(cells) and set(heatmap["n"]) == {1}
+    cell = heatmap.query("cos_scale == 20 and ibn_scale == 50 and angle_scale == 20 and learning_rate == 0.01")
+    assert cell["mean"].tolist() == [pytest.approx(0.69)]
+
+
 def test_loss_vs_scale_on_measured_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Real (anchor, positive, negative) batches: 8 anchors x 16 candidates, so ln 16 at scale 0."""
     overrides = [arg for item in TINY if item.startswith(("model=", "data.")) for arg in ("--override", item)]
