@@ -27,6 +27,7 @@ from sweep.report import (
 from .literature import ANGLE_PAPER, ANGLE_RELEASED, ANGLE_SOURCE, DEFAULT
 
 RERUN = "angle_weights_lr"  # the weight triples at learning rates where CoSENT trains
+SCALES_RERUN = "angle_scales_lr"  # the three scale sets at the same learning rates
 COSENT_ONLY = "weights=1,0,0"
 PAPER = "weights=1,1,1"
 
@@ -140,6 +141,28 @@ def rerun_lines(folder: Path) -> tuple[list[str], dict[str, tuple[str, bool]], b
     return lines, apart, out
 
 
+def scales_rerun_lines(folder: Path) -> tuple[list[str], str]:
+    """Per learning rate of the scales' rerun (points "cos_scale=a, ibn_scale=b, angle_scale=c, learning_rate=r", one
+    verdict over all): the best scales and the paper's and the released ones against the study's best; and the
+    answer's words."""
+    paired = table(folder, "paired_comparison")
+    parts = paired["point"].str.extract(r"^(?P<scales>.*), learning_rate=(?P<rate>[\d.]+)$")
+    rows = paired.assign(scales=parts["scales"], rate=parts["rate"].astype(float))
+    lines, words = [], []
+    paper, released = _scales_point(ANGLE_PAPER[1]), _scales_point(ANGLE_RELEASED[1])
+    for rate, at in rows.groupby("rate", sort=True):
+        top, on = at.loc[at["spearman"].idxmax()], at.set_index("scales")
+        lines.append(
+            f"`{folder.name}` learning_rate={rate:g}: best {top['scales']} ({num(top['spearman'])}); the paper's "
+            f"({paper}) {num(on.loc[paper, 'spearman'])}, {_against(on.loc[paper])}; the released ({released}) "
+            f"{num(on.loc[released, 'spearman'])}, {_against(on.loc[released])} (all {len(rows)} points in one verdict)"
+        )
+        words.append(f"at {rate:g} the best is {top['scales']} and the paper's {_against(on.loc[paper])}")
+    held = rows.loc[rows["in_confidence_set"].astype(bool), "point"]
+    lines.append(f"`{folder.name}`: 95% confidence set for the best point: {'; '.join(held)}")
+    return lines, "; ".join(words)
+
+
 def _against(row: pd.Series) -> str:
     return "the best" if bool(row["best"]) else against_best(row)
 
@@ -153,6 +176,8 @@ def question_e(results: Path) -> Section:
         return old
     lines, per_rate, out = rerun_lines(folder)
     facts = folder_facts(folder)
+    scales = results / SCALES_RERUN
+    scales_lines, scales_words = scales_rerun_lines(scales) if present(scales) else ([], "")
     without = [rate for rate, (w, _) in per_rate.items() if w.startswith("0,")]
     apart = [rate for rate, (_, is_apart) in per_rate.items() if is_apart]
     cosent = present(results / "cosent_scale_lr")
@@ -165,16 +190,28 @@ def question_e(results: Path) -> Section:
         f"best point; every triple without the term beats every triple with it at {len(apart)} of {len(per_rate)} "
         "rates. But these run 300 steps, about 3.3 passes over the STSB pairs"
         + (", where plain CoSENT did well at one pass (`cosent_scale_lr`)" if cosent else "")
-        + ": the cosine term's cost may be a cost of repeated data. The three AnglE scales (`angle_scales`, lr "
-        "0.05) are withdrawn: not rerun at a stable learning rate."
+        + ": the cosine term's cost may be a cost of repeated data. "
+        + (
+            f"The three AnglE scales at the same rates (`{SCALES_RERUN}`, {folder_facts(scales).n_seeds} seeds): "
+            f"{scales_words}; the lr 0.05 `angle_scales` stays withdrawn."
+            if present(scales)
+            else "The three AnglE scales (`angle_scales`, lr 0.05) are withdrawn: not rerun at a stable learning rate."
+        )
     )
     earlier = "the earlier studies at lr 0.05, where CoSENT alone diverges (the scales part withdrawn):"
     return Section(
         old.question,
         answer,
         strength([facts], out, len(without), ["data repeated (300 steps, about 3.3 passes over the pairs)"]),
-        [*lines, earlier, *old.evidence],
-        [scope(folder, facts.n_seeds), *old.scope],
+        [*lines, *scales_lines, earlier, *old.evidence],
+        [scope(folder, facts.n_seeds), *([scope(scales, folder_facts(scales).n_seeds)] if present(scales) else [])]
+        + old.scope,
         old.literature,
-        ["the weights at one pass (no repeated data), the three AnglE scales at a stable learning rate, a transformer"],
+        [
+            ", ".join(
+                ["the weights at one pass (no repeated data)"]
+                + ([] if present(scales) else ["the three AnglE scales at a stable learning rate"])
+                + ["a transformer"]
+            )
+        ],
     )

@@ -933,6 +933,24 @@ def test_mnrl_scale_schedule_tuned_finding_reads_back_from_its_tables() -> None:
     assert arms.loc["linear 5-15", "verdict"] == "worse"
 
 
+def test_angle_scales_lr_finding_reads_back_from_its_tables() -> None:
+    """The words of the scales' rerun: (10, 10, 1) best at both learning rates and on test; the paper's (20, 20, 1)
+    and the released (20, 20, 20) worse at both; the lower rate better."""
+    rows = table("angle_scales_lr/paired_comparison.csv")
+    parts = rows["point"].str.extract(r"^(?P<scales>.*), learning_rate=(?P<rate>[\d.]+)$")
+    rows = rows.assign(scales=parts["scales"], rate=parts["rate"].astype(float))
+    lowest, paper, released = (
+        f"cos_scale={c}, ibn_scale={i}, angle_scale={a}" for c, i, a in ((10, 10, 1), (20, 20, 1), (20, 20, 20))
+    )
+    for _, at in rows.groupby("rate"):
+        on = at.set_index("scales")
+        assert on["spearman"].idxmax() == lowest
+        assert on.loc[paper, "verdict"] == on.loc[released, "verdict"] == "worse"
+    assert rows.loc[rows["best"], "rate"].tolist() == [0.002]
+    test = table("angle_scales_lr/paired_comparison_test.csv")
+    assert test.loc[test["best"], "point"].tolist() == [f"{lowest}, learning_rate=0.002"]
+
+
 def test_mnrl_scale_isotropic_finding_reads_back_from_its_tables() -> None:
     """The words of results/mnrl_scale_isotropic's finding: at 50 random-pair cosines end above the untrained
     model's and uniformity worse, at 5-20 both lower; the band narrowest near the best and wider at 50; best 15 with
