@@ -65,6 +65,8 @@ def _condition_words(key: str, value: str) -> str:
         return "Normalize layer" if value == "True" else "no Normalize layer"
     if key.endswith("scale_schedule.spec"):  # already words: "cosine 5-50"
         return value
+    if name == "name_or_path":  # a grid of start models: their own names, not the paths on the machine that ran them
+        return f"model {value.rstrip('/').rsplit('/', 1)[-1]}"
     return _CONDITION_WORDS.get(name, name.replace("_", " ") + " {}").format(value)
 
 

@@ -434,6 +434,10 @@ def test_condition_titles_are_words_not_config_keys() -> None:
     assert condition_title("train.max_samples=1000, learning_rate=0.01") == "1,000 training rows\nlearning rate 0.01"
     assert condition_title("similarity=dot, normalize=False", ", ") == "dot similarity, no Normalize layer"
     assert condition_title("wrapper.name=None") == "no wrapper" and condition_title("") == ""
+    # a grid of start models: the model's own name, not the path on the machine that ran it (titles overlapped)
+    start = "name_or_path=/home/me/runs/starts/static_scale10_seed0, learning_rate=0.05"
+    assert condition_title(start, ", ") == "model static_scale10_seed0, learning rate 0.05"
+    assert condition_title("name_or_path=sentence-transformers/all-MiniLM-L6-v2") == "model all-MiniLM-L6-v2"
 
 
 def test_panels_above_an_empty_slot_keep_their_x_tick_labels(captured: dict[str, Figure], tmp_path: Path) -> None:
