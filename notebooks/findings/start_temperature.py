@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweep.report import Facts, folder_facts, present, write_best_scale_vs_condition
+from sweep.report import Facts, folder_facts, present, signed, write_best_scale_vs_condition
 from sweep.stats import scale_verdicts
 
 FINETUNE, SCRATCH = "start_temperature_static", "start_temperature_scratch"
@@ -68,8 +68,8 @@ def _verdicts(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def start_verdict(trials: pd.DataFrame, start: float | None) -> StartVerdict:
     """The verdicts of one start's trials (columns loss.scale, trial.learning_rate, replicate and the metrics)."""
-    cells = trials.groupby(["trial.learning_rate", "loss.scale"])[VALIDATION].mean()
-    rate = float(cells.idxmax()[0])
+    cells = trials.groupby(["trial.learning_rate", "loss.scale"])[VALIDATION].mean().reset_index()
+    rate = float(cells["trial.learning_rate"].to_numpy()[int(cells[VALIDATION].to_numpy().argmax())])
     rows = trials[trials["trial.learning_rate"] == rate]
     n_seeds = int(rows["replicate"].nunique())
     return StartVerdict(start, rate, _verdicts(rows, VALIDATION), _verdicts(rows, TEST), n_seeds)
@@ -169,6 +169,23 @@ def own_scale_words(verdicts: list[StartVerdict]) -> str:
     return words + (f", not for {'; '.join(lost)}" if lost else "")
 
 
+def gain_line(results: Path) -> str:
+    """Per start scale, how much the best fine-tuning cell (on validation) moves the start's own validation score
+    (its untrained row of ``spearman_vs_scale``), mean over the pretraining seeds: fine-tuning that barely moves a
+    start says little about which scale suits it."""
+    folder = results / FINETUNE
+    summary = pd.read_csv(folder / "spearman_vs_scale.csv")
+    own = summary[(summary["scale"] == 0) & (summary["split"] == "validation")]
+    own = own.groupby(summary.columns[0])["mean"].first()
+    trials = _with_starts(_complete(folder))
+    best = trials.groupby(["model.name_or_path", "trial.learning_rate", "loss.scale"])[VALIDATION].mean()
+    gains = (best.groupby(level=0).max() - own).rename("gain").reset_index()
+    starts = trials.drop_duplicates("model.name_or_path").set_index("model.name_or_path")["start"]
+    gains["start"] = gains["model.name_or_path"].map(starts)
+    parts = [f"{start:g}: {signed(gain)}" for start, gain in gains.groupby("start")["gain"].mean().items()]
+    return "the best fine-tuning cell minus the start's own STSB validation score, by start scale: " + "; ".join(parts)
+
+
 def study_lines(results: Path) -> tuple[list[str], str, str, list[Facts]] | None:
     """(evidence lines, `follows`' word, `own_scale_words`, the facts) for the findings page; None until the
     fine-tuning exists."""
@@ -176,4 +193,4 @@ def study_lines(results: Path) -> tuple[list[str], str, str, list[Facts]] | None
     if found is None:
         return None
     verdicts, facts = found
-    return [start_line(v) for v in verdicts], follows(verdicts), own_scale_words(verdicts), facts
+    return [*map(start_line, verdicts), gain_line(results)], follows(verdicts), own_scale_words(verdicts), facts

@@ -15,7 +15,7 @@ import pytest
 
 from notebooks.findings.datasize import arms, own_rates
 from notebooks.findings.finetune import against_untrained
-from notebooks.findings.start_temperature import start_verdicts
+from notebooks.findings.start_temperature import gain_line, start_verdicts
 from sweep.report import STSB_VALIDATION, flat_config, read_csv, tidy
 from sweep.stats import DEFAULT_MARGIN, DifferenceInDifferences, difference_in_differences
 
@@ -905,7 +905,8 @@ def test_the_start_temperature_findings_read_back_from_their_tables() -> None:
     """The words of study 2: the start pretrained at 20 is the best start on STSB validation and 50 the worst (10
     ahead of 20 on test); fine-tuned, the start at 10 is best at 10, the start at 20 at 20 on validation and 10 on
     test, the start at 50 at 10 on validation with 50 out of its set on both splits; from random vectors 10 is best
-    at both rates and the higher rate trains better."""
+    at both rates and the higher rate trains better; fine-tuning barely moves the starts at 10 and 20 and lifts the
+    start at 50 a lot."""
     assert best("start_pretrain_static") == 20.0
     pretrain = trials_of("start_pretrain_static").groupby("loss.scale")
     validation, test = pretrain["stsb_validation_spearman"].mean(), pretrain["stsb_test_spearman"].mean()
@@ -916,6 +917,9 @@ def test_the_start_temperature_findings_read_back_from_their_tables() -> None:
     assert (by_start[10.0].best(), by_start[10.0].best("test")) == (10.0, 10.0)
     assert (by_start[20.0].best(), by_start[20.0].best("test")) == (20.0, 10.0)
     assert by_start[50.0].best() == 10.0 and 50.0 not in by_start[50.0].held() + by_start[50.0].held("test")
+    gains = re.findall(r"(\d+): ([+-][\d.]+)", gain_line(RESULTS).split("by start scale: ")[1])
+    gain = {float(start): float(value) for start, value in gains}
+    assert gain[20.0] < 0 < gain[10.0] < gain[50.0] / 5  # 20 below its own score; 50 moved much more than 10
     scratch = by_start[None]
     assert scratch.best() == 10.0 and scratch.learning_rate == 0.05
     per_rate = trials_of("start_temperature_scratch").groupby(["trial.learning_rate", "loss.scale"])
