@@ -343,8 +343,8 @@ def _side_changes(frame: pd.DataFrame, a: float) -> dict[str, tuple[str, str]]:
             continue
         did = difference_in_differences(frame, a, other, conditions[0], conditions[-1])
         change = f"{signed(did.estimate)} {interval(did.ci_low, did.ci_high)}"
-        moves = did.ci_high < 0 or did.ci_low > 0
-        words = f"{a:g} - {other:g} " + (("shrinks" if did.estimate < 0 else "grows") if moves else "does not change")
+        trend = ("shrinks" if did.estimate < 0 else "grows") if moves(did) else "does not change"
+        words = f"{a:g} - {other:g} {trend}"
         out[side] = (
             f"{side} side: gap {a:g} - {other:g} {signed(did.gap1)} at {did.cond1}, {signed(did.gap2)} at "
             f"{did.cond2}; difference in differences {change} ({did.design} t over {did.n1} seeds)",
