@@ -2,7 +2,8 @@
 spread), the paired bootstrap across scales and its verdicts (the confidence set for the best scale), scales compared
 over seeds, one comparison pooled over distinct conditions, interactions (does the scale's effect change with a
 condition: gaps, difference in differences, a mixed model), each scale at its own best condition, one round of a race
-over seeds, and the best scale as a continuous quantity (a parabola in log scale near the peak).
+over seeds, stopping a raced trial at a validation, and the best scale as a continuous quantity (a parabola in log
+scale near the peak).
 
 The public face: each name is imported from its module on first use (``from sweep.stats import pool``), so that a
 report that only pools differences does not import torch and sentence-transformers (the probe's) nor statsmodels
@@ -17,6 +18,7 @@ from sweep import lazy_face
 if TYPE_CHECKING:
     from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
     from sweep.stats.concentration import concentration_statistics, in_batch_statistics, pair_cosines
+    from sweep.stats.early_stop import StopDecision, stop_early
     from sweep.stats.histogram import histogram_figure
     from sweep.stats.interactions import (
         DifferenceInDifferences,
@@ -47,6 +49,7 @@ __all__ = [
     "PairedComparison",
     "Pooled",
     "RoundDecision",
+    "StopDecision",
     "TunedComparison",
     "Verdicts",
     "collapse_reason",
@@ -67,12 +70,14 @@ __all__ = [
     "race_round",
     "scale_verdicts",
     "seed_paired_comparison",
+    "stop_early",
     "tuned_comparison",
 ]
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
     "collapse": ("COLLAPSE_STD", "collapse_reason"),
     "concentration": ("concentration_statistics", "in_batch_statistics", "pair_cosines"),
+    "early_stop": ("StopDecision", "stop_early"),
     "histogram": ("histogram_figure",),
     "interactions": (
         "DifferenceInDifferences",
