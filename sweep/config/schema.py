@@ -164,6 +164,7 @@ class PrunerConfig:
 class RaceConfig:
     enabled: bool = MISSING
     min_seeds: int = MISSING
+    stop_early: bool = MISSING
 
 
 @dataclass

@@ -53,9 +53,12 @@ def enqueue_grid(
 ) -> None:
     """Queue every grid point once, as attempt 1, in a seeded shuffle: a pruner then compares trials from across
     the grid, and a partial study covers it evenly instead of only its first axis values. `seeds`: only the points
-    of these `trial.seed` values (a race's first round, `sweep.study.race`)."""
-    points = [p for p in search_space.grid_points(space) if seeds is None or p[PARAM_SEED] in seeds]
-    random.Random(seed).shuffle(points)
+    of these `trial.seed` values (a race's first round, `sweep.study.race`), shuffled without their seed and each
+    queued with its seeds back to back, so that a race over steps (`sweep.study.race_steps`) soon has points with
+    every seed to estimate the seed-to-seed noise from."""
+    grid = search_space.grid_points(space if seeds is None else {k: v for k, v in space.items() if k != PARAM_SEED})
+    random.Random(seed).shuffle(grid)
+    points = grid if seeds is None else [{**point, PARAM_SEED: s} for point in grid for s in seeds]
     for point in points:
         enqueue_point(study, point)
 

@@ -26,8 +26,7 @@ from sweep.names import (
     TAG_RACE,
     TAG_RUN_DESCRIPTION,
 )
-from sweep.study import grid_queue
-from sweep.study import race as seed_race
+from sweep.study import grid_queue, race_settings
 from sweep.study.run_loop import StudyRunner
 from sweep.study.setup import (
     absolute_paths,
@@ -75,14 +74,14 @@ def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
         mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
         about = model_card.model_words(cfg.model, cfg.trial.learning_rate)  # the run page's Description, until the end
         client.writer.write("parent description", functools.partial(client.set_tag, parent, TAG_RUN_DESCRIPTION, about))
-        seed_race.pin(study, cfg.study.race, cfg.stats, created)
+        race_settings.pin(study, cfg.study.race, cfg.stats, created)
         if space and search_space.is_grid(space):
-            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed, seed_race.first_seeds(cfg.study))
+            grid_queue.enqueue_grid(study, space, cfg.study.sampler.seed, race_settings.first_seeds(cfg.study))
         study.set_user_attr(ATTR_READY, True)
     else:
         wait_until_ready(study)
         check_declared_space(study, declared, cfg.study.storage)
-        seed_race.pin(study, cfg.study.race, cfg.stats, created)
+        race_settings.pin(study, cfg.study.race, cfg.stats, created)
         parent = mlflow_client.parent_run(client, study, exp_id, {})
     sweep = StudyRunner(cfg, space, study, client, exp_id, parent)
     holder["sweep"] = sweep

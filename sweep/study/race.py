@@ -1,10 +1,10 @@
 """Racing the seeds (`study.race`): a grid study's rounds, kept in its Optuna storage like the grid queue.
 
 `study.seeds` stays the full list; a raced study trains every grid point with the first `study.race.min_seeds` seeds
-(the creating process queues them: `first_seeds`), then one seed more a round, only for the points still in.
-Whenever a worker finds the queue empty and nothing RUNNING (`StudyRunner.run`), `Race.advance` takes the round's
-decision from the COMPLETE trials (`sweep.stats.race` says which rule and why), records it as the study attribute
-``sweep.race.round_K`` (K: the seeds it decided on), tags the dropped points' trial runs
+(the creating process queues them: `race_settings.first_seeds`), then one seed more a round, only for the points
+still in. Whenever a worker finds the queue empty and nothing RUNNING (`StudyRunner.run`), `Race.advance` takes the
+round's decision from the COMPLETE trials (`sweep.stats.race` says which rule and why), records it as the study
+attribute ``sweep.race.round_K`` (K: the seeds it decided on), tags the dropped points' trial runs
 (``sweep.race.eliminated_after``) and the parent run (``sweep.race``), and queues the next seed for the survivors.
 
 Taken once: a decision is a function of the stored trials and their logged predictions alone (seeds in a fixed
@@ -14,7 +14,9 @@ queue's `holder` rule. A worker never trains a point the race has dropped (`Race
 the race stopped: `advance` first queues whatever the current round lacks (a process killed between recording a
 decision and queuing its trials), and a round whose point failed for good (diverged) drops that point. The families
 raced apart are the conditions of the paired comparison: the swept keys other than the scale (and the seed) when the
-scale or temperature is swept, else the whole grid.
+scale or temperature is swept, else the whole grid. With `study.race.stop_early` a first-round trial may also be
+stopped at a validation (`sweep.study.race_steps`): its point is out from then on (`Race.stopped`), the next round's
+record lists it under ``stopped`` and tags its trial runs like an eliminated point's.
 """
 
 from __future__ import annotations
@@ -23,18 +25,14 @@ import functools
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 import numpy as np
 import optuna
 import pandas as pd
-from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.config.schema import RaceConfig, StatsConfig
-from sweep.errors import ConfigError
 from sweep.evaluation.predictions import load_predictions
 from sweep.names import (
     ATTR_CONFIG_ERROR,
@@ -42,6 +40,7 @@ from sweep.names import (
     ATTR_NOT_RETRIED,
     ATTR_RACE,
     ATTR_RACE_ROUND,
+    ATTR_RACE_STOPPED,
     PARAM_SEED,
     TAG_RACE,
     TAG_RACE_ELIMINATED_AFTER,
@@ -49,85 +48,12 @@ from sweep.names import (
 from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap, seed_comparison
 from sweep.stats.race import ONE_LEFT, RoundDecision, race_round
 from sweep.study import grid_queue
+from sweep.study.race_settings import RaceSettings
 from sweep.tracking.mlflow_client import TrackingClient
 
 log = logging.getLogger(__name__)
 
 ROUND_PREFIX = ATTR_RACE_ROUND.split("{")[0]
-
-
-@dataclass(frozen=True)
-class RaceSettings:
-    """What a race's decisions depend on, pinned in the study attribute ``sweep.race`` when it is created."""
-
-    min_seeds: int
-    level: float
-    margin: float
-    resamples: int
-    seed: int
-
-    KEYS = {
-        "min_seeds": "study.race.min_seeds",
-        "level": "stats.paired.level",
-        "margin": "stats.paired.margin",
-        "resamples": "stats.paired.resamples",
-        "seed": "stats.seed",
-    }
-
-    @classmethod
-    def of(cls, race: RaceConfig, stats: StatsConfig) -> RaceSettings:
-        """The settings of `study.race` (``race``) and the `stats` section."""
-        paired = stats.paired
-        return cls(race.min_seeds, paired.level, paired.margin, paired.resamples, stats.seed)
-
-
-def validate(study: DictConfig, space: search_space.Space) -> None:
-    """`study.race` checks (of the `study` section), before any training: a race needs `study.seeds` to race over, a
-    grid, whole trials (no pruner) and 2 <= `study.race.min_seeds` <= the number of seeds."""
-    race = study.race
-    if not race.enabled:
-        return
-    seeds = list(study.seeds or [])
-    if len(seeds) < 2:
-        raise ConfigError(
-            "study.race.enabled", True, "races over seeds: give study.seeds, e.g. study.seeds=[0,1,2,3,4]"
-        )
-    if not space or not search_space.is_grid(space):
-        raise ConfigError("study.race.enabled", True, "races grid points: give every study.search_space key a list")
-    if study.pruner.name != "none" or study.pruner.get("_target_") is not None:
-        raise ConfigError("study.race.enabled", True, "needs whole trials: set study.pruner.name=none")
-    if not isinstance(race.min_seeds, int) or not 2 <= race.min_seeds <= len(seeds):
-        raise ConfigError("study.race.min_seeds", race.min_seeds, f"must be 2 to {len(seeds)} (the study.seeds)")
-
-
-def pin(study: optuna.Study, race: RaceConfig, stats: StatsConfig, created: bool) -> None:
-    """Record a new study's race settings (`study.race`, the `stats` section), or refuse a rerun whose race settings
-    differ from the recorded ones (its rounds would be decided by another rule)."""
-    wanted = asdict(RaceSettings.of(race, stats)) if race.enabled else None
-    if created:
-        if wanted is not None:
-            study.set_user_attr(ATTR_RACE, wanted)
-        return
-    recorded = study.user_attrs.get(ATTR_RACE)
-    if recorded == wanted:
-        return
-    if recorded is None or wanted is None:
-        how = "without racing" if recorded is None else f"racing ({recorded})"
-        raise ConfigError(
-            "study.race.enabled",
-            wanted is not None,
-            f"study {study.study_name!r} was created {how}: use a new name=...",
-        )
-    key = next(k for k in RaceSettings.KEYS if recorded.get(k) != wanted[k])
-    raise ConfigError(
-        RaceSettings.KEYS[key], wanted[key], f"study {study.study_name!r} races with {recorded[key]}: give that"
-    )
-
-
-def first_seeds(study: DictConfig) -> list[int] | None:
-    """The seeds the creating process queues (of the `study` section): the first `study.race.min_seeds` when racing,
-    else all (None)."""
-    return list(study.seeds)[: study.race.min_seeds] if study.race.enabled else None
 
 
 def _value(values: Sequence[Any], value: Any) -> Any:
@@ -188,14 +114,33 @@ class Race:
         attrs = self.study.user_attrs
         return {int(k.removeprefix(ROUND_PREFIX)): v for k, v in attrs.items() if k.startswith(ROUND_PREFIX)}
 
-    def dropped(self, point: dict[str, Any]) -> int | None:
-        """The seeds after which the race dropped `point` (eliminated or failed for good), or None."""
+    def dropped(self, point: dict[str, Any]) -> str | None:
+        """How the race dropped `point` (``after K seeds``: eliminated or failed for good; ``stopped ...``: a trial
+        of its first rounds stopped at a validation, `study.race.stop_early`), or None."""
         key = self.key(point)
-        return next((k for k, r in sorted(self.rounds().items()) if key in r["eliminated"] + r["failed"]), None)
+        seeds = next((k for k, r in sorted(self.rounds().items()) if key in r["eliminated"] + r["failed"]), None)
+        if seeds is not None:
+            return f"after {seeds} seeds"
+        stopped = self.stopped().get(key)
+        return f"stopped early ({stopped})" if stopped else None
+
+    def stopped(self) -> dict[str, str]:
+        """The points a trial of the first rounds was stopped for at a validation (`sweep.study.race_steps`), each
+        with the reason recorded on that trial."""
+        return {
+            self.key(grid_queue.grid_point(t)): str(t.user_attrs[ATTR_RACE_STOPPED])
+            for t in self.study.get_trials(deepcopy=False, states=[TrialState.PRUNED])
+            if ATTR_RACE_STOPPED in t.user_attrs
+        }
+
+    def first_round(self, seed: Any) -> bool:
+        """Whether `seed` is one of the first `study.race.min_seeds`, with which every point is trained."""
+        return _value(self.seeds, seed) in self.seeds[: self.settings.min_seeds]
 
     def racing(self, rounds: dict[int, dict[str, Any]]) -> list[str]:
-        """The points still in the race after `rounds`: not dropped, in a family whose race has not ended."""
-        out = {key for r in rounds.values() for key in r["eliminated"] + r["failed"]}
+        """The points still in the race after `rounds`: not dropped or stopped, in a family whose race has not
+        ended."""
+        out = {key for r in rounds.values() for key in r["eliminated"] + r["failed"]} | set(self.stopped())
         ended = {family for r in rounds.values() for family in r["ended"]}
         return [key for key in self.points if key not in out and self.family(key) not in ended]
 
@@ -246,8 +191,12 @@ class Race:
         return found
 
     def _record(self, n_seeds: int, racing: list[str], failed: set[str], trials: dict) -> None:
-        """Decide the round of `n_seeds` seeds per family, write it once and tag what it dropped."""
+        """Decide the round of `n_seeds` seeds per family, write it once and tag what it dropped (the points it
+        compared and put out, and those stopped at a validation since the last round: `stop_early`)."""
+        earlier = {key for r in self.rounds().values() for key in r.get("stopped", [])}
+        stopped = sorted(set(self.stopped()) - earlier)
         record: dict[str, Any] = {"kept": [], "eliminated": [], "failed": sorted(failed), "ended": {}, "method": ""}
+        record["stopped"] = stopped
         for family, members in self.families(racing).items():
             decision, method = self._decide([k for k in members if k not in failed], n_seeds, trials)
             record["kept"] += decision.kept
@@ -261,10 +210,11 @@ class Race:
         stored = self.study.user_attrs[name]
         lines = self.lines()
         log.info("%s", "\n".join(lines))
-        for key in stored["eliminated"]:
+        for key in stored["eliminated"] + stored.get("stopped", []):
             for seed in self.seeds[:n_seeds]:
-                run_id = trials[(key, seed)].user_attrs.get(ATTR_MLFLOW_RUN_ID)
-                self._tag(run_id, TAG_RACE_ELIMINATED_AFTER, str(n_seeds))
+                if (key, seed) in trials:  # a stopped point's discarded trial has no run
+                    run_id = trials[(key, seed)].user_attrs.get(ATTR_MLFLOW_RUN_ID)
+                    self._tag(run_id, TAG_RACE_ELIMINATED_AFTER, str(n_seeds))
         self._tag(self.parent, TAG_RACE, "; ".join(lines))
 
     def _tag(self, run_id: str | None, key: str, value: str) -> None:
@@ -306,11 +256,16 @@ class Race:
     def lines(self) -> list[str]:
         """Per family: ``race: eliminated after 2 seeds: 1, 2, 50; eliminated after 3 seeds: 20; ended after 3 seeds
         (every seed is used): 10, 15 left``, or ``...; still racing: 10, 15, 20``."""
-        rounds = self.rounds()
-        dropped = {key for r in rounds.values() for key in r["eliminated"] + r["failed"]}
+        rounds, stopped = self.rounds(), self.stopped()
+        dropped = {key for r in rounds.values() for key in r["eliminated"] + r["failed"]} | set(stopped)
         lines = []
         for family, members in self.families(list(self.points)).items():
             parts = []
+            early = [self.label(k) for k in members if k in stopped]
+            if early:
+                parts.append(
+                    f"stopped at a validation of the first {self.settings.min_seeds} seeds: {', '.join(early)}"
+                )
             for n_seeds, record in sorted(rounds.items()):
                 for what, field in (("eliminated", "eliminated"), ("failed for good (diverged)", "failed")):
                     named = [self.label(k) for k in members if k in record[field]]

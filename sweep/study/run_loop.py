@@ -23,6 +23,7 @@ from sweep.names import (
     ATTR_DISCARDED,
     ATTR_GRID_POINT,
     ATTR_MLFLOW_RUN_ID,
+    ATTR_RACE_STOPPED,
     ATTR_SCALE,
     ATTR_TEMPERATURE,
     ATTR_TEST_SPEARMAN,
@@ -36,6 +37,7 @@ from sweep.study import race as seed_race
 from sweep.study.failures import FailureWatch, record_failure
 from sweep.study.optuna_access import wrap_ask
 from sweep.study.preflight import resolve_trial_config
+from sweep.study.race_steps import RaceStopper
 from sweep.study.setup import (
     fail_stale_trials,
 )
@@ -68,6 +70,7 @@ class StudyRunner:
     failures_seen: FailureWatch = field(init=False)
     categorical: frozenset[str] = field(init=False)  # grid keys this study asks as categorical (`suggest`)
     race: seed_race.Race | None = field(init=False)  # `study.race`: the seeds raced (sweep/study/race.py)
+    stopper: RaceStopper | None = field(init=False)  # `study.race.stop_early` (sweep/study/race_steps.py)
 
     def __post_init__(self) -> None:
         self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
@@ -76,6 +79,9 @@ class StudyRunner:
         raced = cfg.study.race.enabled and self.is_grid
         race = (cfg.eval.objective, cfg.study.direction, self.space, self.study, self.client, self.parent_run_id)
         self.race = seed_race.Race(*race) if raced else None
+        self.stopper = RaceStopper(self.race) if self.race is not None and self.race.settings.stop_early else None
+        if self.stopper is not None:
+            self.study.pruner = self.stopper  # Optuna asks the study's pruner at each trial.report
         # Every ask, Optuna's in optimize and the packer's, holds a stop signal for the objective's check_stop.
         wrap_ask(self.study, holding_stop_signals)
 
@@ -107,9 +113,9 @@ class StudyRunner:
             trial.set_user_attr(ATTR_DISCARDED, True)  # its point was queued twice: trial `earlier` trains it
             raise optuna.TrialPruned(f"grid point already held by trial {earlier}")
         point = grid_queue.queued_point(self.study, trial) if self.is_grid else None
-        if self.race is not None and point and (seeds := self.race.dropped(point)) is not None:
+        if self.race is not None and point and (how := self.race.dropped(point)) is not None:
             trial.set_user_attr(ATTR_DISCARDED, True)  # queued before the race dropped its point
-            raise optuna.TrialPruned(f"grid point dropped by the race after {seeds} seeds")
+            raise optuna.TrialPruned(f"grid point dropped by the race {how}")
         params = search_space.suggest(trial, self.space, point, self.categorical)
         cfg = resolve_trial_config(search_space.apply(self.cfg, params))
         run_name = ui_links.trial_run_name(trial.number, params)
@@ -142,7 +148,12 @@ class StudyRunner:
                     ),
                 )
         except optuna.TrialPruned as pruned:
-            self._end(trial, run, start, TrialState.PRUNED, str(pruned), description)
+            reason = str(pruned)
+            if self.stopper is not None and (why := self.stopper.reasons.get(trial.number)):
+                reason = f"{reason}: stopped by the race, {why}"
+                trial.set_user_attr(ATTR_RACE_STOPPED, why)
+                run.set_tags({ATTR_RACE_STOPPED: why[:5000]})
+            self._end(trial, run, start, TrialState.PRUNED, reason, description)
             raise
         except BaseException as error:  # an interrupted trial's run ends KILLED, a failed one's FAILED
             reason = self.record_failure(trial, error)

@@ -57,7 +57,7 @@ from sweep.config.schema import StudyConfig
 from sweep.errors import ConfigError
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.preflight import validate_space
-from sweep.study.race import validate as validate_race
+from sweep.study.race_settings import validate as validate_race
 from sweep.study.storage_retry import RetryingRDBStorage
 from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
 

@@ -109,8 +109,26 @@ RACE_GRID = ("+study.search_space.loss.scale=[1,20]", "study.race.enabled=true")
             "races grid points",
         ),
         ((*RACE_GRID, "study.seeds=[0,1]", "study.pruner.name=median"), "study.race.enabled", "study.pruner.name=none"),
+        (
+            ("+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]", "study.race.stop_early=true"),
+            "study.race.stop_early",
+            "study.race.enabled=true",
+        ),
+        (
+            (*RACE_GRID, "study.seeds=[0,1]", "study.race.stop_early=true", "study.pack=2"),
+            "study.race.stop_early",
+            "pack=1",
+        ),
     ],
-    ids=["no-seeds", "min-seeds-1", "min-seeds-above-the-seeds", "distribution", "pruner"],
+    ids=[
+        "no-seeds",
+        "min-seeds-1",
+        "min-seeds-above-the-seeds",
+        "distribution",
+        "pruner",
+        "stop-unraced",
+        "stop-packed",
+    ],
 )
 def test_a_race_without_seeds_grid_or_whole_trials_is_refused_before_training(compose_cfg, overrides, key, message):
     with pytest.raises(ConfigError, match=message) as error:

@@ -18,9 +18,12 @@ from sweep.app import paired_summary, summary
 from sweep.config.checks import CONFIG_DIR
 from sweep.errors import ConfigError
 from sweep.names import (
+    ATTR_MLFLOW_RUN_ID,
     ATTR_RACE,
+    ATTR_RACE_STOPPED,
     ATTR_TEST_SPEARMAN,
     ATTR_VALIDATION_SPEARMAN,
+    TAG_OPTUNA_STATE,
     TAG_RACE,
     TAG_RACE_ELIMINATED_AFTER,
 )
@@ -96,7 +99,8 @@ def test_the_race_drops_the_worse_point_and_keeps_the_tied_ones_to_the_last_seed
     assert set(studies["stopped"]) == {"sweep.race", "sweep.race.round_2"}, "the first run decided round 2 only"
     assert points(raced.study) == Counter([(0, 0), (0, 1), *((s, seed) for s in (19, 20) for seed in (0, 1, 2))])
     attrs = raced.study.user_attrs
-    assert attrs["sweep.race"] == {"min_seeds": 2, "level": 0.95, "margin": 0.001, "resamples": 1000, "seed": 0}
+    settings = {"min_seeds": 2, "level": 0.95, "margin": 0.001, "resamples": 1000, "seed": 0, "stop_early": False}
+    assert attrs["sweep.race"] == settings
     first, last = attrs["sweep.race.round_2"], attrs["sweep.race.round_3"]
     assert first["eliminated"] == [json.dumps({"loss.scale": 0})] and not first["ended"]
     assert last["kept"] == [json.dumps({"loss.scale": 19}), json.dumps({"loss.scale": 20})]
@@ -153,3 +157,72 @@ def test_a_rerun_with_other_race_settings_is_refused(studies, tmp_path_factory):
     rerun.run()  # the race is over: nothing is queued again
     assert sum(points(rerun.study).values()) == 8
     finish(rerun)
+
+
+# The race over steps too (`study.race.stop_early`): evaluations every 4 of the 16 steps. In this queue order
+# (`study.sampler.seed=1`) scale 0's seed-1 trial comes after two trained points have both seeds and a finished pair
+# shows how a lead at step 4 moves by step 16: it is stopped at its first evaluation.
+STOPPED = [*(o for o in RACED if not o.startswith("trial.eval_steps")), "trial.eval_steps=4"]
+STOPPED += ["study.race.stop_early=true", "study.sampler.seed=1"]
+STOPPED_LINE = f"race: stopped at a validation of the first 2 seeds: 0; ended after 3 seeds ({SEEDS_USED}): 19, 20 left"
+
+
+@pytest.fixture(scope="module")
+def stopped_race(tmp_path_factory):
+    """The race with stop_early, killed after its first round's decision, then rerun twice."""
+    root = tmp_path_factory.mktemp("stopped_race")
+    with pytest.MonkeyPatch.context() as clean:
+        clear_user_state(clean)
+        cfg = compose_race(root, *STOPPED, "name=stopped")
+        first = open_sweep(cfg)
+        with pytest.MonkeyPatch.context() as patch:
+
+            def killed(study, point):  # the process dies after round 2's decision, before round 3's queue
+                raise RuntimeError("killed")
+
+            patch.setattr(grid_queue, "enqueue_point", killed)
+            with pytest.raises(RuntimeError, match="killed"):
+                first.run()
+        first_trials = len(first.study.trials)
+        raced, table = run_study(cfg)
+        again, _ = run_study(cfg)
+        return {"first_trials": first_trials, "raced": raced, "table": table, "again": again, "cfg": cfg}
+
+
+def test_a_trial_far_behind_is_stopped_at_its_first_evaluation_and_never_trained_again(stopped_race):
+    raced, cfg = stopped_race["raced"], stopped_race["cfg"]
+    stopped = [t for t in raced.study.trials if ATTR_RACE_STOPPED in t.user_attrs]
+    assert len(stopped) == 1
+    trial = stopped[0]
+    assert trial.state == optuna.trial.TrialState.PRUNED and trial.params == {"loss.scale": 0, "trial.seed": 1}
+    assert list(trial.intermediate_values) == [4], "stopped at the first of its 4 evaluations"
+    assert trial.user_attrs[ATTR_RACE_STOPPED].startswith(("19 leads", "20 leads"))
+    assert points(raced.study) == Counter([(0, 0), *((s, seed) for s in (19, 20) for seed in (0, 1, 2))])
+    steps = sum(max(t.intermediate_values) for t in raced.study.trials if t.intermediate_values)
+    assert steps == 7 * 16 + 4, "the stopped trial's 12 steps are saved, and nothing is trained twice"
+    assert raced.race.lines() == [STOPPED_LINE]
+    assert STOPPED_LINE in summary(raced, stopped_race["table"]).splitlines()
+    _, _, children = trial_runs(cfg)
+    run = next(c for c in children if c.info.run_id == trial.user_attrs[ATTR_MLFLOW_RUN_ID])
+    assert run.info.status == "KILLED" and run.data.tags[ATTR_RACE_STOPPED] == trial.user_attrs[ATTR_RACE_STOPPED]
+    assert run.data.tags[TAG_OPTUNA_STATE] == "PRUNED"
+    assert len(stopped_race["again"].study.trials) == len(raced.study.trials), "a third run trains nothing"
+
+
+def test_the_stopped_point_is_no_evidence_and_the_answer_is_the_full_grids(stopped_race, studies):
+    """The race's answer compares the points on every seed: scale 0's one finished seed is not compared (the race
+    put it out in its first round, and its runs say so), and the confidence set for the best is the unraced grid's."""
+    raced, table = stopped_race["raced"], stopped_race["table"]
+    line = paired_summary(raced, table)[0]
+    full_line = paired_summary(*studies["full"])[0]
+    best_set = "best scale 19 (0.693); cannot tell apart: 20;"
+    assert best_set in line and best_set in full_line
+    assert "(3 seeds x 200 pairs, 95%)" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
+    assert raced.study.user_attrs["sweep.race.round_2"]["stopped"] == [json.dumps({"loss.scale": 0})]
+    _, _, children = trial_runs(stopped_race["cfg"])
+    tagged = {
+        (c.data.params["loss.scale"], c.data.params["trial.seed"]): c.data.tags.get(TAG_RACE_ELIMINATED_AFTER)
+        for c in children
+        if c.data.params["loss.scale"] == "0.0"
+    }
+    assert tagged == {("0.0", "0"): "2", ("0.0", "1"): "2"}, "both of scale 0's trial runs, the stopped one too"
