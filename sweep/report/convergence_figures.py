@@ -1,7 +1,8 @@
 """Validation Spearman against the training step (``spearman_vs_step``): one line per scale (mean over seeds, a 95%
 t-band where n > 1), one panel per condition, so that a reader sees whether the ranking of the scales is still
 changing when training stops. Built from the ``stsb_validation_spearman`` history, whose step 0 is the untrained
-model; the table has one row per condition, scale and step: mean, ci_low, ci_high, n."""
+model; the table has one row per condition, scale and step: mean, ci_low, ci_high, n. The history itself, one row
+per trial and evaluation, is kept beside it (``validation_history.csv``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from sweep.report.study_context import scale_axis_label
 from sweep.report.summaries import by_condition, t_interval
 
 STEM = "spearman_vs_step"
+HISTORY_STEM = "validation_history"  # its source, one row per trial and evaluation: what a race replay reads
 STEP_COLUMNS = {"scale", "step", "mean", "ci_low", "ci_high", "n"}  # the table's own columns
 BRIGHTEST = 0.85  # of the colour map: its yellow end is unreadable on white
 
@@ -71,3 +73,13 @@ def write_spearman_vs_step(summary: pd.DataFrame, trials: pd.DataFrame, out_dir:
     title = f"{scale_axis_label(trials)} (mean over seeds, {n_label(summary['n'])}{bands}; step 0: untrained)"
     legend_below(axes, title, columns=min(summary["scale"].nunique(), 6))
     return save_figure(fig, summary, out_dir, STEM)
+
+
+def write_validation_history(history: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """``validation_history.csv``: a ``metric_history_table`` of the validation Spearman, every trial's value at
+    every evaluation (`sweep.bench.race` replays a race over seeds and steps from it); nothing when empty."""
+    if history.empty:
+        return []
+    path = out_dir / f"{HISTORY_STEM}.csv"
+    history.to_csv(path, index=False)
+    return [path]

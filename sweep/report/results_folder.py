@@ -27,6 +27,7 @@ TABLE_STEMS = (
     "concentration_vs_scale",
     "train_loss_curves",
     "spearman_vs_step",
+    "validation_history",
     "learned_scale_trajectory",
     "layer_grid_heatmap",
     PAIRED_STEM,

@@ -9,7 +9,12 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.names import ATTR_VALIDATION_SPEARMAN
-from sweep.report.convergence_figures import spearman_step_summary, write_spearman_vs_step
+from sweep.report.convergence_figures import (
+    HISTORY_STEM,
+    spearman_step_summary,
+    write_spearman_vs_step,
+    write_validation_history,
+)
 from sweep.report.extra_set_figures import write_extra_sets_vs_scale
 from sweep.report.factor_figures import write_scale_and_condition
 from sweep.report.findings import findings_block, write_findings
@@ -111,9 +116,11 @@ def write_study_figures(
     for stem, key in (("train_loss_curves", "train_loss"), ("learned_scale_trajectory", "learned_scale")):
         if stem not in tables:
             tables[stem] = metric_history_table(trials, histories.get(key, EMPTY_HISTORY))
-    if "spearman_vs_step" not in tables and swept_scales(trials):
+    if HISTORY_STEM not in tables and swept_scales(trials):
         validation_history = histories.get(ATTR_VALIDATION_SPEARMAN, EMPTY_HISTORY)
-        tables["spearman_vs_step"] = spearman_step_summary(metric_history_table(trials, validation_history))
+        tables[HISTORY_STEM] = metric_history_table(trials, validation_history)
+    if "spearman_vs_step" not in tables and HISTORY_STEM in tables:
+        tables["spearman_vs_step"] = spearman_step_summary(tables[HISTORY_STEM])
     mechanism = mechanism_summary(trials) if swept_scales(trials) else pd.DataFrame()
     if "layer_grid_heatmap" not in tables:
         tables["layer_grid_heatmap"] = layer_grid_summary(trials)
@@ -126,6 +133,7 @@ def write_study_figures(
         *write_mechanism_vs_scale(mechanism, trials, out_dir),
         *write_train_loss_curves(tables["train_loss_curves"], trials, out_dir),
         *write_spearman_vs_step(tables.get("spearman_vs_step", pd.DataFrame()), trials, out_dir),
+        *write_validation_history(tables.get(HISTORY_STEM, pd.DataFrame()), out_dir),
         *write_learned_scale_trajectory(tables["learned_scale_trajectory"], trials, out_dir),
         *write_angle_weights_heatmap(trials, out_dir, validation),
         *write_angle_scales_heatmap(trials, out_dir, validation),
