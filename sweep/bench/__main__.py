@@ -19,6 +19,7 @@ import sweep.bench
 from sweep.bench.eval_speed import measure_eval_speed
 from sweep.bench.gpu import gpu_rows
 from sweep.bench.inprocess import quiet_libraries
+from sweep.bench.live_race import measure_live_race
 from sweep.bench.naive_layer_grid import measure_layer_grid
 from sweep.bench.packing import measure_packing
 from sweep.bench.pruning import measure_pruning, pruning_rows
@@ -36,7 +37,7 @@ from sweep.bench.sweeps import (
 from sweep.bench.table import Row, machine_description, render_report
 
 DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
-ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
+ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
 
 
 def guarded(item: str, label: str, measure: Callable[[], list[Row]]) -> list[Row]:
@@ -77,6 +78,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="item 9: results folders that trained every scale with every seed and ship predictions.csv.gz, replayed "
         "as races (the first against the goals); none: item 9 is skipped",
     )
+    parser.add_argument(
+        "--live-races",
+        type=lambda text: tuple(part for part in text.split(",") if part),
+        default=None,
+        metavar="EXPERIMENT,...",
+        help="item 10: experiments whose full grid and race over seeds and steps are run live (default: "
+        f"{','.join(FULL.live_races)}; quick: {','.join(QUICK.live_races)})",
+    )
     return parser.parse_args(argv)
 
 
@@ -89,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> str:
     """Run the benchmark; write and print the report, which it returns."""
     args = parse_args(argv)
     settings = replace(QUICK if args.quick else FULL, race_folders=args.race_folders)
+    if args.live_races is not None:
+        settings = replace(settings, live_races=args.live_races)
     command = shlex.join(["python", "-m", "sweep.bench", *(sys.argv[1:] if argv is None else argv)])
     items = set(args.only.split(","))
     start = time.perf_counter()
@@ -123,6 +134,11 @@ def main(argv: Sequence[str] | None = None) -> str:
         raw["race"] = [asdict(result) for result in results]
         return rows
 
+    def item_10() -> list[Row]:
+        rows, results = measure_live_race(settings, args.data_dir, work, log)
+        raw["live_race"] = [asdict(result) for result in results]
+        return rows
+
     measurements: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
         ({"1", "2", "3"}, "items 1-3: baseline processes and framework sweeps", items_1_3),
         ({"4"}, "item 4: pruning", item_4),
@@ -131,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> str:
         ({"7"}, "item 7: GPU", gpu_rows),
         ({"8"}, "item 8: packed trials and workers", lambda: measure_packing(settings, args.data_dir, work, log)),
         ({"9"}, "item 9: racing the seeds (replayed)", item_9),
+        ({"10"}, "item 10: racing the seeds and steps (live)", item_10),
     ]
     try:
         for wanted, label, measure in measurements:

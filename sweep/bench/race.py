@@ -23,11 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sweep.bench.settings import Settings
 from sweep.bench.table import Row, Stat
+from sweep.report.convergence_figures import HISTORY_STEM
 from sweep.report.folder_comparison import shipped_predictions
 from sweep.report.results_folder import TRIALS_CSV, flat_config, read_csv
+from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
 from sweep.stats.paired_bootstrap import paired_bootstrap
 from sweep.stats.race import RoundDecision, race_round
 
@@ -46,11 +49,12 @@ class RaceRun:
     """One replayed race: the seed order, the trials it trained, their wall time and the points it ended on."""
 
     order: tuple[float, ...]
-    trials: int
+    trials: int  # trials started (a stopped one included; one discarded after its point was stopped not)
+    steps: int  # training steps, a stopped trial's up to its stop
     wall_s: float
     kept: frozenset[float]
     rounds: int
-    history: str  # "after 2 seeds out: 0, 1; after 3 seeds out: 20; ended: <why>"
+    history: str  # "stopped early: 0, 50; after 2 seeds out: 1; after 3 seeds out: 20; ended: <why>"
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class RaceReplay:
     full_set: frozenset[float]
     runs: tuple[RaceRun, ...]
     min_seeds: int
+    stop_early: bool  # study.race.stop_early: the first rounds' trials judged at each validation
 
     @property
     def full_trials(self) -> int:
@@ -93,6 +98,18 @@ class Replayer:
         setting = {key: float(str(config[key])) for key in (*OPTIONS.values(), "trial.max_steps")}
         self.steps = int(setting["trial.max_steps"])
         self.options: dict[str, float] = {name: setting[key] for name, key in OPTIONS.items()}
+        self.curves = self._curves(folder, number)
+
+    @staticmethod
+    def _curves(folder: Path, number: dict[tuple[float, float], int]) -> dict[tuple[float, float], list] | None:
+        """(scale, seed) -> [(step, validation Spearman), ...] after step 0, from ``validation_history.csv``; None
+        when the folder does not ship it (a race over steps cannot be replayed)."""
+        path = folder / f"{HISTORY_STEM}.csv"
+        if not path.exists():
+            return None
+        history = read_csv(path)
+        by_trial = {n: rows.sort_values("step") for n, rows in history[history["step"] > 0].groupby("trial_number")}
+        return {key: list(zip(by_trial[n]["step"], by_trial[n]["value"], strict=True)) for key, n in number.items()}
 
     def comparison_set(self, scales: tuple[float, ...], seeds: tuple[float, ...]) -> tuple[RoundDecision, frozenset]:
         """The round decision on `scales` x `seeds`, and the comparison's confidence set for the best."""
@@ -109,11 +126,43 @@ class Replayer:
         decision = race_round(table, len(seeds), len(self.seeds), o["margin"])
         return decision, frozenset(table.loc[table["in_confidence_set"], "scale"])
 
-    def race(self, order: tuple[float, ...], min_seeds: int) -> RaceRun:
-        """The race in this seed order: rounds until `race_round` ends it."""
+    def first_round(self, order: tuple[float, ...], min_seeds: int, queue: int) -> tuple[dict[tuple, int], list]:
+        """The first round with `study.race.stop_early`: every scale x the first `min_seeds` seeds of `order`, in
+        the seeded shuffle `queue` (the live queue's), each trial asking `stop_early` at each of its validations with
+        the history logged so far; a stopped scale's later trials are discarded. ((scale, seed) -> steps trained,
+        the scales stopped)."""
+        assert self.curves is not None
+        scales = list(self.scales)
+        random.Random(queue).shuffle(scales)
+        points = [(scale, seed) for scale in scales for seed in order[:min_seeds]]
+        logged: list[tuple[str, float, int, float]] = []
+        trained: dict[tuple, int] = {}
+        stopped: list[float] = []
+        for scale, seed in points:
+            if scale in stopped:
+                continue
+            for step, value in self.curves[(scale, seed)]:
+                logged.append((f"{scale:g}", seed, step, value))
+                trained[(scale, seed)] = step
+                history = pd.DataFrame(logged, columns=HISTORY_COLUMNS)
+                o = self.options
+                if stop_early(history, f"{scale:g}", step, self.steps, o["level"], o["margin"]).stop:
+                    stopped.append(scale)
+                    break
+        return trained, stopped
+
+    def race(self, order: tuple[float, ...], min_seeds: int, stop: bool = False, queue: int = 0) -> RaceRun:
+        """The race in this seed order: rounds until `race_round` ends it; `stop`: the first rounds' trials judged at
+        each validation (`first_round`, queued in the shuffle `queue`)."""
         survivors, used = self.scales, min_seeds
-        trained = [(scale, seed) for scale in survivors for seed in order[:used]]
         history = []
+        first = {(scale, seed): self.steps for scale in survivors for seed in order[:used]}
+        if stop:
+            first, stopped = self.first_round(order, min_seeds, queue)
+            survivors = tuple(scale for scale in survivors if scale not in stopped)
+            if stopped:
+                history.append(f"stopped early: {', '.join(f'{s:g}' for s in sorted(stopped))}")
+        trained = [(scale, seed) for scale in survivors for seed in order[:used]]
         while True:
             decision, _ = self.comparison_set(survivors, order[:used])
             survivors = tuple(float(s) for s in decision.kept)
@@ -124,21 +173,23 @@ class Replayer:
                 break
             trained += [(scale, order[used]) for scale in survivors]
             used += 1
-        wall = sum(self.wall[key] for key in trained)
-        return RaceRun(order, len(trained), wall, frozenset(survivors), used, "; ".join(history))
+        steps = {**first, **dict.fromkeys(trained, self.steps)}
+        wall = sum(self.wall[key] * n / self.steps for key, n in steps.items())  # a stopped trial: its share
+        return RaceRun(order, len(steps), sum(steps.values()), wall, frozenset(survivors), used, "; ".join(history))
 
 
-def replay(s: Settings, name: str, log: Callable[[str], None]) -> RaceReplay:
+def replay(s: Settings, name: str, log: Callable[[str], None], stop: bool = False) -> RaceReplay:
     """Replay the race over the results folder `name` (a path, relative to the working directory or absolute; the
-    rows name it as given) in every seed order (or `s.race_orders` random ones)."""
+    rows name it as given) in every seed order (or `s.race_orders` random ones); `stop`: over steps too
+    (`study.race.stop_early`), order k's first round queued in the shuffle seeded k."""
     replayer = Replayer(Path(name))
     orders = list(itertools.permutations(replayer.seeds))
     if s.race_orders is not None:
         orders = random.Random(0).sample(orders, min(s.race_orders, len(orders)))
     _, full_set = replayer.comparison_set(replayer.scales, replayer.seeds)
     log(f"  {name}: {len(replayer.scales)} scales x {len(replayer.seeds)} seeds, full grid's set {sorted(full_set)}")
-    runs = tuple(replayer.race(order, s.race_min_seeds) for order in orders)
-    log(f"  {len(runs)} seed orders replayed")
+    runs = tuple(replayer.race(order, s.race_min_seeds, stop, queue) for queue, order in enumerate(orders))
+    log(f"  {len(runs)} seed orders replayed{' (over steps too)' if stop else ''}")
     return RaceReplay(
         name,
         replayer.scales,
@@ -148,6 +199,7 @@ def replay(s: Settings, name: str, log: Callable[[str], None]) -> RaceReplay:
         full_set,
         runs,
         s.race_min_seeds,
+        stop,
     )
 
 
@@ -159,23 +211,24 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
     """Item 9: steps and wall time of the race / the full grid, and the share of seed orders on the same answer;
     `goals`: measured against the issue's goals (else informational: a study with fewer seeds saves less)."""
     full_steps = result.full_trials * result.steps_per_trial
-    steps = [run.trials * result.steps_per_trial for run in result.runs]
+    steps = [run.steps for run in result.runs]
     same = [run.kept == result.full_set for run in result.runs]
     where = (
         f"{result.folder}, {len(result.scales)} scales x {len(result.seeds)} seeds, min_seeds {result.min_seeds}, "
         f"{len(result.runs)} seed orders"
     )
+    race = "race over seeds and steps" if result.stop_early else "race"
     trials = Counter(run.trials for run in result.runs)
     ended = Counter(_scales(run.kept) for run in result.runs)
     histories = Counter(run.history for run in result.runs)
     return [
         Row(
             "9",
-            f"race / full grid, training steps ({where})",
+            f"{race} / full grid, training steps ({where})",
             Stat.of(steps).fmt("steps", 0),
             f"{full_steps} steps",
             Stat.of([n / full_steps for n in steps]),
-            "<= 0.5" if goals else "",
+            ("<= 0.3" if result.stop_early else "<= 0.5") if goals else "",
             "trials per race: "
             + ", ".join(f"{n} in {k} orders" for n, k in sorted(trials.items()))
             + f" (full grid: {result.full_trials}); the rounds: "
@@ -183,16 +236,16 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
         ),
         Row(
             "9",
-            f"race / full grid, wall time (the trials' trial_wall_time_s; {result.folder})",
+            f"{race} / full grid, wall time (the trials' trial_wall_time_s; {result.folder})",
             Stat.of([run.wall_s for run in result.runs]).fmt("s", 1),
             f"{result.full_wall_s:.1f} s",
             Stat.of([run.wall_s / result.full_wall_s for run in result.runs]),
             "",
-            "trials of one scale and seed took what the study measured",
+            "trials of one scale and seed took what the study measured (a stopped one its share of the steps)",
         ),
         Row(
             "9",
-            f"race ends on the full grid's 95% confidence set for the best (share of seed orders; {result.folder})",
+            f"{race} ends on the full grid's 95% confidence set for the best (share of seed orders; {result.folder})",
             f"{sum(same)} of {len(same)} orders",
             f"full grid's set {_scales(result.full_set)}",
             Stat.of([float(np.mean(same))]),
@@ -209,5 +262,10 @@ def measure_race(s: Settings, log: Callable[[str], None]) -> tuple[list[Row], li
         note = "skipped: no results folder to replay (--race-folders DIR,...: a study with every scale x seed and "
         note += "its predictions.csv.gz)"
         return [Row("9", "race / full grid (replayed)", "-", "-", None, "", note, status="skipped")], []
-    results = [replay(s, name, log) for name in s.race_folders]
-    return [row for i, result in enumerate(results) for row in race_rows(result, goals=i == 0)], results
+    results = []
+    for name in s.race_folders:
+        results.append(replay(s, name, log))
+        if (Path(name) / f"{HISTORY_STEM}.csv").exists():  # its validations: the race over steps too
+            results.append(replay(s, name, log, stop=True))
+    first = s.race_folders[0]
+    return [row for result in results for row in race_rows(result, goals=result.folder == first)], results

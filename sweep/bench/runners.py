@@ -122,19 +122,27 @@ def grid_override(scales: Sequence[float]) -> str:
     return "study.search_space.loss.scale=[" + ",".join(f"{s:g}" for s in scales) + "]"
 
 
-def run_framework(root: Path, overrides: Sequence[str], data_dir: str, timeout_s: int) -> FrameworkSweep:
-    """Run one study in a fresh state folder `root` and read its trials back."""
+def run_framework(
+    root: Path,
+    overrides: Sequence[str],
+    data_dir: str,
+    timeout_s: int,
+    experiment: str = "mnrl_scale",
+    seeds: Sequence[int] = (0,),
+) -> FrameworkSweep:
+    """Run one study of `experiment` with `seeds` in a fresh state folder `root` and read its trials back."""
     command = [
         sys.executable,
         "-m",
         "sweep",
-        "+experiment=mnrl_scale",
+        f"+experiment={experiment}",
         f"name={STUDY}",
         f"paths.root={root}",
         f"data.local_dir={data_dir}",
         "quiet=true",
-        # One seed and no kept models: each framework trial is compared with one plain script run, which saves nothing.
-        "study.seeds=[0]",
+        # One seed by default and no kept models: each framework trial of items 1-4 is compared with one plain
+        # script run, which saves nothing.
+        f"study.seeds=[{','.join(str(seed) for seed in seeds)}]",
         "trial.save_model=none",
         *overrides,
     ]

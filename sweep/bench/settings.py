@@ -48,6 +48,10 @@ class Settings:
     race_folders: tuple[str, ...] = ()
     race_min_seeds: int = 2  # study.race.min_seeds
     race_orders: int | None = None  # seed orders replayed (None: every order)
+    # item 10: each experiment's full grid against its race over seeds and steps, both run here, live
+    live_races: tuple[str, ...] = ("mnrl_scale", "mnrl_scale_isotropic")
+    live_race_seeds: int = 5
+    live_race_overrides: tuple[str, ...] = ()  # quick: a small grid of short trials
 
 
 PRUNE_VARIANTS = (
@@ -83,6 +87,14 @@ QUICK = Settings(
     encode_pairs=200,
     encode_repeats=1,
     race_orders=2,
+    live_races=("mnrl_scale",),
+    live_race_seeds=3,
+    live_race_overrides=(
+        "study.search_space.loss.scale=[0,1,20]",
+        "trial.max_steps=12",
+        "trial.eval_steps=4",
+        "data.train.max_samples=512",
+    ),
 )
 
 # Items 1-3 run the default sweep's grid (mnrl_scale's 8 positive scales) once, at half its steps; item 4 prunes the
@@ -121,6 +133,7 @@ COST = {
     "stats": 3.0,
     "minilm_sentence": 1 / 600,
     "race_replay": 90.0,  # item 9 over every order of a 5-seed study (its distinct rounds: the orders share them)
+    "default_trial": 12.0,  # item 10: one trial of mnrl_scale (120 steps, statistics on)
 }
 
 
@@ -150,7 +163,10 @@ def expected_seconds(s: Settings) -> float:
     )
     transformer = 5.0 if any(m != "static_minilm" for m in s.pack_models) else 1.0  # MiniLM steps cost more
     race = COST["race_replay"] * (1.0 if s.race_orders is None else 0.3)
-    return s.repeats * (baseline + framework) + pruning + layer + encode + packing * (1 + transformer) / 2 + race
+    # item 10: per experiment the full grid (9 scales x the seeds) and a race at about half of it
+    live = len(s.live_races) * (2 * COST["framework_process"] + 1.5 * 9 * s.live_race_seeds * COST["default_trial"])
+    live *= 0.1 if s.live_race_overrides else 1.0
+    return s.repeats * (baseline + framework) + pruning + layer + encode + packing * (1 + transformer) / 2 + race + live
 
 
 def reuses_sweep(s: Settings) -> bool:

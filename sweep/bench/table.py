@@ -237,5 +237,13 @@ ROW_DESCRIPTIONS = (
     "function a live race calls), in every order of its seeds: the first folder of `--race-folders` against the "
     "goals, the others beside it (skipped when none is given). Training steps (trials x steps) and wall time (the "
     "trials' `trial_wall_time_s`) of the race / the full grid, and the share of orders whose race ends on the full "
-    "grid's 95% confidence set for the best.",
+    "grid's 95% confidence set for the best. A folder that ships `validation_history.csv` is also replayed as a "
+    "race over seeds and steps (`study.race.stop_early`: the first round's trials, queued point by point in a "
+    "seeded shuffle, each judged at each of its validations by `sweep.stats.early_stop`; a stopped trial counts "
+    "its steps up to the stop and its share of the trial's wall time).",
+    "10. **Racing the seeds and steps, live**: each experiment of the run's settings with its seeds, the full grid "
+    "and then the same study with `study.race.enabled=true study.race.stop_early=true`, both run in this run: "
+    "training steps (each trial's last validation step; a trial the race discarded before training: none), the "
+    "processes' wall times, and whether the race's 95% confidence set for the best (its own paired comparison) is "
+    "the full grid's.",
 )

@@ -135,7 +135,8 @@ def test_prune_overrides():
 
 
 def test_settings_fit_the_budget():
-    assert expected_seconds(FULL) <= 47 * 60, "items 1-7 take about 15 min; item 8 (packing, a transformer) ~30; 9 ~1.5"
+    budget = "items 1-7 take about 15 min; item 8 (packing, a transformer) ~30; 9 ~1.5; 10 (two 5-seed grids, live) ~28"
+    assert expected_seconds(FULL) <= 77 * 60, budget
     assert expected_seconds(QUICK) < expected_seconds(FULL)
     assert QUICK.steps < FULL.steps and QUICK.repeats <= FULL.repeats
 
@@ -213,18 +214,16 @@ def test_packing_rows_read_trials_per_hour_against_one_at_a_time_and_the_floor()
     assert {1, 2, 4} <= set(QUICK.pack_sizes) and 8 in FULL.pack_sizes and "minilm_l1" in FULL.pack_models
 
 
-def test_the_race_replay_drops_the_worse_scale_in_every_seed_order_and_counts_its_trials(tmp_path, monkeypatch):
-    """A published folder's shape (trials.csv, predictions.csv.gz, config.yaml) with 3 scales x 3 seeds, one far
-    worse: every order drops it after 2 seeds and races the tied two to the third, 8 of 9 trials."""
+def synthetic_folder(root: Path, histories: bool) -> str:
+    """A published folder's shape (trials.csv, predictions.csv.gz, config.yaml, with ``histories`` its
+    validation_history.csv) with 3 scales x 3 seeds, scale 1 far worse (and far behind at each validation)."""
     import numpy as np
     import pandas as pd
     import yaml
 
-    from sweep.bench import race
-
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 300)
-    trials, predictions = [], []
+    trials, predictions, history = [], [], []
     for number, (scale, seed) in enumerate((s, k) for s in (1.0, 10.0, 20.0) for k in (0.0, 1.0, 2.0)):
         noise = rng.normal(0, 3.0 if scale == 1.0 else 1.0, 300) + np.random.default_rng(int(seed)).normal(0, 1, 300)
         trials.append(
@@ -239,18 +238,32 @@ def test_the_race_replay_drops_the_worse_scale_in_every_seed_order_and_counts_it
         predictions.append(
             pd.DataFrame({"trial_number": number, "split": "validation", "gold": gold, "cosine": gold + noise})
         )
-    folder = tmp_path / "results" / "study"
+        final, offset = (0.5 if scale == 1.0 else 0.8) + 0.01 * seed, rng.normal(0, 0.003)  # seed luck, trial's own
+        for step in (0, 10, 20, 30, 40, 50):
+            value = final - 0.2 * (1 - step / 50) + offset + rng.normal(0, 0.001)
+            history.append({"trial_number": number, "state": "COMPLETE", "scale": scale, "step": step, "value": value})
+    folder = root / "results" / "study"
     folder.mkdir(parents=True)
     pd.DataFrame(trials).to_csv(folder / "trials.csv", index=False)
     pd.concat(predictions).to_csv(folder / "predictions.csv.gz", index=False)
+    if histories:
+        pd.DataFrame(history).to_csv(folder / "validation_history.csv", index=False)
     config = {
         "trial": {"max_steps": 50},
         "stats": {"seed": 0, "paired": {"resamples": 200, "level": 0.95, "margin": 0.001}},
     }
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    return "results/study"
+
+
+def test_the_race_replay_drops_the_worse_scale_in_every_seed_order_and_counts_its_trials(tmp_path, monkeypatch):
+    """Every order drops scale 1 after 2 seeds and races the tied two to the third, 8 of 9 trials."""
+    from sweep.bench import race
+
+    name = synthetic_folder(tmp_path, histories=False)
     monkeypatch.chdir(tmp_path)  # a folder is a path given on the command line, relative to where it runs
 
-    result = race.replay(QUICK, "results/study", lambda text: None)
+    result = race.replay(QUICK, name, lambda text: None)
     assert len(result.runs) == QUICK.race_orders and result.full_trials == 9
     assert {run.trials for run in result.runs} == {8} and {run.kept for run in result.runs} == {frozenset({10.0, 20.0})}
     steps, wall, same = race.race_rows(result)
@@ -258,3 +271,43 @@ def test_the_race_replay_drops_the_worse_scale_in_every_seed_order_and_counts_it
     assert result.full_set == frozenset({10.0, 20.0}) and same.verdict == "met" and same.framework == "2 of 2 orders"
     assert wall.verdict == "info" and "(full grid: 9)" in steps.note
     assert [row.goal for row in race.race_rows(result, goals=False)] == ["", "", ""]
+
+
+def test_the_race_over_steps_is_replayed_from_the_validation_histories(tmp_path, monkeypatch):
+    """With the folder's validation histories the replay also races over steps: scale 1 is stopped at a validation
+    of its first round and its other trial is not trained, unless the queue put both its trials before two finished
+    ones showed how a lead moves (2 of the 6 orders here); every race ends on the full grid's set, with fewer steps."""
+    from sweep.bench import race
+    from sweep.bench.settings import Settings
+
+    name = synthetic_folder(tmp_path, histories=True)
+    monkeypatch.chdir(tmp_path)
+    every_order = Settings(**{**QUICK.__dict__, "race_folders": (name,), "race_orders": None})
+    rows, results = race.measure_race(every_order, lambda text: None)
+    seeds, steps = results
+    assert not seeds.stop_early and steps.stop_early and len(steps.runs) == 6
+    assert all(run.kept == steps.full_set == frozenset({10.0, 20.0}) for run in steps.runs)
+    assert [run.history.startswith("stopped early: 1;") for run in steps.runs] == [False, True, True, True, True, False]
+    assert [run.steps for run in steps.runs] == [400, 360, 360, 360, 360, 400] and {r.steps for r in seeds.runs} == {
+        400
+    }
+    labels = [row.measurement for row in rows]
+    assert sum("race over seeds and steps" in label for label in labels) == 3
+    assert rows[3].goal == "<= 0.3" and rows[0].goal == "<= 0.5"
+
+
+def test_the_live_race_rows_compare_steps_wall_time_and_the_confidence_sets():
+    """Item 10: the race's steps count a stopped trial up to its stop; the set row fails when the sets differ."""
+    from sweep.bench.live_race import LiveRace, live_race_rows
+
+    full = FrameworkSweep(100.0, [_trial(n, s, 10.0, steps=120) for n, s in enumerate((1.0, 10.0, 20.0))], [])
+    stopped = _trial(2, 1.0, 4.0, state="PRUNED", steps=40)
+    raced = FrameworkSweep(50.0, [_trial(0, 10.0, 10.0, steps=120), _trial(1, 20.0, 10.0, steps=120), stopped], [])
+    same = LiveRace("mnrl_scale", 5, full, raced, frozenset({10.0, 20.0}), frozenset({10.0, 20.0}))
+    steps, wall, answer = live_race_rows(same)
+    assert (steps.framework, steps.baseline) == ("280 steps", "360 steps") and steps.ratio.median == 280 / 360
+    assert steps.verdict == "not met" and "1 of them stopped at a validation" in steps.note
+    assert wall.ratio.median == 0.5 and wall.verdict == "info"
+    assert answer.verdict == "met" and answer.framework == "{10, 20}"
+    other = LiveRace("mnrl_scale", 5, full, raced, frozenset({10.0, 20.0}), frozenset({10.0}))
+    assert live_race_rows(other)[2].verdict == "not met"
