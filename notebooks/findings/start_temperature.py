@@ -23,7 +23,7 @@ from sweep.stats import scale_verdicts
 
 FINETUNE, SCRATCH = "start_temperature_static", "start_temperature_scratch"
 VALIDATION, TEST = "stsb_validation_spearman", "stsb_test_spearman"
-START = re.compile(r"static_scale(?P<scale>[0-9.]+)_seed(?P<seed>\d+)$")
+START = re.compile(r"(?:static|l1)_scale(?P<scale>[0-9.]+)_seed(?P<seed>\d+)$")
 CONDITION = "start_scale"  # the figure's condition key: the scale the start model was pretrained at
 
 
@@ -55,7 +55,7 @@ def _with_starts(trials: pd.DataFrame) -> pd.DataFrame:
     """The trials with the start model's pretraining scale and seed (from its folder's name) as columns."""
     found = trials["model.name_or_path"].astype(str).map(lambda path: START.search(path))
     if found.isna().any():
-        raise ValueError("a fine-tuning trial's start model is not named static_scale<S>_seed<K>")
+        raise ValueError("a fine-tuning trial's start model is not named <arm>_scale<S>_seed<K>")
     return trials.assign(start=[float(m["scale"]) for m in found], replicate=[int(m["seed"]) for m in found])
 
 

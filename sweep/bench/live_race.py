@@ -66,7 +66,7 @@ def measure_live_race(
         for name, extra in (("full", ()), ("raced", RACED)):
             root = work / f"live_{experiment}_{name}"
             overrides = (*s.live_race_overrides, *extra)
-            runs[name] = (run_framework(root, overrides, data_dir, s.timeout_s, experiment, seeds), root)
+            runs[name] = (run_framework(root, overrides, data_dir, s.live_race_timeout_s, experiment, seeds), root)
             log(f"  {experiment} {name}: {len(runs[name][0].trials)} trials, {runs[name][0].wall_s:.0f} s")
         (full, full_root), (raced, raced_root) = runs["full"], runs["raced"]
         result = LiveRace(experiment, len(seeds), full, raced, confidence_set(full_root), confidence_set(raced_root))

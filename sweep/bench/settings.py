@@ -52,6 +52,7 @@ class Settings:
     live_races: tuple[str, ...] = ("mnrl_scale", "mnrl_scale_isotropic")
     live_race_seeds: int = 5
     live_race_overrides: tuple[str, ...] = ()  # quick: a small grid of short trials
+    live_race_timeout_s: int = 3600  # per study: a 5-seed grid is 45 trials (15 min on a 2-core machine others share)
 
 
 PRUNE_VARIANTS = (

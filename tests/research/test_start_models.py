@@ -13,11 +13,12 @@ import pytest
 from optuna.distributions import FloatDistribution, IntDistribution
 
 from notebooks.findings.start_temperature import _with_starts, follows, start_verdict
-from notebooks.start_models import STUDY, link_start_models
+from notebooks.start_models import ARMS, link_start_models
 
 
-def test_each_kept_model_is_linked_under_its_pretraining_scale_and_seed(tmp_path: Path):
-    study = optuna.create_study(study_name=STUDY, storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+@pytest.mark.parametrize("arm", list(ARMS))
+def test_each_kept_model_is_linked_under_its_pretraining_scale_and_seed(tmp_path: Path, arm: str):
+    study = optuna.create_study(study_name=ARMS[arm], storage=f"sqlite:///{tmp_path / 'optuna.db'}")
     cells = [(20.0, 1), (10.0, 0), (50.0, 2), (10.0, 2)]
     distributions = {"loss.scale": FloatDistribution(0, 100), "trial.seed": IntDistribution(0, 9)}
     for scale, seed in cells:
@@ -30,20 +31,16 @@ def test_each_kept_model_is_linked_under_its_pretraining_scale_and_seed(tmp_path
     )
     study.add_trial(failed)
     for number in range(len(cells) + 1):  # the failed trial's folder is a leftover: never linked
-        folder = tmp_path / "models" / STUDY / "trials" / f"trial-{number:03d}"
+        folder = tmp_path / "models" / ARMS[arm] / "trials" / f"trial-{number:03d}"
         folder.mkdir(parents=True)
         (folder / "sweep_model.json").write_text(json.dumps({"trial_number": number}))
 
-    links = link_start_models(tmp_path)
+    links = link_start_models(tmp_path, arm)
 
-    assert {link.name for link in links} == {
-        "static_scale20_seed1",
-        "static_scale10_seed0",
-        "static_scale50_seed2",
-        "static_scale10_seed2",
-    }
-    assert (tmp_path / "starts" / "static_scale50_seed2").resolve().name == "trial-002"
-    assert link_start_models(tmp_path) == links  # run again: the same links, replaced
+    cells_named = {f"{arm}_scale{scale:g}_seed{seed}" for scale, seed in cells}
+    assert {link.name for link in links} == cells_named
+    assert (tmp_path / "starts" / f"{arm}_scale50_seed2").resolve().name == "trial-002"
+    assert link_start_models(tmp_path, arm) == links  # run again: the same links, replaced
 
 
 def simulated_finetuning(peaks: dict[int, float], seed: int = 0) -> pd.DataFrame:
