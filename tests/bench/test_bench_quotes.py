@@ -9,7 +9,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.]*\d)")
 PAGE = ROOT / "docs" / "benchmark.md"
-REPORTS = ("results/bench/README.md", "results/bench_packing/README.md", "results/bench_race/README.md")
+REPORTS = (
+    "results/bench/README.md",
+    "results/bench_packing/README.md",
+    "results/bench_race/README.md",
+    "results/bench_race_steps/README.md",
+)
 
 
 def measured() -> list[float]:
