@@ -114,6 +114,8 @@ def stop_early(
         return StopDecision(
             False, "no finished pair of one seed with a clear lead yet: how far a lead shrinks is unknown"
         )
+    if share >= 1:
+        return StopDecision(False, f"a finished leader's clear lead at step {step} was overturned by step {last_step}")
     lead = (others.to_numpy() - at_step.loc[point, own_seeds].to_numpy()).mean(axis=1)
     lower = np.clip(lead, 0, None) * (1 - share) - critical * math.sqrt(2 * variance / len(own_seeds))
     ahead = int(np.argmax(lower))
@@ -122,6 +124,6 @@ def stop_early(
     reason = (
         f"{leader} leads by {lead[ahead]:.4f} at step {step} on {len(own_seeds)} seed(s); finished pairs won back at "
         f"most {share:.0%} of a clear lead by step {last_step}, leaving {lead[ahead] * (1 - share):.4f} "
-        f"(interval's low end {bound:.4f} > the margin {margin:g})"
+        f"(interval's low end {bound:.4f} {'>' if stop else '<='} the margin {margin:g})"
     )
     return StopDecision(stop, reason, leader, bound, share)

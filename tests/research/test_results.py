@@ -598,7 +598,13 @@ def test_results_table_numbers_come_from_the_csvs() -> None:
 
 
 def test_every_results_folder_has_the_same_files() -> None:
-    reports = ("bench", "bench_packing", "bench_race", "bench_race_steps", "gpu")  # benchmark and GPU reports, not study folders
+    reports = (
+        "bench",
+        "bench_packing",
+        "bench_race",
+        "bench_race_steps",
+        "gpu",
+    )  # benchmark and GPU reports, not study folders
     for folder in sorted(p for p in RESULTS.iterdir() if p.is_dir() and p.name not in reports):
         names = {p.name for p in folder.iterdir()}
         expected = LOSS_FILES if folder.name.startswith("loss_vs_scale") else STUDY_FILES

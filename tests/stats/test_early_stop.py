@@ -96,6 +96,9 @@ def test_a_leaders_lead_overturned_stops_nothing_but_two_trailing_points_swappin
     assert catch_up_share(history_of(swapped), 40, 120, clear=0.01) == 0.0
     overturned = {("best", 0, 40): 0.80, ("best", 0, 120): 0.82, ("slow", 0, 40): 0.70, ("slow", 0, 120): 0.84}
     assert catch_up_share(history_of(overturned), 40, 120, clear=0.01) == pytest.approx(1.2)
+    far_behind = {**overturned, ("slow", 1, 40): 0.71, ("best", 1, 40): 0.81, ("far", 1, 40): 0.3, ("far", 0, 40): 0.3}
+    decision = stop_early(history_of(far_behind), "far", 40, 120)
+    assert not decision.stop and "overturned" in decision.reason
 
 
 def history_of(values: dict[tuple[str, int, int], float]) -> pd.DataFrame:
