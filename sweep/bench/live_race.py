@@ -36,10 +36,6 @@ class LiveRace:
     full_set: frozenset[float]
     raced_set: frozenset[float]
 
-    @staticmethod
-    def steps(sweep: FrameworkSweep) -> int:
-        return sum(t.steps or 0 for t in sweep.trials)
-
 
 def confidence_set(root: Path) -> frozenset[float]:
     """The scales in the 95% confidence set for the best of the study under `root` (its paired comparison)."""
@@ -81,7 +77,7 @@ def _scales(scales: frozenset[float]) -> str:
 def live_race_rows(result: LiveRace) -> list[Row]:
     """Steps and wall time of the race over seeds and steps / the full grid, and whether it ended on the same set."""
     where = f"{result.experiment}, {result.seeds} seeds, run live"
-    full_steps, raced_steps = LiveRace.steps(result.full), LiveRace.steps(result.raced)
+    full_steps, raced_steps = result.full.steps, result.raced.steps
     stopped = [t for t in result.raced.trials if t.state == "PRUNED"]
     same = result.raced_set == result.full_set
     return [

@@ -21,8 +21,8 @@ class PruneResult:
 
     @property
     def steps(self) -> int:
-        """Steps actually trained, summed over the trials (a pruned trial counts up to its last evaluation)."""
-        return sum(t.steps or 0 for t in self.sweep.trials)
+        """Steps actually trained (`FrameworkSweep.steps`)."""
+        return self.sweep.steps
 
 
 def categorical_overrides(scales: Sequence[float]) -> list[str]:

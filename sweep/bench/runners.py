@@ -105,6 +105,11 @@ class FrameworkSweep:
     def complete(self) -> list[FrameworkTrial]:
         return [t for t in self.trials if t.state == "COMPLETE"]
 
+    @property
+    def steps(self) -> int:
+        """Steps actually trained, summed over the trials (a pruned trial counts up to its last evaluation)."""
+        return sum(t.steps or 0 for t in self.trials)
+
     def best(self) -> FrameworkTrial | None:
         done = self.complete()
         return max(done, key=lambda t: recorded(t.value)) if done else None
