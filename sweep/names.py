@@ -53,6 +53,7 @@ ATTR_DISCARDED = "sweep.discarded"  # a grid trial that lost a multi-worker race
 ATTR_MLFLOW_RUN_ID = "mlflow_run_id"
 ATTR_WALL_TIME_S = "wall_time_s"
 ATTR_TRAIN_SECONDS = "train_seconds"
+ATTR_TIME_PHASES = "time_phases"  # seconds before, in and after the training steps (sweep/training/step_clock.py)
 ATTR_SCALE = "scale"
 ATTR_TEMPERATURE = "temperature"
 ATTR_FAIL_REASON = "fail_reason"

@@ -27,6 +27,7 @@ from sweep.names import (
     ATTR_SCALE,
     ATTR_TEMPERATURE,
     ATTR_TEST_SPEARMAN,
+    ATTR_TIME_PHASES,
     ATTR_VALIDATION_SPEARMAN,
     ATTR_WALL_TIME_S,
     TAG_RUN_DESCRIPTION,
@@ -46,6 +47,7 @@ from sweep.tracking.system_metrics import system_metrics
 from sweep.tracking.versions import version_params
 from sweep.training import kept_models
 from sweep.training.resources import StudyResources
+from sweep.training.step_clock import StepClock
 from sweep.training.trial import train_and_evaluate
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,7 @@ class StudyRunner:
 
     def _train_trial(self, trial: optuna.Trial) -> float:
         check_stop()  # a stop signal whose first raise was swallowed: no new trial
+        self.resources.settle()  # what earlier trials loaded leaves the trainer's garbage collection
         if self.is_grid and ATTR_GRID_POINT not in trial.user_attrs:
             # The queue emptied between this worker's check and its next trial: do not train a duplicate.
             trial.set_user_attr(ATTR_DISCARDED, True)
@@ -124,7 +127,7 @@ class StudyRunner:
             self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
         )
         description = ui_links.trial_description(cfg.loss, params)
-        start = time.perf_counter()
+        clock = StepClock()
         try:  # from the run's creation on, however the trial ends, its run ends with it
             placement = trial_records(cfg.trial.device)  # its device (and SLURM task): attributes and tags alike
             for name, where in placement.items():
@@ -143,6 +146,7 @@ class StudyRunner:
                     self.resources,
                     run,
                     quiet=self.cfg.quiet,
+                    clock=clock,
                     on_trained=functools.partial(
                         kept_models.keep, kept_models.Keeping.of(cfg), trial_number=trial.number, run=run
                     ),
@@ -153,37 +157,40 @@ class StudyRunner:
                 reason = f"{reason}: stopped by the race, {why}"
                 trial.set_user_attr(ATTR_RACE_STOPPED, why)
                 run.set_tags({ATTR_RACE_STOPPED: why[:5000]})
-            self._end(trial, run, start, TrialState.PRUNED, reason, description)
+            self._end(trial, run, clock, TrialState.PRUNED, reason, description)
             raise
         except BaseException as error:  # an interrupted trial's run ends KILLED, a failed one's FAILED
             reason = self.record_failure(trial, error)
             state = None if isinstance(error, KeyboardInterrupt) else TrialState.FAIL
-            self._end(trial, run, start, state, reason, description)
+            self._end(trial, run, clock, state, reason, description)
             raise
-        self._end(trial, run, start, TrialState.COMPLETE, None, description)
+        self._end(trial, run, clock, TrialState.COMPLETE, None, description)
         validation, test = (
             trial.user_attrs.get(key, math.nan) for key in (ATTR_VALIDATION_SPEARMAN, ATTR_TEST_SPEARMAN)
         )
         scores = f"validation {validation:.4f}, test {test:.4f}"
         if cfg.eval.objective != "full":  # the objective is not the validation Spearman: say which is which
             scores = f"objective ({cfg.eval.objective}) {value:.4f}, {scores}"
-        log.info("trial %d %s: %s, %.1f s", trial.number, params, scores, time.perf_counter() - start)
+        log.info("trial %d %s: %s, %.1f s", trial.number, params, scores, clock.elapsed())
         return value
 
     def _end(
         self,
         trial: optuna.Trial,
         run: mlflow_client.TrialRun,
-        start: float,
+        clock: StepClock,
         state: TrialState | None,
         reason: str | None,
         description: str,
     ) -> None:
         """Record the wall time, end the trial's MLflow run (`state` None: interrupted, the run is KILLED) and say
-        how it ended after its grid point (`description`) in the run's Description."""
-        wall = time.perf_counter() - start
+        how it ended after its grid point (`description`) in the run's Description; the wall time goes with its
+        parts before, in and after the training steps (`StepClock`)."""
+        wall = clock.elapsed()
+        phases = clock.phases(wall)
         trial.set_user_attr(ATTR_WALL_TIME_S, wall)
-        run.log_metrics({"trial_wall_time_s": wall})
+        trial.set_user_attr(ATTR_TIME_PHASES, phases)
+        run.log_metrics({"trial_wall_time_s": wall, **phases})
         outcome = ui_links.trial_outcome(state.name if state else "KILLED", reason, trial.user_attrs)
         run.set_tags({TAG_RUN_DESCRIPTION: f"{description}\n\n{outcome}"})
         if state is None:
@@ -276,6 +283,7 @@ class StudyRunner:
                     break
         finally:
             progress.close()
+            self.resources.release()
         if self.stopped_reason:
             log.error("study %s stopped: %s", self.study.study_name, self.stopped_reason)
         elif not self.trials_in(TrialState.WAITING, TrialState.RUNNING) and self.is_grid:

@@ -1,9 +1,11 @@
 """What a study loads once and shares between its trials: datasets (and their MLflow records), STSB evaluators, base
-models with their tokenization cache, and each base model's step-0 evaluation."""
+models with their tokenization cache, and each base model's step-0 evaluation; and, between trials, what keeps them
+out of Python's garbage collections (`StudyResources.settle`)."""
 
 from __future__ import annotations
 
 import copy
+import gc
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,6 +118,31 @@ class StudyResources:
     _initial: dict[str, InitialEvaluation] = field(default_factory=dict)
     _tracked: dict[str, TrackedData] = field(default_factory=dict)
     extra: extra_sets.ExtraCache = field(default_factory=extra_sets.ExtraCache)
+    _settled: int = 0  # how many entries were loaded when the heap was last frozen (`settle`)
+
+    def _loaded(self) -> int:
+        caches = (self._datasets, self._models, self._evaluators, self._initial, self._tracked)
+        return sum(len(cache) for cache in caches)
+
+    def settle(self) -> None:
+        """Between trials: once something new was loaded, collect the garbage and move every object left to the
+        collector's permanent generation (`gc.freeze`), so that later collections skip the study's resources.
+
+        Why: the transformers trainer collects garbage before every training (accelerate's ``free_memory``), and
+        with the datasets, models and tokenized batches of a study in the heap that one call took about 0.5 s of a
+        10 s CPU trial. The collection here runs once per newly loaded entry (a base model per seed, say), not once
+        per trial. Frozen objects are still freed when their last reference goes; only cycles among them wait for
+        `release`."""
+        if self._loaded() != self._settled:
+            gc.collect()
+            gc.freeze()
+            self._settled = self._loaded()
+
+    def release(self) -> None:
+        """At the study's end: give what `settle` froze back to the collector (the next study in this process, a
+        Hydra multirun's next job, loads its own)."""
+        gc.unfreeze()
+        self._settled = 0
 
     def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
         key = _cache_key(data, heldout_pairs)

@@ -46,6 +46,7 @@ from sweep.tracking.mlflow_client import TrialRun
 from sweep.training import model_card
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, TrackedData, device_of, spearman
+from sweep.training.step_clock import StepClock
 from sweep.training.trainer import TrialCallback, early_stopping, show_progress, training_arguments
 
 log = logging.getLogger(__name__)
@@ -138,9 +139,16 @@ def prepare(cfg: DictConfig, resources: StudyResources, run: TrialRun) -> Prepar
 
 
 def train(
-    trial: optuna.Trial, cfg: DictConfig, resources: StudyResources, run: TrialRun, p: Prepared, quiet: bool
+    trial: optuna.Trial,
+    cfg: DictConfig,
+    resources: StudyResources,
+    run: TrialRun,
+    p: Prepared,
+    quiet: bool,
+    clock: StepClock | None = None,
 ) -> Trained:
-    """Fine-tune the model with the trial's loss (scale 0 tagged and its weights kept to show they do not move)."""
+    """Fine-tune the model with the trial's loss (scale 0 tagged and its weights kept to show they do not move);
+    `clock` marks the first and last training steps."""
     if cfg.trial.max_steps is None:  # one pass over the training rows: the number of full batches
         cfg = with_values(cfg, {"trial.max_steps": len(p.splits["train"]) // cfg.trial.batch_size})
         run.set_tags({TAG_ONE_PASS_STEPS: str(cfg.trial.max_steps)})
@@ -179,6 +187,7 @@ def train(
                 *scheduled,
                 *early_stopping(cfg.trial.early_stopping_patience),
                 *member_callbacks(),  # a packed trial takes turns
+                *([clock] if clock is not None else []),
             ],
         )
         if quiet:
@@ -254,6 +263,7 @@ def train_and_evaluate(
     resources: StudyResources,
     run: TrialRun,
     quiet: bool,
+    clock: StepClock | None = None,
     on_trained: OnTrained | None = None,
 ) -> float:
     """Train one trial and return its objective (STSB validation Spearman by default). Raises optuna.TrialPruned
@@ -262,7 +272,7 @@ def train_and_evaluate(
     if not quiet:
         log.info("trial %d: scoring the untrained model (step 0)", trial.number)
     prepared = prepare(cfg, resources, run)
-    trained = train(trial, cfg, resources, run, prepared, quiet)
+    trained = train(trial, cfg, resources, run, prepared, quiet, clock)
     check_outcome(trained)
     cells = grid_sets(cfg.eval.layer_grid, cfg.model) if cfg.eval.layer_grid.enabled else None
     batch_size = eval_batch_size(cfg.trial, cfg.model.kind)

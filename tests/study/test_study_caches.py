@@ -3,13 +3,21 @@ compute on its own."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
+from optuna.trial import TrialState
+from transformers import TrainerCallback
+
+import sweep.training.trial as trial_module
 
 from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
+from sweep.names import ATTR_MLFLOW_RUN_ID, ATTR_TIME_PHASES, ATTR_WALL_TIME_S
 from sweep.study.lifecycle import open_sweep
+from sweep.training.step_clock import AFTER, BEFORE, OUTSIDE_SHARE, STEPS
 
 SENTENCES = ["a man is playing a guitar", "a woman slices an onion", "the cat sleeps", "a man is playing a guitar"]
 
@@ -81,3 +89,39 @@ def test_second_trial_reuses_the_caches_and_matches_a_trial_run_alone(compose_cf
     assert set(shared[20.0]) == set(single[20.0]) and any(k.endswith("_init") for k in single[20.0])
     for key, value in single[20.0].items():
         assert shared[20.0][key] == pytest.approx(value, abs=1e-6), key
+
+
+def test_the_trainers_garbage_collection_skips_what_the_study_loaded(compose_cfg, monkeypatch) -> None:
+    """The trainer collects garbage before each training (accelerate's free_memory): from the second trial on, the
+    study's datasets and base model sit in the collector's permanent generation, which that collection skips; the
+    study's end gives them back."""
+    frozen_at_training: list[int] = []
+
+    class Watch(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            frozen_at_training.append(gc.get_freeze_count())
+
+    freezes: list[int] = []
+    freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(1) or freeze())
+    monkeypatch.setattr(trial_module, "member_callbacks", lambda: [Watch()])
+    gc.unfreeze()
+    sweep = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,20,50]", "name=frozen"))
+    sweep.run()
+    assert frozen_at_training[0] == 0 and all(count > 0 for count in frozen_at_training[1:])
+    assert len(freezes) == 1  # nothing new loaded after the first trial: the third froze nothing more
+    base_model = next(iter(sweep.resources._models.values()))
+    assert gc.get_freeze_count() == 0 and any(o is base_model for o in gc.get_objects())
+
+
+def test_each_trial_records_its_time_before_in_and_after_its_training_steps(compose_cfg) -> None:
+    sweep = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,20]", "name=phases"))
+    sweep.run()
+    client = MlflowClient(sweep.cfg.tracking.uri)
+    for trial in sweep.study.get_trials(states=[TrialState.COMPLETE]):
+        phases, wall = trial.user_attrs[ATTR_TIME_PHASES], trial.user_attrs[ATTR_WALL_TIME_S]
+        assert phases[BEFORE] > 0 and phases[STEPS] > 0 and phases[AFTER] > 0
+        assert phases[BEFORE] + phases[STEPS] + phases[AFTER] == pytest.approx(wall, rel=1e-6)
+        assert phases[OUTSIDE_SHARE] == pytest.approx((phases[BEFORE] + phases[AFTER]) / wall)
+        logged = client.get_run(trial.user_attrs[ATTR_MLFLOW_RUN_ID]).data.metrics
+        assert logged[STEPS] == pytest.approx(phases[STEPS]) and logged["trial_wall_time_s"] == pytest.approx(wall)
