@@ -1,7 +1,7 @@
 """Benchmark of the framework against plain sentence-transformers code, in ONE run, as ratios.
 
     python -m sweep.bench [--quick] [--out DIR] [--data-dir DIR] [--keep-runs] [--only 1,2,3,...]
-                          [--race-folders DIR,...]
+                          [--race-folders DIR,...] [--live-races EXPERIMENT,...]
 
 Every measurement is a ratio against a baseline measured in the same run (so that a slow or busy machine
 cancels out), reported as median [min, max] over repeats (and scales). The markdown table, the machine
@@ -22,6 +22,9 @@ Rows (see `ITEMS` in `__main__`):
   9  racing the seeds: training steps and wall time of a race (`study.race`) / the full grid with every seed, and
      the share of seed orders on the same confidence set for the best, replayed over the results folders given
      with `--race-folders` (skipped without)
+  10 racing the seeds and steps, live: training steps and wall time of the race over seeds and steps / the full
+     grid, both run here, and whether they end on the same confidence set (`--live-races`)
+  11 between trials: the share of a default trial's wall time outside its training steps, and its parts
 
 `--quick` shrinks steps, scales and repeats so that the whole run takes a couple of minutes: it checks that
 the benchmark works; its ratios are dominated by fixed costs and say little about the full mode.
@@ -32,5 +35,6 @@ documented user command (`python -m sweep.bench`) that measures the installed fr
 
 Modules: `settings` (sizes of a run), `table` (statistics, rows, the report), `runners` (the baseline and framework
 processes), one module per measurement (`sweeps` items 1-3, `pruning` 4, `layer_grid` 5, `eval_speed` 6, `gpu` 7,
-`packing` 8, `race` 9) with `inprocess` for what items 5 and 6 share, and `__main__` (the command line).
+`packing` 8, `race` 9, `live_race` 10, `between_trials` 11) with `inprocess` for what items 5 and 6 share, and
+`__main__` (the command line).
 """

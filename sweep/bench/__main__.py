@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import sweep.bench
+from sweep.bench.between_trials import measure_between_trials
 from sweep.bench.eval_speed import measure_eval_speed
 from sweep.bench.gpu import gpu_rows
 from sweep.bench.inprocess import quiet_libraries
@@ -37,7 +38,7 @@ from sweep.bench.sweeps import (
 from sweep.bench.table import Row, machine_description, render_report
 
 DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
-ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
 
 
 def guarded(item: str, label: str, measure: Callable[[], list[Row]]) -> list[Row]:
@@ -148,6 +149,11 @@ def main(argv: Sequence[str] | None = None) -> str:
         ({"8"}, "item 8: packed trials and workers", lambda: measure_packing(settings, args.data_dir, work, log)),
         ({"9"}, "item 9: racing the seeds (replayed)", item_9),
         ({"10"}, "item 10: racing the seeds and steps (live)", item_10),
+        (
+            {"11"},
+            "item 11: time outside the training steps",
+            lambda: measure_between_trials(settings, args.data_dir, work, log),
+        ),
     ]
     try:
         for wanted, label, measure in measurements:

@@ -16,6 +16,7 @@ from sweep.names import (
     ATTR_DISCARDED,
     ATTR_MLFLOW_RUN_ID,
     ATTR_SCALE,
+    ATTR_TIME_PHASES,
     ATTR_TRAIN_SECONDS,
     ATTR_VALIDATION_SPEARMAN,
     ATTR_WALL_TIME_S,
@@ -92,6 +93,7 @@ class FrameworkTrial:
     train_s: float | None  # user attr ATTR_TRAIN_SECONDS (trainer construction + train), complete trials only
     steps: int | None  # last step of VALIDATION_METRIC in MLflow (= steps actually trained)
     first_in_process: bool  # the trial that also loaded the data and built the base model
+    phases: dict[str, float]  # user attr ATTR_TIME_PHASES: seconds before, in and after the steps, and spans
 
 
 @dataclass
@@ -134,8 +136,11 @@ def run_framework(
     timeout_s: int,
     experiment: str = "mnrl_scale",
     seeds: Sequence[int] = (0,),
+    save_model: str = "none",
 ) -> FrameworkSweep:
-    """Run one study of `experiment` with `seeds` in a fresh state folder `root` and read its trials back."""
+    """Run one study of `experiment` with `seeds` in a fresh state folder `root` and read its trials back; by
+    default no model is kept (`save_model`): each framework trial of items 1-4 is compared with one plain script
+    run, which saves nothing."""
     command = [
         sys.executable,
         "-m",
@@ -145,10 +150,8 @@ def run_framework(
         f"paths.root={root}",
         f"data.local_dir={data_dir}",
         "quiet=true",
-        # One seed by default and no kept models: each framework trial of items 1-4 is compared with one plain
-        # script run, which saves nothing.
         f"study.seeds=[{','.join(str(seed) for seed in seeds)}]",
-        "trial.save_model=none",
+        f"trial.save_model={save_model}",
         *overrides,
     ]
     root.mkdir(parents=True, exist_ok=True)
@@ -185,6 +188,7 @@ def read_trials(root: Path) -> list[FrameworkTrial]:
                 train_s=t.user_attrs.get(ATTR_TRAIN_SECONDS),
                 steps=max((m.step for m in history), default=None),
                 first_in_process=t.number == first,
+                phases=t.user_attrs.get(ATTR_TIME_PHASES, {}),
             )
         )
     return sorted(out, key=lambda t: t.number)

@@ -53,6 +53,10 @@ class Settings:
     live_race_seeds: int = 5
     live_race_overrides: tuple[str, ...] = ()  # quick: a small grid of short trials
     live_race_timeout_s: int = 3600  # per study: a 5-seed grid is 45 trials (15 min on a 2-core machine others share)
+    # item 11: the default experiment as a user runs it (statistics on, the best model kept), with these seeds: the
+    # share of each trial's wall time outside its training steps
+    between_seeds: int = 1
+    between_overrides: tuple[str, ...] = ()  # quick: a small grid of short trials
 
 
 PRUNE_VARIANTS = (
@@ -96,6 +100,7 @@ QUICK = Settings(
         "trial.eval_steps=4",
         "data.train.max_samples=512",
     ),
+    between_overrides=("study.search_space.loss.scale=[1,20,50]", "trial.max_steps=12", "trial.eval_steps=4"),
 )
 
 # Items 1-3 run the default sweep's grid (mnrl_scale's 8 positive scales) once, at half its steps; item 4 prunes the
@@ -134,7 +139,7 @@ COST = {
     "stats": 3.0,
     "minilm_sentence": 1 / 600,
     "race_replay": 90.0,  # item 9 over every order of a 5-seed study (its distinct rounds: the orders share them)
-    "default_trial": 12.0,  # item 10: one trial of mnrl_scale (120 steps, statistics on)
+    "default_trial": 12.0,  # items 10-11: one trial of mnrl_scale (120 steps, statistics on)
 }
 
 
@@ -167,7 +172,11 @@ def expected_seconds(s: Settings) -> float:
     # item 10: per experiment the full grid (9 scales x the seeds) and a race at about half of it
     live = len(s.live_races) * (2 * COST["framework_process"] + 1.5 * 9 * s.live_race_seeds * COST["default_trial"])
     live *= 0.1 if s.live_race_overrides else 1.0
-    return s.repeats * (baseline + framework) + pruning + layer + encode + packing * (1 + transformer) / 2 + race + live
+    between = COST["framework_process"] + 9 * s.between_seeds * COST["default_trial"] * (
+        0.1 if s.between_overrides else 1.0
+    )
+    fixed = pruning + layer + encode + packing * (1 + transformer) / 2 + race + live + between
+    return s.repeats * (baseline + framework) + fixed
 
 
 def reuses_sweep(s: Settings) -> bool:

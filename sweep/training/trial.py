@@ -145,7 +145,7 @@ def train(
     run: TrialRun,
     p: Prepared,
     quiet: bool,
-    clock: StepClock | None = None,
+    clock: StepClock,
 ) -> Trained:
     """Fine-tune the model with the trial's loss (scale 0 tagged and its weights kept to show they do not move);
     `clock` marks the first and last training steps."""
@@ -187,7 +187,7 @@ def train(
                 *scheduled,
                 *early_stopping(cfg.trial.early_stopping_patience),
                 *member_callbacks(),  # a packed trial takes turns
-                *([clock] if clock is not None else []),
+                clock,
             ],
         )
         if quiet:
@@ -263,32 +263,35 @@ def train_and_evaluate(
     resources: StudyResources,
     run: TrialRun,
     quiet: bool,
-    clock: StepClock | None = None,
+    clock: StepClock,
     on_trained: OnTrained | None = None,
 ) -> float:
     """Train one trial and return its objective (STSB validation Spearman by default). Raises optuna.TrialPruned
     when pruned. ``on_trained(model, objective, metrics, collapsed)`` runs once the trial is complete (to keep its
-    model)."""
+    model); `clock` times the trial's parts and spans (`sweep.training.step_clock`)."""
     if not quiet:
         log.info("trial %d: scoring the untrained model (step 0)", trial.number)
-    prepared = prepare(cfg, resources, run)
+    with clock.span("preparing"):
+        prepared = prepare(cfg, resources, run)
     trained = train(trial, cfg, resources, run, prepared, quiet, clock)
     check_outcome(trained)
     cells = grid_sets(cfg.eval.layer_grid, cfg.model) if cfg.eval.layer_grid.enabled else None
     batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
-    val, metrics, grid, collapsed = score(run, prepared, trained, cfg.stats.every_eval, cells, batch_size)
-    if collapsed is not None:
-        flag_collapse(trial, run, collapsed)
     steps = trained.output.global_step
-    extra_scores = trained.scorer.final(steps)
-    objective = objective_value(cfg.eval, val, grid, trained.extra, extra_scores)
-    metrics["objective"] = objective
-    run.log_metrics(metrics, step=steps)
+    with clock.span("final_scoring"):
+        val, metrics, grid, collapsed = score(run, prepared, trained, cfg.stats.every_eval, cells, batch_size)
+        if collapsed is not None:
+            flag_collapse(trial, run, collapsed)
+        extra_scores = trained.scorer.final(steps)
+        objective = objective_value(cfg.eval, val, grid, trained.extra, extra_scores)
+        metrics["objective"] = objective
+        run.log_metrics(metrics, step=steps)
     trial.set_user_attr(ATTR_VALIDATION_SPEARMAN, val)
     trial.set_user_attr(ATTR_TEST_SPEARMAN, metrics[f"{TEST}_spearman"])
     trial.set_user_attr(ATTR_TRAIN_SECONDS, trained.seconds)
     extra_sets.record(trial, extra_scores)
     if on_trained is not None:
         scores = {f"{VALIDATION}_spearman": val, **metrics, **extra_scores}
-        on_trained(prepared.model, objective, scores, collapsed, step=steps, data=prepared.data)
+        with clock.span("keeping"):
+            on_trained(prepared.model, objective, scores, collapsed, step=steps, data=prepared.data)
     return objective

@@ -60,8 +60,9 @@ def test_report_names_machine_and_quick_mode():
     )
 
 
-def _trial(number, scale, wall, train=None, value=0.7, state="COMPLETE", steps=20):
-    return FrameworkTrial(number, scale, state, value if state == "COMPLETE" else None, wall, train, steps, number == 0)
+def _trial(number, scale, wall, train=None, value=0.7, state="COMPLETE", steps=20, phases=None):
+    value = value if state == "COMPLETE" else None
+    return FrameworkTrial(number, scale, state, value, wall, train, steps, number == 0, phases or {})
 
 
 def _baseline(scale, trial_s, load_s=1.0, process=20.0, spearman=0.7):
@@ -135,8 +136,11 @@ def test_prune_overrides():
 
 
 def test_settings_fit_the_budget():
-    budget = "items 1-7 take about 15 min; item 8 (packing, a transformer) ~30; 9 ~1.5; 10 (two 5-seed grids, live) ~28"
-    assert expected_seconds(FULL) <= 77 * 60, budget
+    budget = (
+        "items 1-7 take about 15 min; item 8 (packing, a transformer) ~30; 9 ~1.5; 10 (two 5-seed grids, live) ~28; "
+        "11 (one 9-trial study) ~2"
+    )
+    assert expected_seconds(FULL) <= 79 * 60, budget
     assert expected_seconds(QUICK) < expected_seconds(FULL)
     assert QUICK.steps < FULL.steps and QUICK.repeats <= FULL.repeats
 
@@ -311,3 +315,25 @@ def test_the_live_race_rows_compare_steps_wall_time_and_the_confidence_sets():
     assert answer.verdict == "met" and answer.framework == "{10, 20}"
     other = LiveRace("mnrl_scale", 5, full, raced, frozenset({10.0, 20.0}), frozenset({10.0}))
     assert live_race_rows(other)[2].verdict == "not met"
+
+
+def _phases(before, steps, after, preparing=0.1, final_scoring=0.2, keeping=0.0):
+    spans = {"time_preparing_s": preparing, "time_final_scoring_s": final_scoring, "time_keeping_s": keeping}
+    return {"time_before_steps_s": before, "time_steps_s": steps, "time_after_steps_s": after, **spans}
+
+
+def test_the_between_trials_rows_are_each_trials_share_outside_its_steps_after_the_first():
+    """Item 11: the first trial of the process (which loads the data and model) is named apart, not pooled."""
+    from sweep.bench.between_trials import between_trials_rows
+
+    trials = [
+        _trial(0, 10.0, 14.0, phases=_phases(3.0, 9.0, 2.0)),
+        _trial(1, 20.0, 10.0, phases=_phases(0.2, 9.5, 0.3)),
+        _trial(2, 50.0, 10.0, phases=_phases(0.6, 9.0, 0.4, keeping=0.3)),
+        _trial(3, 1.0, 4.0, state="PRUNED", steps=40, phases=_phases(0.5, 3.0, 0.5)),
+    ]
+    outside, before, after = between_trials_rows(FrameworkSweep(40.0, trials, []), seeds=1)
+    assert outside.ratio.values == pytest.approx((0.05, 0.1)) and outside.verdict == "not met"  # median 0.075
+    assert "the first trial of the process: 0.357" in outside.note
+    assert before.ratio.values == pytest.approx((0.02, 0.06)) and after.ratio.values == pytest.approx((0.03, 0.04))
+    assert "keeping 0.15 s [0.00, 0.30]" in after.note and before.verdict == "info"

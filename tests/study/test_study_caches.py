@@ -12,12 +12,11 @@ from optuna.trial import TrialState
 from transformers import TrainerCallback
 
 import sweep.training.trial as trial_module
-
 from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
 from sweep.names import ATTR_MLFLOW_RUN_ID, ATTR_TIME_PHASES, ATTR_WALL_TIME_S
 from sweep.study.lifecycle import open_sweep
-from sweep.training.step_clock import AFTER, BEFORE, OUTSIDE_SHARE, STEPS
+from sweep.training.step_clock import AFTER, BEFORE, OUTSIDE_SHARE, STEPS, span_metric
 
 SENTENCES = ["a man is playing a guitar", "a woman slices an onion", "the cat sleeps", "a man is playing a guitar"]
 
@@ -123,5 +122,7 @@ def test_each_trial_records_its_time_before_in_and_after_its_training_steps(comp
         assert phases[BEFORE] > 0 and phases[STEPS] > 0 and phases[AFTER] > 0
         assert phases[BEFORE] + phases[STEPS] + phases[AFTER] == pytest.approx(wall, rel=1e-6)
         assert phases[OUTSIDE_SHARE] == pytest.approx((phases[BEFORE] + phases[AFTER]) / wall)
+        assert 0 < phases[span_metric("preparing")] < phases[BEFORE]
+        assert 0 < phases[span_metric("final_scoring")] + phases[span_metric("keeping")] < phases[AFTER]
         logged = client.get_run(trial.user_attrs[ATTR_MLFLOW_RUN_ID]).data.metrics
         assert logged[STEPS] == pytest.approx(phases[STEPS]) and logged["trial_wall_time_s"] == pytest.approx(wall)

@@ -1,0 +1,93 @@
+"""Item 11: what a trial spends outside its training steps, on the default experiment as a user runs it.
+
+One study of `mnrl_scale` (statistics on, the study's best model kept, `Settings.between_seeds` seeds) is run here;
+each trial's own clock (`sweep.training.step_clock`, the Optuna user attribute ``time_phases``) splits its wall time
+into the seconds before its first training step, in its steps (with the validations between them) and after its last
+one, and names the spans within them: preparing (data, model copy, the untrained model's scores and statistics), the
+final scoring (validation, test, statistics, predictions) and keeping the model. The ratio is each trial's own:
+seconds outside its steps / its wall time, over the trials after the first of the process (the first also loads the
+data and builds the base model, a cost of the study, not of a trial).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sweep.bench.runners import FrameworkSweep, run_framework
+from sweep.bench.settings import Settings
+from sweep.bench.table import Row, Stat
+from sweep.training.step_clock import AFTER, BEFORE, STEPS, span_metric
+
+EXPERIMENT = "mnrl_scale"
+
+
+def measure_between_trials(s: Settings, data_dir: str, work: Path, log: Callable[[str], None]) -> list[Row]:
+    """Item 11's rows (see the module docstring)."""
+    sweep = run_framework(
+        work / "between_trials",
+        s.between_overrides,
+        data_dir,
+        s.timeout_s,
+        EXPERIMENT,
+        tuple(range(s.between_seeds)),
+        save_model="best",
+    )
+    log(f"  {EXPERIMENT}: {len(sweep.trials)} trials, {sweep.wall_s:.0f} s")
+    return between_trials_rows(sweep, s.between_seeds)
+
+
+def _seconds(values: list[float]) -> str:
+    return Stat.of(values).fmt("s", 2)
+
+
+def between_trials_rows(sweep: FrameworkSweep, seeds: int) -> list[Row]:
+    """The share of each trial's wall time outside its steps (against the goal), and its two parts."""
+    later = [t for t in sweep.complete() if not t.first_in_process and t.phases]
+    first = [t for t in sweep.complete() if t.first_in_process and t.phases]
+    walls = [t.phases[BEFORE] + t.phases[STEPS] + t.phases[AFTER] for t in later]
+    where = f"{EXPERIMENT}, {seeds} seed(s), statistics on, best model kept; trials after the first"
+    before, after = ([t.phases[part] for t in later] for part in (BEFORE, AFTER))
+    outside = [b + a for b, a in zip(before, after, strict=True)]
+
+    def spans(*names: str) -> str:
+        return ", ".join(f"{name} {_seconds([t.phases[span_metric(name)] for t in later])}" for name in names)
+
+    first_share = ""
+    if first:
+        phases = first[0].phases
+        share = (phases[BEFORE] + phases[AFTER]) / (phases[BEFORE] + phases[STEPS] + phases[AFTER])
+        first_share = f"; the first trial of the process: {share:.3f} (it also loads the data and the base model)"
+    return [
+        Row.compare(
+            "11",
+            f"time outside the training steps / trial wall time ({where})",
+            outside,
+            walls,
+            "s",
+            2,
+            "<= 0.05",
+            f"in the steps (with the validations between them): {_seconds([t.phases[STEPS] for t in later])}"
+            + first_share,
+        ),
+        Row.compare(
+            "11",
+            "before the first training step / trial wall time",
+            before,
+            walls,
+            "s",
+            2,
+            "",
+            f"of it {spans('preparing')}; the rest: the trial's MLflow run, parameters and tags, the loss, the trainer",
+        ),
+        Row.compare(
+            "11",
+            "after the last training step / trial wall time",
+            after,
+            walls,
+            "s",
+            2,
+            "",
+            f"of it {spans('final_scoring', 'keeping')}; the rest: the last validation, the run's end",
+        ),
+    ]
