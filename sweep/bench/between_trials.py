@@ -2,11 +2,11 @@
 
 One study of `mnrl_scale` (statistics on, the study's best model kept, `Settings.between_seeds` seeds) is run here;
 each trial's own clock (`sweep.training.step_clock`, the Optuna user attribute ``time_phases``) splits its wall time
-into the seconds before its first training step, in its steps (with the validations between them) and after its last
-one, and names the spans within them: preparing (data, model copy, the untrained model's scores and statistics), the
-final scoring (validation, test, statistics, predictions) and keeping the model. The ratio is each trial's own:
-seconds outside its steps / its wall time, over the trials after the first of the process (the first also loads the
-data and builds the base model, a cost of the study, not of a trial).
+into the seconds before its first training step, in its steps (with their validations) and after its last one, and
+names the spans within them: preparing (data, model copy, the untrained model's scores and statistics), the final
+scoring (validation, test, statistics, predictions) and keeping the model. The ratio is each trial's own: seconds
+outside its steps / its wall time, over the trials after the first of the process (the first also loads the data
+and builds the base model, a cost of the study, not of a trial).
 """
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ def between_trials_rows(sweep: FrameworkSweep, seeds: int) -> list[Row]:
             "s",
             2,
             "<= 0.05",
-            f"in the steps (with the validations between them): {_seconds([t.phases[STEPS] for t in later])}"
-            + first_share,
+            f"in the steps (with their validations): {_seconds([t.phases[STEPS] for t in later])}" + first_share,
         ),
         Row.compare(
             "11",
@@ -88,6 +87,6 @@ def between_trials_rows(sweep: FrameworkSweep, seeds: int) -> list[Row]:
             "s",
             2,
             "",
-            f"of it {spans('final_scoring', 'keeping')}; the rest: the last validation, the run's end",
+            f"of it {spans('final_scoring', 'keeping')}; the rest: the trial's end (its scores, attributes and run)",
         ),
     ]

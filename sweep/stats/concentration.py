@@ -212,6 +212,38 @@ def in_batch_statistics(
     }
 
 
+def _softmax_metrics(in_batch: dict[str, Any], scale: float) -> dict[str, float]:
+    """The ``sim_softmax_*`` metrics and Wang & Liu's two, from `in_batch_statistics` at `scale`."""
+    return {
+        "sim_softmax_scale": float(scale),
+        "sim_softmax_pos_prob": in_batch["softmax_positive_prob"],
+        "sim_softmax_entropy": in_batch["softmax_entropy"],
+        "sim_effective_negatives": in_batch["effective_negatives"],
+        "sim_hardest_negative_weight": in_batch["hardest_negative_weight"],
+    }
+
+
+def at_scale(
+    metrics: dict[str, float],
+    train_anchors: Embeddings,
+    train_positives: Embeddings,
+    *,
+    train_negatives: Sequence[Embeddings] = (),
+    batch_size: int = 64,
+    scale: float = 20.0,
+    similarity: str = "cosine",
+    seed: int = 0,
+) -> dict[str, float]:
+    """`metrics` of `concentration_statistics` on the same embeddings and settings, moved to `scale`: only the
+    softmax metrics depend on the scale, so only they are computed again (the distributions, alignment,
+    uniformity and rank are the embeddings' own). A study reuses its untrained model's statistics this way for
+    every trial's scale."""
+    in_batch = in_batch_statistics(
+        train_anchors, train_positives, batch_size, scale, seed, negatives=train_negatives, similarity=similarity
+    )
+    return {**metrics, **_softmax_metrics(in_batch, scale)}
+
+
 def loss_metric(scale: float) -> str:
     """The metric name of the MNRL loss at ``scale``: ``sim_loss_at_scale_20``, ``sim_loss_at_scale_0.5``,
     ``sim_loss_at_scale_1e09`` (MLflow refuses the ``+`` of ``1e+09``; the name still reads back as a number)."""
@@ -284,11 +316,7 @@ def concentration_statistics(
         )
         distributions["pos"] = pair_cosines(train_anchors, train_positives)
         distributions["neg"] = in_batch["negative"]
-        metrics["sim_softmax_scale"] = float(scale)
-        metrics["sim_softmax_pos_prob"] = in_batch["softmax_positive_prob"]
-        metrics["sim_softmax_entropy"] = in_batch["softmax_entropy"]
-        metrics["sim_effective_negatives"] = in_batch["effective_negatives"]
-        metrics["sim_hardest_negative_weight"] = in_batch["hardest_negative_weight"]
+        metrics.update(_softmax_metrics(in_batch, scale))
         metrics.update({loss_metric(s): value for s, value in in_batch["loss_at_scale"].items()})
         positive_pairs = (train_anchors, train_positives)
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ from sweep.config.checks import plain_dict, require_int, require_number
 from sweep.config.schema import StatsConfig
 from sweep.errors import ConfigError
 from sweep.losses.learnable_scale import learnable_scales
-from sweep.stats.concentration import concentration_statistics, in_batch_statistics, loss_metric
+from sweep.stats.concentration import at_scale, concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
 from sweep.tracking.mlflow_client import TrialRun
 
@@ -44,12 +44,16 @@ class EmbeddingKeepingEvaluator(EmbeddingSimilarityEvaluator):
 class Encodings:
     """Embeddings of one model state: the STSB evaluation pairs with their gold scores, and held-out training
     pairs (``train_anchors``, ``train_positives``, ``train_negatives``: a list, one array per hard-negative column;
-    empty without a held-out slice)."""
+    empty without a held-out slice). ``statistics``: what `ConcentrationProbe.statistics` computed on them, by
+    settings (the untrained model's encodings serve every trial of a study)."""
 
     sentences1: np.ndarray
     sentences2: np.ndarray
     scores: np.ndarray
     train: dict[str, Any]
+    statistics: dict[tuple[Any, ...], tuple[dict[str, float], dict[str, np.ndarray]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> list[list[str]] | None:
@@ -165,22 +169,45 @@ class ConcentrationProbe:
         """Statistics of ``model`` from the embeddings of ``evaluator``'s last call (which must be on ``model``)."""
         return self.log(self.encode(model, evaluator), run, step, suffix)
 
-    def log(self, encodings: Encodings, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
-        """Compute the statistics of ``encodings`` and log metrics, JSON and histogram at ``step``."""
-        metrics, distributions = concentration_statistics(
+    def statistics(self, encodings: Encodings) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+        """`concentration_statistics` of ``encodings`` at the current scale. Encodings that several trials share
+        (the untrained model's, at step 0) keep what the first trial computed, and a later trial only moves the
+        softmax metrics to its own scale (`at_scale`): the rest is the embeddings' own."""
+        stats, scale = self.stats, self.current_scale()
+        thresholds = (stats.high_threshold, stats.low_threshold)
+        key = (self.batch_size, self.similarity, self.loss_scales, *thresholds, stats.n_random_pairs, stats.seed)
+        if key in encodings.statistics:
+            metrics, distributions = encodings.statistics[key]
+            if encodings.train:
+                metrics = at_scale(
+                    metrics,
+                    batch_size=self.batch_size,
+                    scale=scale,
+                    similarity=self.similarity,
+                    seed=stats.seed,
+                    **encodings.train,
+                )
+            return metrics, distributions
+        computed = concentration_statistics(
             encodings.sentences1,
             encodings.sentences2,
             encodings.scores,
             batch_size=self.batch_size,
-            scale=self.current_scale(),
+            scale=scale,
             similarity=self.similarity,
             loss_scales=self.loss_scales,
-            high_threshold=self.stats.high_threshold,
-            low_threshold=self.stats.low_threshold,
-            n_random_pairs=self.stats.n_random_pairs,
-            seed=self.stats.seed,
+            high_threshold=stats.high_threshold,
+            low_threshold=stats.low_threshold,
+            n_random_pairs=stats.n_random_pairs,
+            seed=stats.seed,
             **encodings.train,
         )
+        encodings.statistics[key] = computed
+        return computed
+
+    def log(self, encodings: Encodings, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
+        """Compute the statistics of ``encodings`` and log metrics, JSON and histogram at ``step``."""
+        metrics, distributions = self.statistics(encodings)
         # what pos/neg rest on: the held-out rows left by the cap on their share, of scored rows the positives
         metrics["sim_heldout_pairs"] = float(len(encodings.train.get("train_anchors", ())))
         named = {f"{key}{suffix}": value for key, value in metrics.items()}

@@ -12,6 +12,7 @@ from scipy.stats import norm
 from sweep.stats.concentration import (
     SUMMARY_KEYS,
     alignment,
+    at_scale,
     concentration_statistics,
     effective_rank,
     in_batch_statistics,
@@ -289,3 +290,18 @@ def test_histogram_figure():
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     assert buf.getvalue()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "dot"])
+def test_statistics_moved_to_another_scale_equal_those_computed_there(similarity: str) -> None:
+    """A study computes its untrained model's statistics once and moves them to each trial's scale (`at_scale`)."""
+    e1, e2, gold = _random(80, 16, 1), _random(80, 16, 2), np.random.default_rng(3).uniform(size=80)
+    train = {"train_anchors": _random(64, 16, 4), "train_positives": _random(64, 16, 5)}
+    train["train_negatives"] = [_random(64, 16, 6)]
+    settings = {"batch_size": 16, "similarity": similarity, "seed": 7}
+
+    def at(scale: float) -> dict[str, float]:
+        return concentration_statistics(e1, e2, gold, scale=scale, loss_scales=(1.0, 20.0), **settings, **train)[0]
+
+    moved = at_scale(at(5.0), scale=50.0, **settings, **train)
+    assert moved == at(50.0) and moved != at(5.0)

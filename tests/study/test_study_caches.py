@@ -88,6 +88,12 @@ def test_second_trial_reuses_the_caches_and_matches_a_trial_run_alone(compose_cf
     assert set(shared[20.0]) == set(single[20.0]) and any(k.endswith("_init") for k in single[20.0])
     for key, value in single[20.0].items():
         assert shared[20.0][key] == pytest.approx(value, abs=1e-6), key
+    # the untrained model's statistics were computed once and moved to the other trial's scale
+    (initial,) = together.resources._initial.values()
+    assert initial.encodings is not None and len(initial.encodings.statistics) == 1
+    assert [shared[s]["sim_softmax_scale_init"] for s in (1.0, 20.0)] == [1.0, 20.0]
+    assert shared[1.0]["sim_uniformity_init"] == shared[20.0]["sim_uniformity_init"]
+    assert shared[1.0]["sim_softmax_entropy_init"] != shared[20.0]["sim_softmax_entropy_init"]
 
 
 def test_the_trainers_garbage_collection_skips_what_the_study_loaded(compose_cfg, monkeypatch) -> None:

@@ -24,6 +24,9 @@ def test_the_trainer_marks_the_first_step_once_and_the_last_at_each_step() -> No
         clock.on_step_end(None, None, None)
     assert first is not None and clock.first_step == first and clock.last_step is not None
     assert clock.last_step > clock.first_step
+    stepped = clock.last_step
+    clock.on_evaluate(None, None, None)  # the validation at the last step counts with the steps
+    assert clock.last_step > stepped
 
 
 def test_a_trial_that_ended_before_any_step_spent_it_all_outside() -> None:
