@@ -1,12 +1,13 @@
 """Item 11: what a trial spends outside its training steps, on the default experiment as a user runs it.
 
-One study of `mnrl_scale` (statistics on, the study's best model kept, `Settings.between_seeds` seeds) is run here;
-each trial's own clock (`sweep.training.step_clock`, the Optuna user attribute ``time_phases``) splits its wall time
-into the seconds before its first training step, in its steps (with their validations) and after its last one, and
-names the spans within them: preparing (data, model copy, the untrained model's scores and statistics), the final
-scoring (validation, test, statistics, predictions) and keeping the model. The ratio is each trial's own: seconds
-outside its steps / its wall time, over the trials after the first of the process (the first also loads the data
-and builds the base model, a cost of the study, not of a trial).
+Two studies of `mnrl_scale` (the study's best model kept, `Settings.between_seeds` seeds) are run here, with the
+similarity statistics on (the default) and off: the statistics are measurements the user asks for, the rest is the
+framework's. Each trial's own clock (`sweep.training.step_clock`, the Optuna user attribute ``time_phases``) splits
+its wall time into the seconds before its first training step, in its steps (with their validations) and after its
+last one, and names the spans within them: preparing (data, model copy, the untrained model's scores and
+statistics), the final scoring (validation, test, statistics, predictions) and keeping the model. The ratio is each
+trial's own: seconds outside its steps / its wall time, over the trials after the first of the process (the first
+also loads the data and builds the base model, a cost of the study, not of a trial).
 """
 
 from __future__ import annotations
@@ -22,31 +23,37 @@ from sweep.training.step_clock import AFTER, BEFORE, STEPS, span_metric
 EXPERIMENT = "mnrl_scale"
 
 
+VARIANTS = (("statistics on", ()), ("statistics off", ("stats.enabled=false",)))
+
+
 def measure_between_trials(s: Settings, data_dir: str, work: Path, log: Callable[[str], None]) -> list[Row]:
     """Item 11's rows (see the module docstring)."""
-    sweep = run_framework(
-        work / "between_trials",
-        s.between_overrides,
-        data_dir,
-        s.timeout_s,
-        EXPERIMENT,
-        tuple(range(s.between_seeds)),
-        save_model="best",
-    )
-    log(f"  {EXPERIMENT}: {len(sweep.trials)} trials, {sweep.wall_s:.0f} s")
-    return between_trials_rows(sweep, s.between_seeds)
+    rows = []
+    for label, extra in VARIANTS:
+        sweep = run_framework(
+            work / f"between_trials_{label.replace(' ', '_')}",
+            (*s.between_overrides, *extra),
+            data_dir,
+            s.timeout_s,
+            EXPERIMENT,
+            tuple(range(s.between_seeds)),
+            save_model="best",
+        )
+        log(f"  {EXPERIMENT}, {label}: {len(sweep.trials)} trials, {sweep.wall_s:.0f} s")
+        rows += between_trials_rows(sweep, s.between_seeds, label)
+    return rows
 
 
 def _seconds(values: list[float]) -> str:
     return Stat.of(values).fmt("s", 2)
 
 
-def between_trials_rows(sweep: FrameworkSweep, seeds: int) -> list[Row]:
+def between_trials_rows(sweep: FrameworkSweep, seeds: int, label: str) -> list[Row]:
     """The share of each trial's wall time outside its steps (against the goal), and its two parts."""
     later = [t for t in sweep.complete() if not t.first_in_process and t.phases]
     first = [t for t in sweep.complete() if t.first_in_process and t.phases]
     walls = [t.phases[BEFORE] + t.phases[STEPS] + t.phases[AFTER] for t in later]
-    where = f"{EXPERIMENT}, {seeds} seed(s), statistics on, best model kept; trials after the first"
+    where = f"{EXPERIMENT}, {seeds} seed(s), {label}, best model kept; trials after the first"
     before, after = ([t.phases[part] for t in later] for part in (BEFORE, AFTER))
     outside = [b + a for b, a in zip(before, after, strict=True)]
 
@@ -71,7 +78,7 @@ def between_trials_rows(sweep: FrameworkSweep, seeds: int) -> list[Row]:
         ),
         Row.compare(
             "11",
-            "before the first training step / trial wall time",
+            f"before the first training step / trial wall time ({label})",
             before,
             walls,
             "s",
@@ -81,7 +88,7 @@ def between_trials_rows(sweep: FrameworkSweep, seeds: int) -> list[Row]:
         ),
         Row.compare(
             "11",
-            "after the last training step / trial wall time",
+            f"after the last training step / trial wall time ({label})",
             after,
             walls,
             "s",

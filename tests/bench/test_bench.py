@@ -138,9 +138,9 @@ def test_prune_overrides():
 def test_settings_fit_the_budget():
     budget = (
         "items 1-7 take about 15 min; item 8 (packing, a transformer) ~30; 9 ~1.5; 10 (two 5-seed grids, live) ~28; "
-        "11 (one 9-trial study) ~2"
+        "11 (two 9-trial studies) ~4"
     )
-    assert expected_seconds(FULL) <= 79 * 60, budget
+    assert expected_seconds(FULL) <= 81 * 60, budget
     assert expected_seconds(QUICK) < expected_seconds(FULL)
     assert QUICK.steps < FULL.steps and QUICK.repeats <= FULL.repeats
 
@@ -332,8 +332,9 @@ def test_the_between_trials_rows_are_each_trials_share_outside_its_steps_after_t
         _trial(2, 50.0, 10.0, phases=_phases(0.6, 9.0, 0.4, keeping=0.3)),
         _trial(3, 1.0, 4.0, state="PRUNED", steps=40, phases=_phases(0.5, 3.0, 0.5)),
     ]
-    outside, before, after = between_trials_rows(FrameworkSweep(40.0, trials, []), seeds=1)
+    outside, before, after = between_trials_rows(FrameworkSweep(40.0, trials, []), 1, "statistics on")
     assert outside.ratio.values == pytest.approx((0.05, 0.1)) and outside.verdict == "not met"  # median 0.075
     assert "the first trial of the process: 0.357" in outside.note
     assert before.ratio.values == pytest.approx((0.02, 0.06)) and after.ratio.values == pytest.approx((0.03, 0.04))
     assert "keeping 0.15 s [0.00, 0.30]" in after.note and before.verdict == "info"
+    assert "statistics on" in outside.measurement and "(statistics on)" in after.measurement

@@ -7,6 +7,7 @@ import gc
 
 import numpy as np
 import pytest
+from datasets import Dataset
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 from transformers import TrainerCallback
@@ -16,6 +17,7 @@ from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
 from sweep.names import ATTR_MLFLOW_RUN_ID, ATTR_TIME_PHASES, ATTR_WALL_TIME_S
 from sweep.study.lifecycle import open_sweep
+from sweep.training.resources import stsb_evaluator
 from sweep.training.step_clock import AFTER, BEFORE, OUTSIDE_SHARE, STEPS, span_metric
 
 SENTENCES = ["a man is playing a guitar", "a woman slices an onion", "the cat sleeps", "a man is playing a guitar"]
@@ -132,3 +134,12 @@ def test_each_trial_records_its_time_before_in_and_after_its_training_steps(comp
         assert 0 < phases[span_metric("final_scoring")] + phases[span_metric("keeping")] < phases[AFTER]
         logged = client.get_run(trial.user_attrs[ATTR_MLFLOW_RUN_ID]).data.metrics
         assert logged[STEPS] == pytest.approx(phases[STEPS]) and logged["trial_wall_time_s"] == pytest.approx(wall)
+
+
+def test_the_stsb_evaluators_hold_plain_lists_not_lazy_dataset_columns() -> None:
+    """A dataset column is a lazy view that every evaluation would convert again: each evaluator of a study gets
+    plain lists once, and scores exactly as the dataset's."""
+    dataset = Dataset.from_dict({"sentence1": ["a", "b"], "sentence2": ["c", "d"], "score": [0.25, 1.0]})
+    evaluator = stsb_evaluator(dataset, "stsb_validation", batch_size=2)
+    assert [type(column) for column in (evaluator.sentences1, evaluator.sentences2, evaluator.scores)] == [list] * 3
+    assert evaluator.sentences1 == ["a", "b"] and evaluator.scores == [0.25, 1.0]
