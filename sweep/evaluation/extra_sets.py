@@ -150,9 +150,11 @@ def load_set(ev: EvalConfig, data: DictConfig, index: int) -> Dataset:
 
 
 def build_evaluator(spec: Mapping[str, Any], dataset: Dataset, batch_size: int) -> SentenceEvaluator:
-    """sentence-transformers' evaluator for one loaded entry."""
+    """sentence-transformers' evaluator for one loaded entry, given plain lists (a dataset's column is a lazy view
+    that each evaluation would iterate row by row)."""
     name, kind = spec["name"], spec["kind"]
-    columns = [dataset[c] for c in dataset.column_names]
+    table = dataset.to_dict()
+    columns = [table[c] for c in dataset.column_names]
     common: dict[str, Any] = {"name": name, "batch_size": batch_size, "write_csv": False}
     if kind == "scored_pairs":
         sentences1, sentences2, scores = columns  # KINDS: three columns

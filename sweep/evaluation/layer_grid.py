@@ -165,10 +165,12 @@ def grid_metrics(table: pd.DataFrame, split: str) -> dict[str, float]:
 def stsb_layer_grid(
     model: SentenceTransformer, dataset: Dataset, grid: tuple[tuple[int, ...], tuple[int, ...]], batch_size: int
 ) -> pd.DataFrame:
-    """The grid (layers, dims: `grid_sets`) on an STSB split (columns sentence1, sentence2, score)."""
+    """The grid (layers, dims: `grid_sets`) on an STSB split (columns sentence1, sentence2, score), read as plain
+    lists (a dataset's column is a lazy view that encoding would iterate row by row)."""
     first, second, score = dataset.column_names
     layers, dims = grid
-    return layer_dim_spearman(model, dataset[first], dataset[second], dataset[score], layers, dims, batch_size)
+    table = dataset.to_dict()
+    return layer_dim_spearman(model, table[first], table[second], table[score], layers, dims, batch_size)
 
 
 def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:

@@ -58,13 +58,15 @@ class Encodings:
 
 def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> list[list[str]] | None:
     """The text columns of the held-out slice, in the loss's order: anchors, positives, then any hard negatives;
-    with a score column, only the rows whose score marks them positive (and only the two text columns)."""
+    with a score column, only the rows whose score marks them positive (and only the two text columns). Plain
+    lists: a dataset's column is a lazy view that each encoding would iterate row by row."""
     if heldout is None or len(heldout) == 0:
         return None
     columns = [c for c in heldout.column_names if c not in ("score", "label")]
     if "score" in heldout.column_names:
         heldout, columns = heldout.filter(lambda row: row["score"] >= high_threshold), columns[:2]
-    return [heldout[c] for c in columns]
+    table = heldout.to_dict()
+    return [table[c] for c in columns]
 
 
 def loss_scales(stats: StatsConfig, search_space: DictConfig, loss: DictConfig) -> list[float]:
