@@ -1,13 +1,14 @@
 """Item 11: what a trial spends outside its training steps, on the default experiment as a user runs it.
 
-Two studies of `mnrl_scale` (the study's best model kept, `Settings.between_seeds` seeds) are run here, with the
-similarity statistics on (the default) and off: the statistics are measurements the user asks for, the rest is the
-framework's. Each trial's own clock (`sweep.training.step_clock`, the Optuna user attribute ``time_phases``) splits
-its wall time into the seconds before its first training step, in its steps (with their validations) and after its
-last one, and names the spans within them: preparing (data, model copy, the untrained model's scores and
-statistics), the final scoring (validation, test, statistics, predictions) and keeping the model. The ratio is each
-trial's own: seconds outside its steps / its wall time, over the trials after the first of the process (the first
-also loads the data and builds the base model, a cost of the study, not of a trial).
+Three studies of `mnrl_scale` (the study's best model kept, `Settings.between_seeds` seeds) are run here: with the
+similarity statistics on (the default), on without their histogram figures, and off. The statistics are
+measurements the user asks for; the rest is the framework's. Each trial's own clock (`sweep.training.step_clock`,
+the Optuna user attribute ``time_phases``) splits its wall time into the seconds before its first training step, in
+its steps (with their validations) and after its last one, and names the spans within them: preparing (data, model
+copy, the untrained model's scores and statistics), the final scoring (validation, test, statistics, predictions)
+and keeping the model. The ratio is each trial's own: seconds outside its steps / its wall time, over the trials
+after the first of the process (the first also loads the data and builds the base model, a cost of the study, not
+of a trial).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from sweep.training.step_clock import AFTER, BEFORE, STEPS, span_metric
 EXPERIMENT = "mnrl_scale"
 
 
-VARIANTS = (("statistics on", ()), ("statistics off", ("stats.enabled=false",)))
+VARIANTS = (
+    ("statistics on", ()),
+    ("statistics on, no histogram figures", ("stats.histogram=false",)),
+    ("statistics off", ("stats.enabled=false",)),
+)
 
 
 def measure_between_trials(s: Settings, data_dir: str, work: Path, log: Callable[[str], None]) -> list[Row]:

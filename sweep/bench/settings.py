@@ -53,8 +53,8 @@ class Settings:
     live_race_seeds: int = 5
     live_race_overrides: tuple[str, ...] = ()  # quick: a small grid of short trials
     live_race_timeout_s: int = 3600  # per study: a 5-seed grid is 45 trials (15 min on a 2-core machine others share)
-    # item 11: the default experiment as a user runs it (the best model kept; statistics on, then off), with these
-    # seeds: the share of each trial's wall time outside its training steps
+    # item 11: the default experiment as a user runs it (the best model kept; statistics on, on without figures, off),
+    # with these seeds: the share of each trial's wall time outside its training steps
     between_seeds: int = 1
     between_overrides: tuple[str, ...] = ()  # quick: a small grid of short trials
 
@@ -172,7 +172,7 @@ def expected_seconds(s: Settings) -> float:
     # item 10: per experiment the full grid (9 scales x the seeds) and a race at about half of it
     live = len(s.live_races) * (2 * COST["framework_process"] + 1.5 * 9 * s.live_race_seeds * COST["default_trial"])
     live *= 0.1 if s.live_race_overrides else 1.0
-    between = 2 * (
+    between = 3 * (
         COST["framework_process"] + 9 * s.between_seeds * COST["default_trial"] * (0.1 if s.between_overrides else 1.0)
     )
     fixed = pruning + layer + encode + packing * (1 + transformer) / 2 + race + live + between
