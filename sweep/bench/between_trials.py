@@ -34,9 +34,9 @@ VARIANTS = (
 def measure_between_trials(s: Settings, data_dir: str, work: Path, log: Callable[[str], None]) -> list[Row]:
     """Item 11's rows (see the module docstring)."""
     rows = []
-    for label, extra in VARIANTS:
+    for index, (label, extra) in enumerate(VARIANTS):
         sweep = run_framework(
-            work / f"between_trials_{label.replace(' ', '_')}",
+            work / f"between_trials_{index}",  # a path Hydra reads as one value: no commas
             (*s.between_overrides, *extra),
             data_dir,
             s.timeout_s,
