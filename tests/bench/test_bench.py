@@ -338,3 +338,20 @@ def test_the_between_trials_rows_are_each_trials_share_outside_its_steps_after_t
     assert before.ratio.values == pytest.approx((0.02, 0.06)) and after.ratio.values == pytest.approx((0.03, 0.04))
     assert "keeping 0.15 s [0.00, 0.30]" in after.note and before.verdict == "info"
     assert "statistics on" in outside.measurement and "(statistics on)" in after.measurement
+
+
+def test_item_11_runs_each_variant_in_a_folder_hydra_reads_as_one_value(monkeypatch, tmp_path):
+    """A label with a comma once named the study's folder, and `paths.root=...,...` split Hydra's override."""
+    from sweep.bench import between_trials
+
+    runs: list[tuple[Path, tuple[str, ...]]] = []
+
+    def run(root, overrides, *args, **kwargs):
+        runs.append((root, tuple(overrides)))
+        return FrameworkSweep(1.0, [_trial(n, 1.0, 10.0, phases=_phases(0.2, 9.5, 0.3)) for n in range(2)], [])
+
+    monkeypatch.setattr(between_trials, "run_framework", run)
+    rows = between_trials.measure_between_trials(QUICK, "data", tmp_path, lambda text: None)
+    assert len(runs) == len(between_trials.VARIANTS) and len(rows) == 3 * len(runs)
+    assert not any("," in str(root) for root, _ in runs) and len({root for root, _ in runs}) == len(runs)
+    assert [overrides[-1:] for _, overrides in runs][1:] == [("stats.histogram=false",), ("stats.enabled=false",)]
