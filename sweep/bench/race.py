@@ -27,9 +27,8 @@ import pandas as pd
 
 from sweep.bench.settings import Settings
 from sweep.bench.table import Row, Stat
-from sweep.report.convergence_figures import HISTORY_STEM
 from sweep.report.folder_comparison import shipped_predictions
-from sweep.report.results_folder import TRIALS_CSV, flat_config, read_csv
+from sweep.report.results_folder import HISTORY_CSV, TRIALS_CSV, flat_config, read_csv
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
 from sweep.stats.paired_bootstrap import paired_bootstrap
 from sweep.stats.race import RoundDecision, race_round
@@ -104,7 +103,7 @@ class Replayer:
     def _curves(folder: Path, number: dict[tuple[float, float], int]) -> dict[tuple[float, float], list] | None:
         """(scale, seed) -> [(step, validation Spearman), ...] after step 0, from ``validation_history.csv``; None
         when the folder does not ship it (a race over steps cannot be replayed)."""
-        path = folder / f"{HISTORY_STEM}.csv"
+        path = folder / HISTORY_CSV
         if not path.exists():
             return None
         history = read_csv(path)
@@ -265,7 +264,7 @@ def measure_race(s: Settings, log: Callable[[str], None]) -> tuple[list[Row], li
     results = []
     for name in s.race_folders:
         results.append(replay(s, name, log))
-        if (Path(name) / f"{HISTORY_STEM}.csv").exists():  # its validations: the race over steps too
+        if (Path(name) / HISTORY_CSV).exists():  # its validations: the race over steps too
             results.append(replay(s, name, log, stop=True))
     first = s.race_folders[0]
     return [row for result in results for row in race_rows(result, goals=result.folder == first)], results

@@ -5,10 +5,10 @@ nothing else): each name is imported from its module on first use (``from sweep.
 that each subcommand of ``python -m sweep.report`` still imports only what it needs.
 
 - a results folder read back: ``read_csv``, ``flat_config``, ``load_results_folder``, ``TRIALS_CSV``,
-  ``PAIRED_TEST_CSV``; a study's outputs: ``write_study_figures``, ``write_trials_table``, ``findings_block``
-  (a README's generated numbers), ``write_best_scale_vs_condition``, ``write_gap_vs_condition``,
-  ``mechanism_summary`` (the sim_* mechanism table), ``concentration_summary`` (the random-pair cosine table),
-  ``spearman_summary``, ``metric_words``;
+  ``PAIRED_TEST_CSV``, ``HISTORY_CSV`` (each trial's validation at each evaluation); a study's outputs:
+  ``write_study_figures``, ``write_trials_table``, ``findings_block`` (a README's generated numbers),
+  ``write_best_scale_vs_condition``, ``write_gap_vs_condition``, ``mechanism_summary`` (the sim_* mechanism table),
+  ``concentration_summary`` (the random-pair cosine table), ``spearman_summary``, ``metric_words``;
 - comparisons over folders: ``pooled_report`` (scale a vs b pooled over distinct conditions), ``tuned_report``
   (each scale at its own best value of a condition), ``folder_frame`` (a folder as the tidy frame of
   ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
@@ -81,7 +81,14 @@ if TYPE_CHECKING:
     from sweep.report.mechanism_figures import mechanism_summary
     from sweep.report.pooled import PooledReport, folder_frame, pooled_report
     from sweep.report.question_file import read_questions
-    from sweep.report.results_folder import PAIRED_TEST_CSV, TRIALS_CSV, flat_config, load_results_folder, read_csv
+    from sweep.report.results_folder import (
+        HISTORY_CSV,
+        PAIRED_TEST_CSV,
+        TRIALS_CSV,
+        flat_config,
+        load_results_folder,
+        read_csv,
+    )
     from sweep.report.study_figures import write_study_figures, write_trials_table
     from sweep.report.summaries import concentration_summary, spearman_summary
     from sweep.report.tuned import TunedReport, tuned_report
@@ -89,6 +96,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFOUNDED",
     "DEFAULT_PROFILES",
+    "HISTORY_CSV",
     "MODERATE",
     "PAIRED_TEST_CSV",
     "PARTS",
@@ -196,7 +204,14 @@ _HOMES = {
     "mechanism_figures": ("mechanism_summary",),
     "pooled": ("PooledReport", "folder_frame", "pooled_report"),
     "question_file": ("read_questions",),
-    "results_folder": ("PAIRED_TEST_CSV", "TRIALS_CSV", "flat_config", "load_results_folder", "read_csv"),
+    "results_folder": (
+        "HISTORY_CSV",
+        "PAIRED_TEST_CSV",
+        "TRIALS_CSV",
+        "flat_config",
+        "load_results_folder",
+        "read_csv",
+    ),
     "study_figures": ("write_study_figures", "write_trials_table"),
     "summaries": ("concentration_summary", "spearman_summary"),
     "tuned": ("TunedReport", "tuned_report"),

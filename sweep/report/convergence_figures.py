@@ -24,11 +24,11 @@ from sweep.report.axes import (
     scale_norm,
 )
 from sweep.report.history_figures import HISTORY_COLUMNS
+from sweep.report.results_folder import HISTORY_STEM
 from sweep.report.study_context import scale_axis_label
 from sweep.report.summaries import by_condition, t_interval
 
 STEM = "spearman_vs_step"
-HISTORY_STEM = "validation_history"  # its source, one row per trial and evaluation: what a race replay reads
 STEP_COLUMNS = {"scale", "step", "mean", "ci_low", "ci_high", "n"}  # the table's own columns
 BRIGHTEST = 0.85  # of the colour map: its yellow end is unreadable on white
 

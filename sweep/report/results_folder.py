@@ -19,6 +19,8 @@ from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import ANGLE_WEIGHTS, INIT, LOSS_AT_SCALE, SEARCH_SPACE, SPEARMAN_COLUMNS
 
 TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
+HISTORY_STEM = "validation_history"  # every trial's validation at each evaluation: what a race replay reads
+HISTORY_CSV = f"{HISTORY_STEM}.csv"
 PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
 PREDICTIONS_CSV = "predictions.csv.gz"  # every trial's per-pair STSB predictions (sweep.report.folder_comparison)
 PAIRED_TEST_CSV = f"{PAIRED_STEM}_test.csv"  # the same comparison on STSB test, confirming the validation choice
@@ -27,7 +29,7 @@ TABLE_STEMS = (
     "concentration_vs_scale",
     "train_loss_curves",
     "spearman_vs_step",
-    "validation_history",
+    HISTORY_STEM,
     "learned_scale_trajectory",
     "layer_grid_heatmap",
     PAIRED_STEM,

@@ -10,7 +10,6 @@ import pandas as pd
 
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 from sweep.report.convergence_figures import (
-    HISTORY_STEM,
     spearman_step_summary,
     write_spearman_vs_step,
     write_validation_history,
@@ -21,7 +20,7 @@ from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
 from sweep.report.mechanism_figures import mechanism_summary, write_mechanism_vs_scale
-from sweep.report.results_folder import PAIRED_STEM, FixedScaleReference, ResultsFolder
+from sweep.report.results_folder import HISTORY_STEM, PAIRED_STEM, FixedScaleReference, ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
 from sweep.report.schedule_figures import write_schedule_arms
 from sweep.report.study_context import UNTRAINED_SCALE, config_value, library_default, untrained_rows
