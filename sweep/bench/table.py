@@ -246,4 +246,8 @@ ROW_DESCRIPTIONS = (
     "training steps (each trial's last validation step; a trial the race discarded before training: none), the "
     "processes' wall times, and whether the race's 95% confidence set for the best (its own paired comparison) is "
     "the full grid's.",
+    "11. **Between trials**: the default experiment (`mnrl_scale`, the best model kept) with the similarity "
+    "statistics on, on without their histogram figures, and off: each trial's seconds outside its training steps "
+    "(before the first step and after the last; the validations at its evaluation steps count as steps) over its "
+    "wall time, from the trial's own clock (`time_phases`), over the trials after the first of each process.",
 )

@@ -14,6 +14,7 @@ REPORTS = (
     "results/bench_packing/README.md",
     "results/bench_race/README.md",
     "results/bench_race_steps/README.md",
+    "results/bench_between_trials/README.md",
 )
 
 

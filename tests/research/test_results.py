@@ -603,6 +603,7 @@ def test_every_results_folder_has_the_same_files() -> None:
         "bench_packing",
         "bench_race",
         "bench_race_steps",
+        "bench_between_trials",
         "gpu",
     )  # benchmark and GPU reports, not study folders
     for folder in sorted(p for p in RESULTS.iterdir() if p.is_dir() and p.name not in reports):
