@@ -32,6 +32,7 @@ from sweep.report.results_folder import HISTORY_CSV, TRIALS_CSV, flat_config, re
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
 from sweep.stats.paired_bootstrap import paired_bootstrap
 from sweep.stats.race import RoundDecision, race_round
+from sweep.study.grid_queue import queue_order
 
 SCALE, SEED, WALL = "loss.scale", "trial.seed", "trial_wall_time_s"
 # `paired_bootstrap`'s options, from the study's config.yaml
@@ -131,9 +132,8 @@ class Replayer:
         the history logged so far; a stopped scale's later trials are discarded. ((scale, seed) -> steps trained,
         the scales stopped)."""
         assert self.curves is not None
-        scales = list(self.scales)
-        random.Random(queue).shuffle(scales)
-        points = [(scale, seed) for scale in scales for seed in order[:min_seeds]]
+        queued = queue_order({SCALE: list(self.scales)}, queue, order[:min_seeds])
+        points = [(point[SCALE], point[SEED]) for point in queued]
         logged: list[tuple[str, float, int, float]] = []
         trained: dict[tuple, int] = {}
         stopped: list[float] = []

@@ -48,18 +48,24 @@ def enqueue_point(study: optuna.Study, point: dict[str, Any]) -> None:
     study.enqueue_trial(point, user_attrs={ATTR_GRID_POINT: True, ATTR_ATTEMPT: 1})
 
 
+def queue_order(
+    space: search_space.Space, seed: int | None, seeds: Sequence[Any] | None = None
+) -> list[dict[str, Any]]:
+    """The grid points in the order `enqueue_grid` queues them: a seeded shuffle, so that a pruner compares trials
+    from across the grid and a partial study covers it evenly instead of only its first axis values. `seeds`: only
+    the points of these `trial.seed` values (a race's first round, `sweep.study.race`), shuffled without their seed
+    and each with its seeds back to back, so that a race over steps (`sweep.study.race_steps`) soon has points with
+    every seed to estimate the seed-to-seed noise from. The benchmark's replays queue in the same order."""
+    grid = search_space.grid_points(space if seeds is None else {k: v for k, v in space.items() if k != PARAM_SEED})
+    random.Random(seed).shuffle(grid)
+    return grid if seeds is None else [{**point, PARAM_SEED: s} for point in grid for s in seeds]
+
+
 def enqueue_grid(
     study: optuna.Study, space: search_space.Space, seed: int | None, seeds: Sequence[Any] | None = None
 ) -> None:
-    """Queue every grid point once, as attempt 1, in a seeded shuffle: a pruner then compares trials from across
-    the grid, and a partial study covers it evenly instead of only its first axis values. `seeds`: only the points
-    of these `trial.seed` values (a race's first round, `sweep.study.race`), shuffled without their seed and each
-    queued with its seeds back to back, so that a race over steps (`sweep.study.race_steps`) soon has points with
-    every seed to estimate the seed-to-seed noise from."""
-    grid = search_space.grid_points(space if seeds is None else {k: v for k, v in space.items() if k != PARAM_SEED})
-    random.Random(seed).shuffle(grid)
-    points = grid if seeds is None else [{**point, PARAM_SEED: s} for point in grid for s in seeds]
-    for point in points:
+    """Queue every grid point once (of `seeds` only, when given), as attempt 1, in `queue_order`."""
+    for point in queue_order(space, seed, seeds):
         enqueue_point(study, point)
 
 
