@@ -9,7 +9,9 @@ replayed in every order of the study's seeds (5! = 120 for 5 seeds; `Settings.ra
 in quick mode), since which seeds come first decides what the first rounds see. Reported: the training steps (trials
 x `trial.max_steps`, equal for every trial of such a study) and the wall time (the trials' `trial_wall_time_s`) the
 race spends / the full grid's, and the share of orders whose race ends on the full grid's 95% confidence set for the
-best (the set of the paired comparison of every point over every seed).
+best (the set of the paired comparison of every point over every seed). A study whose grid has other axes than the
+scale and the seed (a learning rate, a data size) is replayed per family, one race per value of those axes, as a
+live race runs them (`sweep.study.race`: each family's scales compete among themselves).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from sweep.stats.race import RoundDecision, race_round
 from sweep.study.grid_queue import queue_order
 
 SCALE, SEED, WALL = "loss.scale", "trial.seed", "trial_wall_time_s"
+Family = tuple[tuple[str, float], ...]  # the values of a grid's axes other than the scale and the seed
 # `paired_bootstrap`'s options, from the study's config.yaml
 OPTIONS = {
     "n_resamples": "stats.paired.resamples",
@@ -62,6 +65,7 @@ class RaceReplay:
     """Every replayed race of one study against its full grid."""
 
     folder: str
+    family: str  # the values of the grid's other axes, "trial.learning_rate=0.003" ("" when there are none)
     scales: tuple[float, ...]
     seeds: tuple[float, ...]
     steps_per_trial: int
@@ -79,9 +83,12 @@ class RaceReplay:
 class Replayer:
     """The study's trials and predictions, and the round decisions (memoised: many orders share a round)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, family: Family = ()) -> None:
         config = flat_config(folder)
-        self.trials = read_csv(folder / TRIALS_CSV).query("state == 'COMPLETE'")
+        trials = read_csv(folder / TRIALS_CSV).query("state == 'COMPLETE'")
+        for column, value in family:
+            trials = trials[trials[column] == value]
+        self.trials = trials
         fetch = shipped_predictions(folder)
         if fetch is None:
             raise FileNotFoundError(f"{folder} ships no predictions.csv.gz: nothing to replay")
@@ -177,20 +184,34 @@ class Replayer:
         return RaceRun(order, len(steps), sum(steps.values()), wall, frozenset(survivors), used, "; ".join(history))
 
 
-def replay(s: Settings, name: str, log: Callable[[str], None], stop: bool = False) -> RaceReplay:
+def families(folder: Path) -> list[Family]:
+    """The families of a results folder's grid: each combination of the values of its axes other than the scale and
+    the seed (the ``trials.csv`` columns of a config key: ``trial.learning_rate``...); one empty family without."""
+    trials = read_csv(folder / TRIALS_CSV)
+    axes = [column for column in trials.columns if "." in column and column not in (SCALE, SEED)]
+    values = [sorted(trials[axis].dropna().unique()) for axis in axes]
+    return [
+        tuple(zip(axes, (float(v) for v in combination), strict=True)) for combination in itertools.product(*values)
+    ]
+
+
+def replay(s: Settings, name: str, log: Callable[[str], None], stop: bool = False, family: Family = ()) -> RaceReplay:
     """Replay the race over the results folder `name` (a path, relative to the working directory or absolute; the
-    rows name it as given) in every seed order (or `s.race_orders` random ones); `stop`: over steps too
-    (`study.race.stop_early`), order k's first round queued in the shuffle seeded k."""
-    replayer = Replayer(Path(name))
+    rows name it as given), over its trials of `family`, in every seed order (or `s.race_orders` random ones);
+    `stop`: over steps too (`study.race.stop_early`), order k's first round queued in the shuffle seeded k."""
+    replayer = Replayer(Path(name), family)
+    label = ", ".join(f"{column}={value:g}" for column, value in family)
     orders = list(itertools.permutations(replayer.seeds))
     if s.race_orders is not None:
         orders = random.Random(0).sample(orders, min(s.race_orders, len(orders)))
     _, full_set = replayer.comparison_set(replayer.scales, replayer.seeds)
-    log(f"  {name}: {len(replayer.scales)} scales x {len(replayer.seeds)} seeds, full grid's set {sorted(full_set)}")
+    where = f"{name} ({label})" if label else name
+    log(f"  {where}: {len(replayer.scales)} scales x {len(replayer.seeds)} seeds, full grid's set {sorted(full_set)}")
     runs = tuple(replayer.race(order, s.race_min_seeds, stop, queue) for queue, order in enumerate(orders))
     log(f"  {len(runs)} seed orders replayed{' (over steps too)' if stop else ''}")
     return RaceReplay(
         name,
+        label,
         replayer.scales,
         replayer.seeds,
         replayer.steps,
@@ -212,8 +233,9 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
     full_steps = result.full_trials * result.steps_per_trial
     steps = [run.steps for run in result.runs]
     same = [run.kept == result.full_set for run in result.runs]
+    folder = f"{result.folder} ({result.family})" if result.family else result.folder
     where = (
-        f"{result.folder}, {len(result.scales)} scales x {len(result.seeds)} seeds, min_seeds {result.min_seeds}, "
+        f"{folder}, {len(result.scales)} scales x {len(result.seeds)} seeds, min_seeds {result.min_seeds}, "
         f"{len(result.runs)} seed orders"
     )
     race = "race over seeds and steps" if result.stop_early else "race"
@@ -235,7 +257,7 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
         ),
         Row(
             "9",
-            f"{race} / full grid, wall time (the trials' trial_wall_time_s; {result.folder})",
+            f"{race} / full grid, wall time (the trials' trial_wall_time_s; {folder})",
             Stat.of([run.wall_s for run in result.runs]).fmt("s", 1),
             f"{result.full_wall_s:.1f} s",
             Stat.of([run.wall_s / result.full_wall_s for run in result.runs]),
@@ -244,7 +266,7 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
         ),
         Row(
             "9",
-            f"{race} ends on the full grid's 95% confidence set for the best (share of seed orders; {result.folder})",
+            f"{race} ends on the full grid's 95% confidence set for the best (share of seed orders; {folder})",
             f"{sum(same)} of {len(same)} orders",
             f"full grid's set {_scales(result.full_set)}",
             Stat.of([float(np.mean(same))]),
@@ -263,8 +285,9 @@ def measure_race(s: Settings, log: Callable[[str], None]) -> tuple[list[Row], li
         return [Row("9", "race / full grid (replayed)", "-", "-", None, "", note, status="skipped")], []
     results = []
     for name in s.race_folders:
-        results.append(replay(s, name, log))
-        if (Path(name) / HISTORY_CSV).exists():  # its validations: the race over steps too
-            results.append(replay(s, name, log, stop=True))
+        for family in families(Path(name)):
+            results.append(replay(s, name, log, family=family))
+            if (Path(name) / HISTORY_CSV).exists():  # its validations: the race over steps too
+                results.append(replay(s, name, log, stop=True, family=family))
     first = s.race_folders[0]
     return [row for result in results for row in race_rows(result, goals=result.folder == first)], results

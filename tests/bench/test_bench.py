@@ -218,9 +218,10 @@ def test_packing_rows_read_trials_per_hour_against_one_at_a_time_and_the_floor()
     assert {1, 2, 4} <= set(QUICK.pack_sizes) and 8 in FULL.pack_sizes and "minilm_l1" in FULL.pack_models
 
 
-def synthetic_folder(root: Path, histories: bool) -> str:
+def synthetic_folder(root: Path, histories: bool, rates: tuple[float, ...] = ()) -> str:
     """A published folder's shape (trials.csv, predictions.csv.gz, config.yaml, with ``histories`` its
-    validation_history.csv) with 3 scales x 3 seeds, scale 1 far worse (and far behind at each validation)."""
+    validation_history.csv) with 3 scales x 3 seeds, scale 1 far worse (and far behind at each validation); with
+    `rates`, one such family per learning rate (``trial.learning_rate``), the worse scale 20 in the second."""
     import numpy as np
     import pandas as pd
     import yaml
@@ -228,8 +229,10 @@ def synthetic_folder(root: Path, histories: bool) -> str:
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 300)
     trials, predictions, history = [], [], []
-    for number, (scale, seed) in enumerate((s, k) for s in (1.0, 10.0, 20.0) for k in (0.0, 1.0, 2.0)):
-        noise = rng.normal(0, 3.0 if scale == 1.0 else 1.0, 300) + np.random.default_rng(int(seed)).normal(0, 1, 300)
+    grid = [(r, s, k) for r in rates or (None,) for s in (1.0, 10.0, 20.0) for k in (0.0, 1.0, 2.0)]
+    for number, (rate, scale, seed) in enumerate(grid):
+        worse = scale == (20.0 if rates and rate == rates[1] else 1.0)
+        noise = rng.normal(0, 3.0 if worse else 1.0, 300) + np.random.default_rng(int(seed)).normal(0, 1, 300)
         trials.append(
             {
                 "trial_number": number,
@@ -237,12 +240,13 @@ def synthetic_folder(root: Path, histories: bool) -> str:
                 "loss.scale": scale,
                 "trial.seed": seed,
                 "trial_wall_time_s": 10.0 + number,
+                **({"trial.learning_rate": rate} if rates else {}),
             }
         )
         predictions.append(
             pd.DataFrame({"trial_number": number, "split": "validation", "gold": gold, "cosine": gold + noise})
         )
-        final, offset = (0.5 if scale == 1.0 else 0.8) + 0.01 * seed, rng.normal(0, 0.003)  # seed luck, trial's own
+        final, offset = (0.5 if worse else 0.8) + 0.01 * seed, rng.normal(0, 0.003)  # seed luck, trial's own
         for step in (0, 10, 20, 30, 40, 50):
             value = final - 0.2 * (1 - step / 50) + offset + rng.normal(0, 0.001)
             history.append({"trial_number": number, "state": "COMPLETE", "scale": scale, "step": step, "value": value})
@@ -355,3 +359,20 @@ def test_item_11_runs_each_variant_in_a_folder_hydra_reads_as_one_value(monkeypa
     assert len(runs) == len(between_trials.VARIANTS) and len(rows) == 3 * len(runs)
     assert not any("," in str(root) for root, _ in runs) and len({root for root, _ in runs}) == len(runs)
     assert [overrides[-1:] for _, overrides in runs][1:] == [("stats.histogram=false",), ("stats.enabled=false",)]
+
+
+def test_a_study_with_a_learning_rate_axis_is_replayed_per_family(tmp_path, monkeypatch):
+    """Each learning rate's scales race among themselves, as a live race runs them: scale 1 is out at the first
+    rate, scale 20 at the second, and each family trains 8 of its 9 trials."""
+    from sweep.bench import race
+    from sweep.bench.settings import Settings
+
+    name = synthetic_folder(tmp_path, histories=False, rates=(0.001, 0.003))
+    monkeypatch.chdir(tmp_path)
+    assert race.families(Path(name)) == [(("trial.learning_rate", 0.001),), (("trial.learning_rate", 0.003),)]
+    every_order = Settings(**{**QUICK.__dict__, "race_folders": (name,), "race_orders": None})
+    rows, results = race.measure_race(every_order, lambda text: None)
+    assert [result.family for result in results] == ["trial.learning_rate=0.001", "trial.learning_rate=0.003"]
+    assert [result.full_set for result in results] == [frozenset({10.0, 20.0}), frozenset({1.0, 10.0})]
+    assert all(run.trials == 8 and run.kept == result.full_set for result in results for run in result.runs)
+    assert "(trial.learning_rate=0.003)" in rows[3].measurement and len(rows) == 6
