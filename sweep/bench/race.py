@@ -271,7 +271,10 @@ def race_rows(result: RaceReplay, goals: bool = True) -> list[Row]:
             f"full grid's set {_scales(result.full_set)}",
             Stat.of([float(np.mean(same))]),
             ">= 0.95" if goals else "",
-            "races ended on: " + ", ".join(f"{s} in {k} orders" for s, k in sorted(ended.items())),
+            "races ended on: "
+            + ", ".join(f"{s} in {k} orders" for s, k in sorted(ended.items()))
+            + f"; within the full grid's set in {sum(run.kept <= result.full_set for run in result.runs)} of "
+            f"{len(result.runs)} orders",
         ),
     ]
 

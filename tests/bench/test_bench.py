@@ -376,3 +376,4 @@ def test_a_study_with_a_learning_rate_axis_is_replayed_per_family(tmp_path, monk
     assert [result.full_set for result in results] == [frozenset({10.0, 20.0}), frozenset({1.0, 10.0})]
     assert all(run.trials == 8 and run.kept == result.full_set for result in results for run in result.runs)
     assert "(trial.learning_rate=0.003)" in rows[3].measurement and len(rows) == 6
+    assert rows[2].note.endswith("within the full grid's set in 6 of 6 orders")
