@@ -19,11 +19,9 @@ from pathlib import Path
 from sweep.bench.runners import FrameworkSweep, run_framework
 from sweep.bench.settings import Settings
 from sweep.bench.table import Row, Stat
-from sweep.training.step_clock import AFTER, BEFORE, STEPS, span_metric
+from sweep.training.step_clock import AFTER, BEFORE, OUTSIDE_SHARE, STEPS, span_metric
 
 EXPERIMENT = "mnrl_scale"
-
-
 VARIANTS = (
     ("statistics on", ()),
     ("statistics on, no histogram figures", ("stats.histogram=false",)),
@@ -67,8 +65,7 @@ def between_trials_rows(sweep: FrameworkSweep, seeds: int, label: str) -> list[R
 
     first_share = ""
     if first:
-        phases = first[0].phases
-        share = (phases[BEFORE] + phases[AFTER]) / (phases[BEFORE] + phases[STEPS] + phases[AFTER])
+        share = first[0].phases[OUTSIDE_SHARE]
         first_share = f"; the first trial of the process: {share:.3f} (it also loads the data and the base model)"
     return [
         Row.compare(

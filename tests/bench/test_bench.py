@@ -323,7 +323,8 @@ def test_the_live_race_rows_compare_steps_wall_time_and_the_confidence_sets():
 
 def _phases(before, steps, after, preparing=0.1, final_scoring=0.2, keeping=0.0):
     spans = {"time_preparing_s": preparing, "time_final_scoring_s": final_scoring, "time_keeping_s": keeping}
-    return {"time_before_steps_s": before, "time_steps_s": steps, "time_after_steps_s": after, **spans}
+    share = {"time_outside_steps_share": (before + after) / (before + steps + after)}
+    return {"time_before_steps_s": before, "time_steps_s": steps, "time_after_steps_s": after, **share, **spans}
 
 
 def test_the_between_trials_rows_are_each_trials_share_outside_its_steps_after_the_first():
