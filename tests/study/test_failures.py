@@ -31,7 +31,7 @@ ONE_POINT = "+study.search_space.loss.scale=[20]"
 def fake_training(monkeypatch: pytest.MonkeyPatch, outcome: Callable[[], float | BaseException]) -> None:
     """Replace training with `outcome()`: a validation Spearman to return or an exception to raise."""
 
-    def train(trial, cfg, resources, run, quiet=False, on_trained=None):
+    def train(trial, cfg, resources, run, quiet=False, clock=None, on_trained=None):
         result = outcome()
         if isinstance(result, BaseException):
             raise result

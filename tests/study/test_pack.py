@@ -21,10 +21,11 @@ from sweep.study.setup import validate
 from sweep.training.lockstep import Lockstep, member_callbacks, run_in_lockstep
 from tests.study.test_study import run_study, trial_runs
 
-# Steps where the metrics of a packed and an unpacked trial must agree; wall times and the system metrics (sampled
-# every tracking.system_metrics_interval_s seconds: as many samples as a trial lasts) naturally differ.
+# Steps where the metrics of a packed and an unpacked trial must agree; wall times, the trial's clock (time_*) and
+# the system metrics (sampled every tracking.system_metrics_interval_s seconds: as many samples as a trial lasts)
+# naturally differ.
 TIMED = ("trial_wall_time_s", "train_seconds", "train_samples_per_second")
-SYSTEM = "system/"
+CLOCK, SYSTEM = "time_", "system/"
 
 
 def by_scale(cfg) -> dict[float, dict]:
@@ -40,7 +41,7 @@ def by_scale(cfg) -> dict[float, dict]:
                 (m.step, m.value) for m in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
             ]
             for key in run.data.metrics
-            if key not in TIMED and not key.startswith(SYSTEM)
+            if key not in TIMED and not key.startswith((CLOCK, SYSTEM))
         }
         tags = {k: v for k, v in run.data.tags.items() if not k.startswith("mlflow.") or k == TAG_RUN_NAME}
         out[t.params["loss.scale"]] = {"trial": t, "run": run, "history": history, "tags": tags}
@@ -164,7 +165,7 @@ def test_out_of_memory_member_fails_and_is_requeued_at_a_smaller_pack(compose_cf
 
     calls = {"n": 0}
 
-    def train(trial, cfg, resources, run, quiet, on_trained=None):
+    def train(trial, cfg, resources, run, quiet, clock=None, on_trained=None):
         calls["n"] += 1
         if calls["n"] == 2:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
