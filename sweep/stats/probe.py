@@ -211,7 +211,8 @@ class ConcentrationProbe:
         """Compute the statistics of ``encodings`` and log metrics, JSON and histogram at ``step``."""
         metrics, distributions = self.statistics(encodings)
         # what pos/neg rest on: the held-out rows left by the cap on their share, of scored rows the positives
-        metrics["sim_heldout_pairs"] = float(len(encodings.train.get("train_anchors", ())))
+        # (a copy: the statistics may be the ones cached on shared encodings)
+        metrics = {**metrics, "sim_heldout_pairs": float(len(encodings.train.get("train_anchors", ())))}
         named = {f"{key}{suffix}": value for key, value in metrics.items()}
         run.log_metrics(named, step=step)
         label = suffix.lstrip("_") or f"step{step}"
