@@ -87,4 +87,5 @@ ATTR_RACE = "sweep.race"  # study attribute: the race's settings, pinned when th
 ATTR_RACE_ROUND = "sweep.race.round_{seeds}"  # study attribute: one round's decision (kept, eliminated, ended)
 TAG_RACE = "sweep.race"  # parent run: the race's record ("eliminated after 2 seeds: 1, 2, 50; ...")
 TAG_RACE_ELIMINATED_AFTER = "sweep.race.eliminated_after"  # trial run of a dropped point: the seeds it had then
+TAG_RACE_ROUNDS = "sweep.race.rounds"  # trial run of a raced study: the rounds its race spends the level over
 ATTR_RACE_STOPPED = "sweep.race.stopped"  # trial attribute and run tag: why the race stopped it at a validation

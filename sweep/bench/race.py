@@ -33,7 +33,7 @@ from sweep.report.folder_comparison import shipped_predictions
 from sweep.report.results_folder import HISTORY_CSV, TRIALS_CSV, flat_config, read_csv
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
 from sweep.stats.paired_bootstrap import paired_bootstrap
-from sweep.stats.race import RoundDecision, race_round
+from sweep.stats.race import RoundDecision, race_round, race_rounds, round_level
 from sweep.study.grid_queue import queue_order
 
 SCALE, SEED, WALL = "loss.scale", "trial.seed", "trial_wall_time_s"
@@ -118,26 +118,33 @@ class Replayer:
         by_trial = {n: rows.sort_values("step") for n, rows in history[history["step"] > 0].groupby("trial_number")}
         return {key: list(zip(by_trial[n]["step"], by_trial[n]["value"], strict=True)) for key, n in number.items()}
 
-    def comparison_set(self, scales: tuple[float, ...], seeds: tuple[float, ...]) -> tuple[RoundDecision, frozenset]:
-        """The round decision on `scales` x `seeds`, and the comparison's confidence set for the best."""
-        return self._compare(tuple(sorted(scales)), tuple(sorted(seeds)))
+    def comparison_set(
+        self, scales: tuple[float, ...], seeds: tuple[float, ...], level: float | None = None
+    ) -> tuple[RoundDecision, frozenset]:
+        """The round decision on `scales` x `seeds` at `level` (default: the study's), and the comparison's
+        confidence set for the best."""
+        return self._compare(tuple(sorted(scales)), tuple(sorted(seeds)), level or self.options["level"])
 
     @functools.cache  # noqa: B019 - one replayer per benchmark run; the cache is the point
-    def _compare(self, scales: tuple[float, ...], seeds: tuple[float, ...]) -> tuple[RoundDecision, frozenset]:
+    def _compare(
+        self, scales: tuple[float, ...], seeds: tuple[float, ...], level: float
+    ) -> tuple[RoundDecision, frozenset]:
         predictions = np.asarray([[self.cosines[(scale, seed)] for seed in seeds] for scale in scales])
         o = self.options
         comparison = paired_bootstrap(
-            self.gold, predictions, list(scales), int(o["n_resamples"]), o["level"], int(o["seed"]), o["margin"]
+            self.gold, predictions, list(scales), int(o["n_resamples"]), level, int(o["seed"]), o["margin"]
         )
         table = comparison.table
         decision = race_round(table, len(seeds), len(self.seeds), o["margin"])
         return decision, frozenset(table.loc[table["in_confidence_set"], "scale"])
 
-    def first_round(self, order: tuple[float, ...], min_seeds: int, queue: int) -> tuple[dict[tuple, int], list]:
+    def first_round(
+        self, order: tuple[float, ...], min_seeds: int, queue: int, level: float
+    ) -> tuple[dict[tuple, int], list]:
         """The first round with `study.race.stop_early`: every scale x the first `min_seeds` seeds of `order`, in
-        the seeded shuffle `queue` (the live queue's), each trial asking `stop_early` at each of its validations with
-        the history logged so far; a stopped scale's later trials are discarded. ((scale, seed) -> steps trained,
-        the scales stopped)."""
+        the seeded shuffle `queue` (the live queue's), each trial asking `stop_early` at each of its validations, at
+        the race's round `level`, with the history logged so far; a stopped scale's later trials are discarded.
+        ((scale, seed) -> steps trained, the scales stopped)."""
         assert self.curves is not None
         queued = queue_order({SCALE: list(self.scales)}, queue, order[:min_seeds])
         points = [(point[SCALE], point[SEED]) for point in queued]
@@ -152,7 +159,7 @@ class Replayer:
                 trained[(scale, seed)] = step
                 history = pd.DataFrame(logged, columns=HISTORY_COLUMNS)
                 o = self.options
-                if stop_early(history, f"{scale:g}", step, self.steps, o["level"], o["margin"]).stop:
+                if stop_early(history, f"{scale:g}", step, self.steps, level, o["margin"]).stop:
                     stopped.append(scale)
                     break
         return trained, stopped
@@ -161,16 +168,17 @@ class Replayer:
         """The race in this seed order: rounds until `race_round` ends it; `stop`: the first rounds' trials judged at
         each validation (`first_round`, queued in the shuffle `queue`)."""
         survivors, used = self.scales, min_seeds
+        level = round_level(self.options["level"], race_rounds(len(self.seeds), min_seeds))
         history = []
         first = {(scale, seed): self.steps for scale in survivors for seed in order[:used]}
         if stop:
-            first, stopped = self.first_round(order, min_seeds, queue)
+            first, stopped = self.first_round(order, min_seeds, queue, level)
             survivors = tuple(scale for scale in survivors if scale not in stopped)
             if stopped:
                 history.append(f"stopped early: {', '.join(f'{s:g}' for s in sorted(stopped))}")
         trained = [(scale, seed) for scale in survivors for seed in order[:used]]
         while True:
-            decision, _ = self.comparison_set(survivors, order[:used])
+            decision, _ = self.comparison_set(survivors, order[:used], level)
             survivors = tuple(float(s) for s in decision.kept)
             if decision.eliminated:
                 history.append(f"after {used} seeds out: {', '.join(f'{float(s):g}' for s in decision.eliminated)}")

@@ -40,7 +40,15 @@ from sweep.stats.paired_bootstrap import (
     paired_bootstrap,
     seed_comparison,
 )
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN, ELIMINATED_AFTER, LINE_WORDS, eliminated_after
+from sweep.stats.race import round_level
+from sweep.stats.scale_verdicts import (
+    DEFAULT_MARGIN,
+    ELIMINATED_AFTER,
+    LINE_WORDS,
+    RACE_ROUNDS,
+    eliminated_after,
+    percent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +127,16 @@ def _race_split(group: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         return group, group.iloc[:0]
     seeds = group.assign(seed=group[SEED] if SEED in group else 0).groupby("scale")["seed"].transform("nunique")
     return group[seeds == seeds.max()], group[seeds < seeds.max()]
+
+
+def _level(group: pd.DataFrame, level: float) -> float:
+    """The level a condition's comparison is made at: ``level``, or in a raced study (its trials carry
+    ``race_rounds``) the level its race compared each round at, `sweep.stats.race.round_level`: the race spent
+    1 - ``level`` over its rounds, so the last round, which this comparison is, holds the best at ``level`` overall
+    and agrees with the race on which points are out."""
+    if RACE_ROUNDS not in group or group[RACE_ROUNDS].isna().all():
+        return level
+    return round_level(level, int(group[RACE_ROUNDS].max()))
 
 
 def _with_race(
@@ -235,7 +253,7 @@ def paired_comparisons(
         compared, dropped = _race_split(group)
         arrays = _condition_arrays(compared, source, split)
         if arrays is not None:
-            result = paired_bootstrap(*arrays, n_resamples, level, seed, margin)
+            result = paired_bootstrap(*arrays, n_resamples, _level(compared, level), seed, margin)
             results.append((label, _with_race(result, compared, dropped, SPEARMAN_OF_SPLIT[split])))
     return _assembled(results, column, SPLIT_LABELS[split])
 
@@ -256,7 +274,7 @@ def seed_comparisons(
         compared, dropped = _race_split(group)
         arrays = _seed_arrays(compared, metric or SPEARMAN_OF_SPLIT[split])
         if arrays is not None:
-            result = seed_comparison(*arrays, level=level, margin=margin)
+            result = seed_comparison(*arrays, level=_level(compared, level), margin=margin)
             results.append((label, _with_race(result, compared, dropped, metric or SPEARMAN_OF_SPLIT[split])))
     return _assembled(results, column, metric or SPLIT_LABELS[split])
 
@@ -314,7 +332,7 @@ def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame, metric: str
         words = LINE_WORDS.get(row["verdict"], row["verdict"]).format(margin=row["margin"])
         lines.append(
             f"{head}: test {verdict} {name} chosen on validation ({words} on test; "
-            f"{row['level']:.0%} confidence set for the best on test: {members})"
+            f"{percent(row['level'])} confidence set for the best on test: {members})"
         )
     return lines
 

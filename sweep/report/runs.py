@@ -23,10 +23,11 @@ from sweep.names import (
     TAG_OPTUNA_STATE,
     TAG_PARENT_RUN_ID,
     TAG_RACE_ELIMINATED_AFTER,
+    TAG_RACE_ROUNDS,
     TAG_ROLE,
     TAG_TRIAL_NUMBER,
 )
-from sweep.stats.scale_verdicts import ELIMINATED_AFTER
+from sweep.stats.scale_verdicts import ELIMINATED_AFTER, RACE_ROUNDS
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,8 @@ def _trial_row(run: Run) -> dict[str, object]:
         **run.data.metrics,
         # a raced study's dropped point (`study.race`): the seeds it had when the race dropped it
         **({ELIMINATED_AFTER: float(tags[TAG_RACE_ELIMINATED_AFTER])} if TAG_RACE_ELIMINATED_AFTER in tags else {}),
+        # a raced study's trial: the rounds its race spends the level over (the report compares at its round level)
+        **({RACE_ROUNDS: float(tags[TAG_RACE_ROUNDS])} if TAG_RACE_ROUNDS in tags else {}),
     }
 
 

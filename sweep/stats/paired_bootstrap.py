@@ -46,6 +46,7 @@ from sweep.stats.scale_verdicts import (
     WORSE,
     Verdicts,
     listed,
+    percent,
     scale_verdicts,
     verdict_groups,
 )
@@ -132,7 +133,7 @@ class PairedComparison:
             head = f"best {best} ({self.best['spearman']:.3f})"
             head += f", {self.optimum.text()}" if self.optimum is not None else ""
             text = "; ".join([head, *parts])
-            text += f" ({ONE_SEED_WARNING})" if one_seed else f" ({data}, {self.level:.0%})"
+            text += f" ({ONE_SEED_WARNING})" if one_seed else f" ({data}, {percent(self.level)})"
         else:
             text = f"no best {'scale' if self.numeric else 'point'}: none is scoreable"
         excluded = self.table[self.table["not_scoreable"].fillna("") != ""]["scale"]  # a CSV read back: NaN
@@ -151,7 +152,7 @@ class PairedComparison:
             return ""
         members = self.confidence_set()
         head = (
-            f"{self.level:.0%} confidence set for the best: {members}"
+            f"{percent(self.level)} confidence set for the best: {members}"
             if self.n_seeds > 1
             else (f"P(best) on these pairs: {members}" if self.n_resamples else "")
         )

@@ -13,6 +13,14 @@ or when it cannot be scored (its model collapsed: `sweep.stats.collapse`). The e
 from the scale x seed interaction, (points - 1)(seeds - 1) degrees of freedom, so the first round of 2 seeds can
 already drop points far behind; with one seed nothing is dropped (seed noise unknown).
 
+**The level of a round.** Each round is a chance to put the true best out by a false claim, so a race whose rounds
+each compared at the study's level would hold the best less often than the full grid's one comparison does, most
+where many points are equally good (`tests/stats/test_race.py` measures it on simulated studies). The race spends
+1 - level over the rounds it may take, seeds - min_seeds + 1, in equal shares (Bonferroni): each round compares at
+`round_level` (and the first round's early stops, `sweep.stats.early_stop`, judge at it too), so its last set holds
+the true best with probability >= level overall, whatever rounds came before. The price is wider intervals in each
+round, so points leave a little later.
+
 **The end.** The race ends for a family of points when one point is left, when every remaining point is
 *equivalent* to the best (its interval within +-margin: `sweep.stats.scale_verdicts`), or when the seeds run out.
 """
@@ -29,6 +37,17 @@ ONE_LEFT = "one point left"
 ALL_EQUIVALENT = "the remaining points are equivalent within +-{margin:g}"
 SEEDS_USED = "every seed is used"
 NONE_SCOREABLE = "no point is scoreable"
+
+
+def race_rounds(seeds_total: int, min_seeds: int) -> int:
+    """The rounds a race over ``seeds_total`` seeds may take: the first with ``min_seeds``, then one a seed."""
+    return seeds_total - min_seeds + 1
+
+
+def round_level(level: float, rounds: int) -> float:
+    """The level each of a race's ``rounds`` compares at so that the whole race holds the best at ``level``:
+    1 - (1 - level) / rounds (the module docstring)."""
+    return 1 - (1 - level) / rounds
 
 
 @dataclass(frozen=True)

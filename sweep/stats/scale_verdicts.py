@@ -64,11 +64,17 @@ LINE_WORDS = {
 }
 ELIMINATED = "eliminated"  # a raced point dropped before the last comparison (`sweep.stats.race`): its verdict's start
 ELIMINATED_AFTER = "eliminated_after"  # a raced comparison's column: the seeds after which the race dropped the point
+RACE_ROUNDS = "race_rounds"  # a raced study's trials' column: the rounds its race spends the level over
 
 
 def eliminated_after(seeds: int) -> str:
     """The verdict of a point a race dropped after ``seeds`` seeds: ``eliminated after 2 seeds``."""
     return f"{ELIMINATED} after {seeds} seed{'s' if seeds != 1 else ''}"
+
+
+def percent(level: float) -> str:
+    """``95%``, or ``98.75%`` for a race's round level (`sweep.stats.race.round_level`)."""
+    return f"{100 * level:.4g}%"
 
 
 def listed(scales: pd.Series, numeric: bool = True) -> str:

@@ -20,6 +20,7 @@ from sweep.stats.scale_verdicts import (
     BEST,
     DEFAULT_MARGIN,
     WORSE,
+    percent,
     scale_verdicts,
     verdict_groups,
 )
@@ -104,4 +105,4 @@ def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: floa
     if n_seeds < 2:
         return f"{head}; one seed: no interval over seeds (set study.seeds=[0,1,2] to compare scales)"
     groups = verdict_groups(table, "verdict", margin)
-    return f"{head}; {'; '.join(groups)} ({n_seeds} seeds, one score per trial, {level:.0%})"
+    return f"{head}; {'; '.join(groups)} ({n_seeds} seeds, one score per trial, {percent(level)})"

@@ -46,7 +46,7 @@ from sweep.names import (
     TAG_RACE_ELIMINATED_AFTER,
 )
 from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap, seed_comparison
-from sweep.stats.race import ONE_LEFT, RoundDecision, race_round
+from sweep.stats.race import ONE_LEFT, RoundDecision, race_round, race_rounds, round_level
 from sweep.study import grid_queue
 from sweep.study.race_settings import RaceSettings
 from sweep.tracking.mlflow_client import TrackingClient
@@ -92,6 +92,11 @@ class Race:
             [k for k in axes if k not in search_space.SCALE_KEYS] if set(axes) & set(search_space.SCALE_KEYS) else []
         )
         self.points = {self.key(p): p for p in search_space.grid_points(axes)}
+
+    @property
+    def planned_rounds(self) -> int:
+        """The rounds the race may take, over which it spends its level (`sweep.stats.race.round_level`)."""
+        return race_rounds(len(self.seeds), self.settings.min_seeds)
 
     def key(self, point: dict[str, Any]) -> str:
         """A point's name in the records: its grid values without the seed, as JSON."""
@@ -236,6 +241,7 @@ class Race:
         when the objective is that Spearman, else (another objective, or predictions the tracking store does not
         have) the per-seed t over the trials' objective values."""
         s = self.settings
+        level = round_level(s.level, self.planned_rounds)
         grid = [[trials[(key, seed)] for seed in seeds] for key in members]
         if self.full:
             self.client.writer.flush()  # this worker's own predictions, if an outage held them back
@@ -244,10 +250,10 @@ class Race:
                 tables = cast(list[list[pd.DataFrame]], loaded)
                 gold = tables[0][0]["gold"].to_numpy()
                 cosines = np.asarray([[table["cosine"].to_numpy() for table in row] for row in tables])
-                return paired_bootstrap(gold, cosines, members, s.resamples, s.level, s.seed, s.margin)
+                return paired_bootstrap(gold, cosines, members, s.resamples, level, s.seed, s.margin)
             log.warning("race: a trial's predictions are missing: deciding from one score per trial")
         values = np.asarray([[self.sign * float(t.value) for t in row] for row in grid])
-        return seed_comparison(values, members, s.level, s.margin)
+        return seed_comparison(values, members, level, s.margin)
 
     def _predictions(self, trial: FrozenTrial) -> pd.DataFrame | None:
         run_id = trial.user_attrs.get(ATTR_MLFLOW_RUN_ID)

@@ -19,6 +19,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.names import ATTR_DISCARDED, PARAM_SEED
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
+from sweep.stats.race import round_level
 from sweep.study import grid_queue
 from sweep.study.race import Race
 
@@ -43,7 +44,8 @@ class RaceStopper(optuna.pruners.BasePruner):
         if last_step is None:
             return False
         s = self.race.settings
-        decision = stop_early(history, self.race.label(key), step, last_step, s.level, s.margin)
+        level = round_level(s.level, self.race.planned_rounds)
+        decision = stop_early(history, self.race.label(key), step, last_step, level, s.margin)
         if decision.stop:
             self.reasons[trial.number] = decision.reason
         return decision.stop

@@ -30,6 +30,7 @@ from sweep.names import (
     ATTR_TIME_PHASES,
     ATTR_VALIDATION_SPEARMAN,
     ATTR_WALL_TIME_S,
+    TAG_RACE_ROUNDS,
     TAG_RUN_DESCRIPTION,
 )
 from sweep.signals import check_stop, holding_stop_signals
@@ -136,7 +137,8 @@ class StudyRunner:
             if "scale" in cfg.loss:
                 trial.set_user_attr(ATTR_SCALE, cfg.loss.scale)
                 trial.set_user_attr(ATTR_TEMPERATURE, cfg.loss.temperature)
-            run.set_tags({TAG_RUN_DESCRIPTION: description})
+            raced = {TAG_RACE_ROUNDS: str(self.race.planned_rounds)} if self.race is not None else {}
+            run.set_tags({TAG_RUN_DESCRIPTION: description, **raced})
             run.set_tags(placement)
             run.log_params({**flatten(cfg), **version_params()})
             with system_metrics(run, cfg.tracking):  # stops with the trial, however it ends

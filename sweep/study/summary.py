@@ -115,7 +115,8 @@ def objective_lines(
     """Per condition, the best scale by the mean objective over seeds and the scales not distinguishable from it,
     paired by seed (`sweep.stats.seed_paired`): the answer for an objective whose per-pair scores are not logged.
     ``raced`` (`study.race`): only the scales with the most seeds, the race's last round, on all their seeds (the
-    scales dropped earlier would cut the comparison to the seeds every scale has)."""
+    scales dropped earlier would cut the comparison to the seeds every scale has), at the ``level`` the caller gives
+    (a race's round level, `sweep.stats.race.round_level`)."""
     lines = []
     for label, group in _complete_by_condition(table):
         scores = _scores(group, OBJECTIVE)

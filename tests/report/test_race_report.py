@@ -60,3 +60,17 @@ def test_an_unraced_study_compares_every_point_on_the_seeds_all_share():
         trials.drop(columns="eliminated_after"), None, fetch=lambda run, split: predictions[run], n_resamples=200
     )
     assert set(table["n_seeds"]) == {2} and "eliminated_after" not in table
+
+
+def test_a_raced_study_is_compared_at_the_level_its_race_spent_over_its_rounds():
+    """Trials tagged with their race's 2 rounds (`sweep.race.rounds`): the last round is compared at 1 - 0.05 / 2,
+    the level the race decided it at, so the report's set is the race's and its intervals are the wider ones."""
+    trials, predictions = raced_study()
+    fetch = lambda run, split: predictions[run]  # noqa: E731
+    plain, _ = paired_comparisons(trials, None, fetch=fetch, n_resamples=200)
+    table, (line, detail) = paired_comparisons(trials.assign(race_rounds=2.0), None, fetch=fetch, n_resamples=200)
+    assert set(plain["level"]) == {0.95} and set(table["level"]) == {0.975}
+    assert "(3 seeds x 300 pairs, 97.5%)" in line and detail.strip().startswith("97.5% confidence set for the best")
+    other = table.loc[~table["best"] & table["n_seeds"].eq(3), "scale"].item()  # the survivor not ranked first
+    width, plain_width = ((t["ci_high"] - t["ci_low"]).set_axis(t["scale"])[other] for t in (table, plain))
+    assert width > plain_width > 0

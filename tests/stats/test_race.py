@@ -9,8 +9,10 @@ import pytest
 from sweep.stats.paired_bootstrap import paired_bootstrap
 from sweep.stats.race import ALL_EQUIVALENT, NONE_SCOREABLE, ONE_LEFT, SEEDS_USED, race_round
 from sweep.stats.scale_verdicts import BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE
+from tests.stats.verdict_simulation import DESIGN, EQUAL, LEVEL, monte_carlo_sd, race_rates
 
 MARGIN = 0.01
+N_RACES = 300  # simulated studies per race setting: a share of nominal 0.95 within +-0.025 (2 sd)
 
 
 def table(*rows: tuple[str, str, bool, float, str]) -> pd.DataFrame:
@@ -63,3 +65,22 @@ def test_two_seeds_of_paired_predictions_drop_a_clearly_worse_point_and_keep_two
     assert comparison.table.set_index("scale").loc[50.0, "verdict"] == WORSE
     decision = race_round(comparison.table, 2, 5, MARGIN)
     assert decision.eliminated == ["50.0"] and sorted(decision.kept) == ["10.0", "15.0"]
+
+
+def test_a_race_that_spends_its_level_over_its_rounds_holds_every_best_as_often_as_its_level():
+    """Five equally good scales, 6 seeds, 2 at first (5 rounds): every round is a chance to put a best out, so a race
+    whose rounds each compare at 0.95 keeps all five in fewer than 0.95 - 2 sd of 300 races (0.925), while the full
+    grid's one comparison and the race at `round_level` (1 - 0.05 / 5 a round) keep them at least that often."""
+    floor = LEVEL - 2 * monte_carlo_sd(LEVEL, N_RACES)
+    spent, unspent = (race_rates(EQUAL, 6, 2, N_RACES, seed=3, spend=spend) for spend in (True, False))
+    assert spent.grid_holds_every_best >= floor
+    assert spent.holds_every_best >= floor
+    assert unspent.holds_every_best < floor
+
+
+def test_a_race_that_spends_its_level_still_saves_trials_where_points_are_far_behind():
+    """Five scales, two truly best, one 0.05 below: with 5 seeds the race holds both bests as often as its level
+    and trains fewer than 0.85 of the full grid's trials (the points far behind leave after 2 seeds)."""
+    rates = race_rates(DESIGN, 5, 2, N_RACES, seed=4)
+    assert rates.holds_every_best >= LEVEL - 2 * monte_carlo_sd(LEVEL, N_RACES)
+    assert rates.trials < 0.85

@@ -30,6 +30,7 @@ from functools import cache
 
 import numpy as np
 
+from sweep.stats.race import race_round, race_rounds, round_level
 from sweep.stats.scale_verdicts import EQUIVALENT, WORSE, scale_verdicts, simultaneous_intervals
 
 LEVEL = 0.95
@@ -123,6 +124,47 @@ def gaussian_rates(truth: tuple[float, ...], n_seeds: int, n_studies: int, seed:
         max_p_out,
         n_studies,
     )
+
+
+@dataclass(frozen=True)
+class RaceRates:
+    """What a batch of simulated races shows (`race_rates`)."""
+
+    holds_every_best: float  # share of races whose last survivors hold every truly best scale
+    grid_holds_every_best: float  # the same for the full grid's confidence set on the same studies
+    trials: float  # the races' trials over the full grid's, averaged over the studies
+
+
+@cache
+def race_rates(
+    truth: tuple[float, ...], n_seeds: int, min_seeds: int, n_studies: int, seed: int, spend: bool = True
+) -> RaceRates:
+    """`RaceRates` of ``n_studies`` layer-(b) studies of ``truth`` raced as `sweep.study.race` races them: every
+    scale with the first ``min_seeds`` seeds, then one seed more a round for the scales `race_round` keeps, each
+    round's comparison at `round_level` (``spend``) or at `LEVEL` itself (what a race did before it spent it)."""
+    rng = np.random.default_rng(seed)
+    means = np.asarray(truth)
+    best = np.flatnonzero(means >= means.max() - 1e-12)
+    level = round_level(LEVEL, race_rounds(n_seeds, min_seeds)) if spend else LEVEL
+    held = grid_held = trials = 0
+    for study in range(n_studies):
+        per_seed, fed, _ = gaussian_study(rng, means, n_seeds)
+        grid = scale_verdicts(per_seed, fed, LEVEL, MARGIN, seed=study).table["in_confidence_set"].to_numpy()
+        grid_held += bool(grid[best].all())
+        survivors, used = list(range(means.size)), min_seeds
+        trials += means.size * min_seeds
+        while True:
+            compared = per_seed[np.ix_(survivors, range(used))]
+            table = scale_verdicts(compared, fed[np.ix_(survivors, survivors)], level, MARGIN, seed=study).table
+            table = table.assign(scale=[str(i) for i in survivors], not_scoreable="")
+            decision = race_round(table, used, n_seeds, MARGIN)
+            survivors = [int(k) for k in decision.kept]
+            if decision.end:
+                break
+            used += 1
+            trials += len(survivors)
+        held += bool(set(best) <= set(survivors))
+    return RaceRates(held / n_studies, grid_held / n_studies, trials / (n_studies * means.size * n_seeds))
 
 
 def monte_carlo_sd(rate: float, n_studies: int) -> float:

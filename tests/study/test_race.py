@@ -26,6 +26,7 @@ from sweep.names import (
     TAG_OPTUNA_STATE,
     TAG_RACE,
     TAG_RACE_ELIMINATED_AFTER,
+    TAG_RACE_ROUNDS,
 )
 from sweep.stats.race import SEEDS_USED
 from sweep.study import grid_queue
@@ -111,8 +112,10 @@ def test_the_race_drops_the_worse_point_and_keeps_the_tied_ones_to_the_last_seed
     assert [p.data.tags[TAG_RACE] for p in parents if p.info.run_id == raced.parent_run_id] == [LINE]
     dropped = {c.data.params["loss.scale"]: c.data.tags.get(TAG_RACE_ELIMINATED_AFTER) for c in children}
     assert dropped == {"0.0": "2", "19.0": None, "20.0": None}, "scale 0's trial runs say after how many seeds"
+    assert {c.data.tags.get(TAG_RACE_ROUNDS) for c in children} == {"2"}, "3 seeds, 2 at first: 2 rounds"
     line = paired_summary(raced, table)[0]  # the study's answer: the survivors on every seed, 0 marked
-    assert "(3 seeds x 200 pairs, 95%)" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
+    # compared at the race's round level, 1 - 0.05 / 2: the race spent its 5% over its 2 rounds
+    assert "(3 seeds x 200 pairs, 97.5%)" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
 
 
 def test_the_trials_a_race_ran_have_the_records_of_an_unraced_study(studies):
@@ -217,7 +220,7 @@ def test_the_stopped_point_is_no_evidence_and_the_answer_is_the_full_grids(stopp
     full_line = paired_summary(*studies["full"])[0]
     best_set = "best scale 19 (0.693); cannot tell apart: 20;"
     assert best_set in line and best_set in full_line
-    assert "(3 seeds x 200 pairs, 95%)" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
+    assert "(3 seeds x 200 pairs, 97.5%)" in line and line.endswith("; eliminated by the race: after 2 seeds: 0")
     assert raced.study.user_attrs["sweep.race.round_2"]["stopped"] == [json.dumps({"loss.scale": 0})]
     _, _, children = trial_runs(stopped_race["cfg"])
     tagged = {
