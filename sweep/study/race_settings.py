@@ -45,10 +45,12 @@ class RaceSettings:
         return cls(race.min_seeds, paired.level, paired.margin, paired.resamples, stats.seed, race.stop_early)
 
 
-def validate(study: DictConfig, space: search_space.Space) -> None:
+def validate(study: DictConfig, space: search_space.Space, objective: str = "full") -> None:
     """`study.race` checks (of the `study` section), before any training: a race needs `study.seeds` to race over, a
     grid, whole trials (no pruner) and 2 <= `study.race.min_seeds` <= the number of seeds; `study.race.stop_early`
-    needs a race and one trial at a time (`study.pack=1`)."""
+    needs a race, one trial at a time (`study.pack=1`) and the STSB validation Spearman as the objective
+    (`eval.objective=full`): it judges a trial by what the trial reports at each evaluation, which is that Spearman,
+    and another objective is scored once, at the end."""
     race = study.race
     if not race.enabled:
         if race.stop_early:
@@ -67,6 +69,13 @@ def validate(study: DictConfig, space: search_space.Space) -> None:
         raise ConfigError("study.race.min_seeds", race.min_seeds, f"must be 2 to {len(seeds)} (the study.seeds)")
     if race.stop_early and study.pack > 1:
         raise ConfigError("study.race.stop_early", True, "stops one trial at a time: set study.pack=1")
+    if race.stop_early and objective != "full":
+        raise ConfigError(
+            "study.race.stop_early",
+            True,
+            f"judges trials by the STSB validation Spearman of each evaluation, not eval.objective={objective} "
+            "(scored at the end): set study.race.stop_early=false",
+        )
 
 
 def pin(study: optuna.Study, race: RaceConfig, stats: StatsConfig, created: bool) -> None:

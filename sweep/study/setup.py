@@ -229,7 +229,7 @@ def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
     require_number("tracking.system_metrics_interval_s", interval, low=0, strict=True, note="seconds between samples")
     make_sampler(cfg.study.sampler, space)
     make_pruner(cfg.study.pruner, cfg.trial.eval_steps)
-    validate_race(cfg.study, space)
+    validate_race(cfg.study, space, cfg.eval.objective)
     return validate_space(cfg, space)
 
 

@@ -119,6 +119,11 @@ RACE_GRID = ("+study.search_space.loss.scale=[1,20]", "study.race.enabled=true")
             "study.race.stop_early",
             "pack=1",
         ),
+        (
+            (*RACE_GRID, "study.seeds=[0,1]", "study.race.stop_early=true", "eval.objective=sts_ood_spearman"),
+            "study.race.stop_early",
+            "not eval.objective=sts_ood_spearman",
+        ),
     ],
     ids=[
         "no-seeds",
@@ -128,6 +133,7 @@ RACE_GRID = ("+study.search_space.loss.scale=[1,20]", "study.race.enabled=true")
         "pruner",
         "stop-unraced",
         "stop-packed",
+        "stop-another-objective",
     ],
 )
 def test_a_race_without_seeds_grid_or_whole_trials_is_refused_before_training(compose_cfg, overrides, key, message):
