@@ -11,7 +11,10 @@ x `trial.max_steps`, equal for every trial of such a study) and the wall time (t
 race spends / the full grid's, and the share of orders whose race ends on the full grid's 95% confidence set for the
 best (the set of the paired comparison of every point over every seed). A study whose grid has other axes than the
 scale and the seed (a learning rate, a data size) is replayed per family, one race per value of those axes, as a
-live race runs them (`sweep.study.race`: each family's scales compete among themselves).
+live race runs them (`sweep.study.race`: each family's scales compete among themselves). A study chosen by another
+objective (``eval.objective``, e.g. a retrieval NDCG@10) is raced, as live, on that objective over the seeds alone
+(`seed_comparison`; its full grid's set too), and not over steps (`study.race.stop_early` refuses it); a study that
+trained one pass of its data (``trial.max_steps`` null) counts each family's steps from its last evaluation step.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ import pandas as pd
 from sweep.bench.settings import Settings
 from sweep.bench.table import Row, Stat
 from sweep.report.folder_comparison import shipped_predictions
-from sweep.report.results_folder import HISTORY_CSV, TRIALS_CSV, flat_config, read_csv
+from sweep.report.results_folder import HISTORY_CSV, TRIALS_CSV, complete_trials, flat_config, read_csv
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
-from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.stats.paired_bootstrap import paired_bootstrap, seed_comparison
 from sweep.stats.race import RoundDecision, race_round, race_rounds, round_level
 from sweep.study.grid_queue import queue_order
 
@@ -85,27 +88,49 @@ class Replayer:
 
     def __init__(self, folder: Path, family: Family = ()) -> None:
         config = flat_config(folder)
-        trials = read_csv(folder / TRIALS_CSV).query("state == 'COMPLETE'")
+        trials = complete_trials(folder)
         for column, value in family:
             trials = trials[trials[column] == value]
         self.trials = trials
-        fetch = shipped_predictions(folder)
-        if fetch is None:
-            raise FileNotFoundError(f"{folder} ships no predictions.csv.gz: nothing to replay")
+        self.objective = str(config.get("eval.objective", "full"))
         self.scales = tuple(sorted(self.trials[SCALE].unique()))
         self.seeds = tuple(sorted(self.trials[SEED].unique()))
         number = {(r[SCALE], r[SEED]): int(r["trial_number"]) for _, r in self.trials.iterrows()}
-        tables = {key: fetch(str(n), "validation") for key, n in number.items()}
-        missing = [key for key, table in tables.items() if table is None]
-        if missing or len(number) != len(self.scales) * len(self.seeds):
-            raise ValueError(f"{folder}: a race replay needs every scale with every seed and its predictions")
-        self.gold = next(iter(tables.values()))["gold"].to_numpy()  # type: ignore[index]
-        self.cosines = {key: table["cosine"].to_numpy() for key, table in tables.items()}  # type: ignore[index]
+        if len(number) != len(self.scales) * len(self.seeds):
+            raise ValueError(f"{folder}: a race replay needs every scale with every seed")
+        if self.objective == "full":
+            self.gold, self.cosines = self._predictions(folder, number)
+        else:  # one number per trial, signed so that higher is better, as the live race compares it
+            sign = -1.0 if config.get("study.direction") == "minimize" else 1.0
+            self.values = {(r[SCALE], r[SEED]): sign * float(r[self.objective]) for _, r in self.trials.iterrows()}
         self.wall = {(r[SCALE], r[SEED]): float(r[WALL]) for _, r in self.trials.iterrows()}
-        setting = {key: float(str(config[key])) for key in (*OPTIONS.values(), "trial.max_steps")}
-        self.steps = int(setting["trial.max_steps"])
-        self.options: dict[str, float] = {name: setting[key] for name, key in OPTIONS.items()}
-        self.curves = self._curves(folder, number)
+        self.options: dict[str, float] = {name: float(str(config[key])) for name, key in OPTIONS.items()}
+        max_steps = config.get("trial.max_steps")
+        self.steps = int(str(max_steps)) if max_steps not in (None, "None") else self._last_step(folder, family)
+        self.curves = self._curves(folder, number) if self.objective == "full" else None
+
+    @staticmethod
+    def _predictions(folder: Path, number: dict[tuple[float, float], int]) -> tuple[np.ndarray, dict]:
+        """(gold, (scale, seed) -> cosines) of the trials' shipped STSB validation predictions."""
+        fetch = shipped_predictions(folder)
+        if fetch is None:
+            raise FileNotFoundError(f"{folder} ships no predictions.csv.gz: nothing to replay")
+        tables = {key: fetch(str(n), "validation") for key, n in number.items()}
+        if any(table is None for table in tables.values()):
+            raise ValueError(f"{folder}: a race replay needs every trial's predictions")
+        gold = next(iter(tables.values()))["gold"].to_numpy()  # type: ignore[index]
+        return gold, {key: table["cosine"].to_numpy() for key, table in tables.items()}  # type: ignore[index]
+
+    @staticmethod
+    def _last_step(folder: Path, family: Family) -> int:
+        """The steps of a family's trials that trained one pass of their data (all alike): the last evaluation step
+        of its condition in ``spearman_vs_step.csv`` (a condition column is named by the key's end:
+        ``train.max_samples`` for ``data.train.max_samples``)."""
+        curves = read_csv(folder / "spearman_vs_step.csv")
+        for axis, value in family:
+            column = next(c for c in curves.columns if axis.endswith(c))
+            curves = curves[curves[column] == value]
+        return int(curves["step"].max())
 
     @staticmethod
     def _curves(folder: Path, number: dict[tuple[float, float], int]) -> dict[tuple[float, float], list] | None:
@@ -129,11 +154,15 @@ class Replayer:
     def _compare(
         self, scales: tuple[float, ...], seeds: tuple[float, ...], level: float
     ) -> tuple[RoundDecision, frozenset]:
-        predictions = np.asarray([[self.cosines[(scale, seed)] for seed in seeds] for scale in scales])
         o = self.options
-        comparison = paired_bootstrap(
-            self.gold, predictions, list(scales), int(o["n_resamples"]), level, int(o["seed"]), o["margin"]
-        )
+        if self.objective == "full":
+            predictions = np.asarray([[self.cosines[(scale, seed)] for seed in seeds] for scale in scales])
+            comparison = paired_bootstrap(
+                self.gold, predictions, list(scales), int(o["n_resamples"]), level, int(o["seed"]), o["margin"]
+            )
+        else:
+            values = np.asarray([[self.values[(scale, seed)] for seed in seeds] for scale in scales])
+            comparison = seed_comparison(values, list(scales), level, o["margin"])
         table = comparison.table
         decision = race_round(table, len(seeds), len(self.seeds), o["margin"])
         return decision, frozenset(table.loc[table["in_confidence_set"], "scale"])
@@ -298,7 +327,8 @@ def measure_race(s: Settings, log: Callable[[str], None]) -> tuple[list[Row], li
     for name in s.race_folders:
         for family in families(Path(name)):
             results.append(replay(s, name, log, family=family))
-            if (Path(name) / HISTORY_CSV).exists():  # its validations: the race over steps too
+            if (Path(name) / HISTORY_CSV).exists() and flat_config(Path(name)).get("eval.objective", "full") == "full":
+                # its validations, of the objective it chose by: the race over steps too
                 results.append(replay(s, name, log, stop=True, family=family))
     first = s.race_folders[0]
     return [row for result in results for row in race_rows(result, goals=result.folder == first)], results

@@ -378,3 +378,37 @@ def test_a_study_with_a_learning_rate_axis_is_replayed_per_family(tmp_path, monk
     assert all(run.trials == 8 and run.kept == result.full_set for result in results for run in result.runs)
     assert "(trial.learning_rate=0.003)" in rows[3].measurement and len(rows) == 6
     assert rows[2].note.endswith("within the full grid's set in 6 of 6 orders")
+
+
+def test_a_study_chosen_by_another_objective_is_raced_on_it_over_the_seeds_alone(tmp_path, monkeypatch):
+    """`eval.objective` a retrieval score on which scale 10 is far behind (on STSB scale 1 is): the rounds and the
+    full grid's set compare that score, as a live race does, and no race over steps is replayed from the STSB
+    validation histories (`study.race.stop_early` refuses such a study); one pass (``trial.max_steps`` null) counts
+    the steps of the family's last evaluation in ``spearman_vs_step.csv``."""
+    import numpy as np
+    import pandas as pd
+    import yaml
+
+    from sweep.bench import race
+    from sweep.bench.settings import Settings
+
+    name = synthetic_folder(tmp_path, histories=True)
+    folder = tmp_path / name
+    trials = pd.read_csv(folder / "trials.csv")
+    rng = np.random.default_rng(1)
+    seed_luck = 0.01 * trials["trial.seed"]
+    trials["retrieval_ndcg"] = np.where(trials["loss.scale"] == 10.0, 0.3, 0.6) + seed_luck + rng.normal(0, 0.002, 9)
+    trials.to_csv(folder / "trials.csv", index=False)
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    config["trial"]["max_steps"] = None
+    config["eval"] = {"objective": "retrieval_ndcg"}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    pd.DataFrame({"scale": [1.0, 1.0], "step": [0, 37], "mean": [0.5, 0.6]}).to_csv(
+        folder / "spearman_vs_step.csv", index=False
+    )
+    monkeypatch.chdir(tmp_path)
+    every_order = Settings(**{**QUICK.__dict__, "race_folders": (name,), "race_orders": None})
+    rows, results = race.measure_race(every_order, lambda text: None)
+    assert len(results) == 1 and not results[0].stop_early, "no race over steps on another objective"
+    assert results[0].full_set == frozenset({1.0, 20.0}) and results[0].steps_per_trial == 37
+    assert all(run.kept == frozenset({1.0, 20.0}) and run.trials == 8 for run in results[0].runs)
