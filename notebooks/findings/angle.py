@@ -5,6 +5,7 @@ CoSENT trains ("1,0,0" is plain CoSENT, so the comparison with it is paired insi
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pandas as pd
@@ -109,6 +110,7 @@ def _old_answer(results: Path) -> Section:
     )
 
 
+@functools.cache  # the page's (c) section and its summary both read it; the folder does not change meanwhile
 def rerun_lines(folder: Path) -> tuple[list[str], dict[str, tuple[str, bool]], bool]:
     """Per learning rate of the rerun (its points are "weights=w1,w2,w3, learning_rate=r", all in one verdict over
     every point): the best triple at that rate, plain CoSENT, the paper's 1, 1, 1, and the score ranges with and

@@ -8,6 +8,7 @@ evidence."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from sweep.report import (
     Section,
     against_best,
     by_number,
+    complete_trials,
     flat_config,
     folder_facts,
     interval,
@@ -60,11 +62,6 @@ def _size_words(size: float | str) -> str:
     return "all 84,247 pairs" if value >= 100_000 else f"{value:,.0f} pairs"
 
 
-def _trials(folder: Path) -> pd.DataFrame:
-    trials = pd.read_csv(folder / "trials.csv")
-    return trials[trials["state"] == "COMPLETE"]
-
-
 def own_rates(trials: pd.DataFrame) -> dict[int, float]:
     """Per size, the learning rate of its best (scale, rate) cell by mean validation NDCG@10 over seeds."""
     means = trials.groupby([SIZE, RATE, SCALE])[VALIDATION].mean()
@@ -96,15 +93,16 @@ def arm(name: str, trials: pd.DataFrame) -> Arm:
     return Arm(name, rates, sides)
 
 
+@functools.cache  # the page asks for them from four places; the folders do not change while it is written
 def arms(results: Path) -> tuple[list[Arm], list[Facts]] | None:
     """The fixed-step arm and the one-pass arm (its 30k cell read from the fixed-step folder: the same trials), or
     None until both folders exist."""
     steps, one_pass = results / STEPS, results / PASS
     if not (present(steps) and present(one_pass)):
         return None
-    fixed = _trials(steps)
+    fixed = complete_trials(steps)
     shared = fixed[fixed[SIZE] == fixed[SIZE].max()]  # 468 steps over 30,000 pairs: one pass
-    passes = pd.concat([_trials(one_pass), shared], ignore_index=True)
+    passes = pd.concat([complete_trials(one_pass), shared], ignore_index=True)
     return [arm("fixed steps (468)", fixed), arm("one pass", passes)], [folder_facts(steps), folder_facts(one_pass)]
 
 

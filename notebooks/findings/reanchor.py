@@ -12,7 +12,19 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from sweep.report import Facts, best_row, by_number, folder_facts, interval, num, present, row_at, signed, table
+from sweep.report import (
+    Facts,
+    best_row,
+    by_number,
+    complete_trials,
+    folder_facts,
+    interval,
+    num,
+    present,
+    row_at,
+    signed,
+    table,
+)
 from sweep.stats import DEFAULT_MARGIN
 
 from .literature import DEFAULT
@@ -73,7 +85,7 @@ def reanchor(results: Path) -> Reanchor | None:
     if not present(folder):
         return None
     paired = table(folder, "paired_comparison")
-    trials = table(folder, "trials").query("state == 'COMPLETE'")
+    trials = complete_trials(folder)
     lines = []
     bests = {}
     for condition in by_number(list(paired["condition"].unique())):

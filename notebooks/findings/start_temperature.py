@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweep.report import Facts, folder_facts, present, signed, write_best_scale_vs_condition
+from sweep.report import Facts, complete_trials, folder_facts, present, signed, write_best_scale_vs_condition
 from sweep.stats import scale_verdicts
 
 FINETUNE, SCRATCH = "start_temperature_static", "start_temperature_scratch"
@@ -44,11 +44,6 @@ class StartVerdict:
     def held(self, split: str = "validation") -> list[float]:
         table = self.validation if split == "validation" else self.test
         return [float(s) for s in table.loc[table["in_confidence_set"], "scale"]]
-
-
-def _complete(folder: Path) -> pd.DataFrame:
-    trials = pd.read_csv(folder / "trials.csv")
-    return trials[trials["state"] == "COMPLETE"]
 
 
 def _with_starts(trials: pd.DataFrame) -> pd.DataFrame:
@@ -80,12 +75,12 @@ def start_verdicts(results: Path) -> tuple[list[StartVerdict], list[Facts]] | No
     folder = results / FINETUNE
     if not present(folder):
         return None
-    trials = _with_starts(_complete(folder))
+    trials = _with_starts(complete_trials(folder))
     found = [start_verdict(trials[trials["start"] == s], s) for s in sorted(trials["start"].unique())]
     facts = [folder_facts(folder)]
     scratch = results / SCRATCH
     if present(scratch):
-        found.append(start_verdict(_complete(scratch).rename(columns={"trial.seed": "replicate"}), None))
+        found.append(start_verdict(complete_trials(scratch).rename(columns={"trial.seed": "replicate"}), None))
         facts.append(folder_facts(scratch))
     return found, facts
 
@@ -177,7 +172,7 @@ def gain_line(results: Path) -> str:
     summary = pd.read_csv(folder / "spearman_vs_scale.csv")
     own = summary[(summary["scale"] == 0) & (summary["split"] == "validation")]
     own = own.groupby(summary.columns[0])["mean"].first()
-    trials = _with_starts(_complete(folder))
+    trials = _with_starts(complete_trials(folder))
     best = trials.groupby(["model.name_or_path", "trial.learning_rate", "loss.scale"])[VALIDATION].mean()
     gains = (best.groupby(level=0).max() - own).rename("gain").reset_index()
     starts = trials.drop_duplicates("model.name_or_path").set_index("model.name_or_path")["start"]

@@ -4,8 +4,8 @@ The public face, for a project's own findings page or notebook (this repository'
 nothing else): each name is imported from its module on first use (``from sweep.report import pooled_report``), so
 that each subcommand of ``python -m sweep.report`` still imports only what it needs.
 
-- a results folder read back: ``read_csv``, ``flat_config``, ``load_results_folder``, ``TRIALS_CSV``,
-  ``PAIRED_TEST_CSV``, ``HISTORY_CSV`` (each trial's validation at each evaluation); a study's outputs:
+- a results folder read back: ``read_csv``, ``complete_trials``, ``flat_config``, ``load_results_folder``,
+  ``TRIALS_CSV``, ``PAIRED_TEST_CSV``, ``HISTORY_CSV`` (each trial's validation at each evaluation); a study's outputs:
   ``write_study_figures``, ``write_trials_table``, ``findings_block`` (a README's generated numbers),
   ``write_best_scale_vs_condition``, ``write_gap_vs_condition``, ``mechanism_summary`` (the sim_* mechanism table),
   ``concentration_summary`` (the random-pair cosine table), ``spearman_summary``, ``metric_words``;
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         HISTORY_CSV,
         PAIRED_TEST_CSV,
         TRIALS_CSV,
+        complete_trials,
         flat_config,
         load_results_folder,
         read_csv,
@@ -114,6 +115,7 @@ __all__ = [
     "against_best",
     "best_row",
     "by_number",
+    "complete_trials",
     "concentration_summary",
     "findings_block",
     "flat_config",
@@ -208,6 +210,7 @@ _HOMES = {
         "HISTORY_CSV",
         "PAIRED_TEST_CSV",
         "TRIALS_CSV",
+        "complete_trials",
         "flat_config",
         "load_results_folder",
         "read_csv",

@@ -47,6 +47,12 @@ def read_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
+def complete_trials(folder: Path) -> pd.DataFrame:
+    """The COMPLETE trials of the folder's ``trials.csv`` (`read_csv`), as they were written."""
+    trials = read_csv(folder / TRIALS_CSV)
+    return trials[trials["state"] == "COMPLETE"]
+
+
 def flat_config(folder: Path) -> dict[str, object]:
     """``config.yaml`` flattened to dotted keys; lists as their string form (one hashable value per key)."""
     path = folder / CONFIG_YAML

@@ -5,6 +5,7 @@ the first step (its MLflow run, parameters and datasets, the model copy, the unt
 statistics, the trainer) and after the last (the final validation, test and statistics, predictions, the kept model,
 the run's end). The validations at the trial's evaluation steps count as steps, the one at the last step included:
 the user chose their frequency (``trial.eval_steps``).
+
 Each trial logs its three parts and, within them, the spans the trial names (`SPANS`: preparing, the final scoring,
 keeping the model), as MLflow metrics ``time_*`` and the Optuna user attribute ``time_phases``, so that a user sees
 what share of a study went around the training, on their hardware; the benchmark's item 11 reads them.
