@@ -41,7 +41,6 @@ from sweep.signals import (
     stop_workers,
     worker_threads,
 )
-from sweep.stats.race import round_level
 from sweep.study import grid_queue
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.run_loop import StudyRunner
@@ -158,7 +157,7 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
         minimize = sweep.cfg.study.direction == "minimize"
         metric = f"objective ({sweep.cfg.eval.objective})"
         race = sweep.race
-        level = round_level(stats.paired.level, race.planned_rounds) if race is not None else stats.paired.level
+        level = race.round_level if race is not None else stats.paired.level
         objective = objective_lines(table, metric, level=level, minimize=minimize, raced=race is not None)
         if objective:
             sweep.client.set_tag(sweep.parent_run_id, TAG_OBJECTIVE_COMPARISON, "; ".join(objective)[:5000])

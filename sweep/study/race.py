@@ -6,6 +6,8 @@ still in. Whenever a worker finds the queue empty and nothing RUNNING (`StudyRun
 round's decision from the COMPLETE trials (`sweep.stats.race` says which rule and why), records it as the study
 attribute ``sweep.race.round_K`` (K: the seeds it decided on), tags the dropped points' trial runs
 (``sweep.race.eliminated_after``) and the parent run (``sweep.race``), and queues the next seed for the survivors.
+Every round compares at `Race.round_level`, the pinned level spent over the rounds the race may take, and every
+trial run carries that number of rounds (``sweep.race.rounds``) so that the study's report compares at it too.
 
 Taken once: a decision is a function of the stored trials and their logged predictions alone (seeds in a fixed
 order, the bootstrap seeded by `stats.seed`), so two workers deciding at the same moment decide alike; the attribute
@@ -97,6 +99,11 @@ class Race:
     def planned_rounds(self) -> int:
         """The rounds the race may take, over which it spends its level (`sweep.stats.race.round_level`)."""
         return race_rounds(len(self.seeds), self.settings.min_seeds)
+
+    @property
+    def round_level(self) -> float:
+        """The level each round (and each early stop) compares at: the pinned level spent over the rounds."""
+        return round_level(self.settings.level, self.planned_rounds)
 
     def key(self, point: dict[str, Any]) -> str:
         """A point's name in the records: its grid values without the seed, as JSON."""
@@ -241,7 +248,7 @@ class Race:
         when the objective is that Spearman, else (another objective, or predictions the tracking store does not
         have) the per-seed t over the trials' objective values."""
         s = self.settings
-        level = round_level(s.level, self.planned_rounds)
+        level = self.round_level
         grid = [[trials[(key, seed)] for seed in seeds] for key in members]
         if self.full:
             self.client.writer.flush()  # this worker's own predictions, if an outage held them back

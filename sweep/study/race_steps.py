@@ -19,7 +19,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.names import ATTR_DISCARDED, PARAM_SEED
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
-from sweep.stats.race import round_level
 from sweep.study import grid_queue
 from sweep.study.race import Race
 
@@ -43,9 +42,8 @@ class RaceStopper(optuna.pruners.BasePruner):
         history, last_step = self.history(study, self.race.family(key))
         if last_step is None:
             return False
-        s = self.race.settings
-        level = round_level(s.level, self.race.planned_rounds)
-        decision = stop_early(history, self.race.label(key), step, last_step, level, s.margin)
+        margin = self.race.settings.margin
+        decision = stop_early(history, self.race.label(key), step, last_step, self.race.round_level, margin)
         if decision.stop:
             self.reasons[trial.number] = decision.reason
         return decision.stop
