@@ -44,8 +44,7 @@ from .literature import (
     MINILM_SCALE,
     START_MODEL,
 )
-from .start_temperature import FINETUNE as START_FOLDER
-from .start_temperature import study_lines
+from .start_temperature import starts_words, study_lines
 
 FINETUNE = "mnrl_finetune_minilm"
 FINETUNE_FOLDERS = ((FINETUNE, ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))
@@ -197,8 +196,8 @@ def question_d(results: Path) -> Section:
         line, _, _ = advice_line(static, "")
         evidence.append(f"for contrast, static embeddings trained from their start (not a fine-tune): {line}")
     controlled = study_lines(results)
-    if controlled is not None:
-        evidence += [f"the start's own temperature controlled (`{START_FOLDER}`): {line}" for line in controlled[0]]
+    for said in controlled:
+        evidence += [f"the start's own temperature controlled (`{said.arm.finetune}`): {line}" for line in said.lines]
     inside = all(1 / BGE_ADVICE[1] <= b <= 1 / BGE_ADVICE[0] for b in bests)
     temps = " and ".join(f"{temperature(b)} in {f.name}" for b, (f, _) in zip(bests, used, strict=True))
     chosen = {folder.name: b for b, (folder, _) in zip(bests, used, strict=True)}
@@ -210,18 +209,16 @@ def question_d(results: Path) -> Section:
         + cost
         + (f"; in `{SHORT_FINETUNE}`, a short fine-tune, {moved}" if moved else "")
         + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'"
-        + (
-            f". With the start's temperature controlled (`{START_FOLDER}`: static starts pretrained at scales 10, 20 "
-            f"and 50), {CONTROLLED_WORDS[controlled[1]]}: {controlled[2]}"
-            if controlled is not None
-            else ""
+        + "".join(
+            f". With the start's temperature controlled (`{said.arm.finetune}`: {starts_words(said)}), "
+            f"{CONTROLLED_WORDS[said.word]}: {said.own_scale}"
+            for said in controlled
         )
         + "."
     )
     facts = [folder_facts(folder) for folder, _ in used]
     scopes = [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)]
-    if controlled is not None:
-        scopes += [scope(results / START_FOLDER, controlled[3][0].n_seeds)]
+    scopes += [scope(results / said.arm.finetune, said.facts[0].n_seeds) for said in controlled]
     return Section(
         question,
         answer,

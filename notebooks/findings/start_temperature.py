@@ -1,6 +1,8 @@
-"""Does the best fine-tuning scale follow the scale the start model was trained at (issue 35, study 2)? Read from
-``start_temperature_static`` (static starts pretrained from random vectors at scales 10, 20 and 50, 3 seeds each,
-fine-tuned on NLI at 5-100) and ``start_temperature_scratch`` (the same fine-tuning from random vectors).
+"""Does the best fine-tuning scale follow the scale the start model was trained at (issue 35, study 2)? Read per arm:
+the static arm, ``start_temperature_static`` (static starts pretrained from random vectors at scales 10, 20 and 50,
+3 seeds each, fine-tuned on NLI at 5-100) and ``start_temperature_scratch`` (the same fine-tuning from random
+vectors); the transformer arm, ``start_temperature_l1`` and ``start_temperature_scratch_l1`` (the same for MiniLM's
+first layer with every weight re-initialised).
 
 The analysis, fixed before the fine-tuning ran: per start scale, the learning rate of its best (scale, rate) cell by
 mean STSB validation Spearman; at that rate the fine-tuning scales' verdicts (`sweep.stats.scale_verdicts`, the start
@@ -21,10 +23,23 @@ import pandas as pd
 from sweep.report import Facts, complete_trials, folder_facts, present, signed, write_best_scale_vs_condition
 from sweep.stats import scale_verdicts
 
-FINETUNE, SCRATCH = "start_temperature_static", "start_temperature_scratch"
 VALIDATION, TEST = "stsb_validation_spearman", "stsb_test_spearman"
 START = re.compile(r"(?:static|l1)_scale(?P<scale>[0-9.]+)_seed(?P<seed>\d+)$")
 CONDITION = "start_scale"  # the figure's condition key: the scale the start model was pretrained at
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One model family of study 2: its words, its fine-tuning folder and its from-scratch folder."""
+
+    words: str
+    finetune: str
+    scratch: str
+
+
+STATIC = Arm("static", "start_temperature_static", "start_temperature_scratch")
+TRANSFORMER = Arm("1-layer transformer", "start_temperature_l1", "start_temperature_scratch_l1")
+ARMS = (STATIC, TRANSFORMER)
 
 
 @dataclass(frozen=True)
@@ -70,15 +85,16 @@ def start_verdict(trials: pd.DataFrame, start: float | None) -> StartVerdict:
     return StartVerdict(start, rate, _verdicts(rows, VALIDATION), _verdicts(rows, TEST), n_seeds)
 
 
-def start_verdicts(results: Path) -> tuple[list[StartVerdict], list[Facts]] | None:
-    """Per start scale (in order), then from scratch when that folder exists; None until the fine-tuning exists."""
-    folder = results / FINETUNE
+def start_verdicts(results: Path, arm: Arm = STATIC) -> tuple[list[StartVerdict], list[Facts]] | None:
+    """Per start scale (in order), then from scratch when that folder exists; None until the arm's fine-tuning
+    exists."""
+    folder = results / arm.finetune
     if not present(folder):
         return None
     trials = _with_starts(complete_trials(folder))
     found = [start_verdict(trials[trials["start"] == s], s) for s in sorted(trials["start"].unique())]
     facts = [folder_facts(folder)]
-    scratch = results / SCRATCH
+    scratch = results / arm.scratch
     if present(scratch):
         found.append(start_verdict(complete_trials(scratch).rename(columns={"trial.seed": "replicate"}), None))
         facts.append(folder_facts(scratch))
@@ -101,13 +117,19 @@ def comparison_table(verdicts: list[StartVerdict]) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def write_headline_figure(results: Path, out_dir: Path) -> list[Path]:
+def write_headline_figure(results: Path, out_dir: Path, arm: Arm = STATIC) -> list[Path]:
     """The best fine-tuning scale and its confidence set against the start model's training scale, the diagonal
-    drawn (``best_scale_vs_condition``), into ``out_dir``; nothing until the fine-tuning folder exists."""
-    found = start_verdicts(results)
+    drawn (``best_scale_vs_condition``), into ``out_dir``; nothing until the arm's fine-tuning folder exists."""
+    found = start_verdicts(results, arm)
     if found is None:
         return []
     return write_best_scale_vs_condition(comparison_table(found[0]), out_dir, diagonal=True)
+
+
+def starts_words(said: ArmLines) -> str:
+    """``static starts pretrained at scales 10, 20 and 50`` for an arm's lines."""
+    scales = [f"{s:g}" for s in said.starts]
+    return f"{said.arm.words} starts pretrained at scales {', '.join(scales[:-1])} and {scales[-1]}"
 
 
 def _set_words(scales: list[float]) -> str:
@@ -116,7 +138,9 @@ def _set_words(scales: list[float]) -> str:
 
 def start_line(verdict: StartVerdict) -> str:
     """One start's verdict in words: its rate, the best fine-tuning scale and the confidence set on each split."""
-    start = f"a start pretrained at scale {verdict.start:g}" if verdict.start is not None else "random vectors"
+    start = (
+        f"a start pretrained at scale {verdict.start:g}" if verdict.start is not None else "scratch (never pretrained)"
+    )
     return (
         f"from {start} ({verdict.n_seeds} {'pretraining ' if verdict.start is not None else ''}seeds, learning rate "
         f"{verdict.learning_rate:g}): best fine-tuning scale {verdict.best():g} on validation (95% set "
@@ -164,11 +188,11 @@ def own_scale_words(verdicts: list[StartVerdict]) -> str:
     return words + (f", not for {'; '.join(lost)}" if lost else "")
 
 
-def gain_line(results: Path) -> str:
+def gain_line(results: Path, arm: Arm = STATIC) -> str:
     """Per start scale, how much the best fine-tuning cell (on validation) moves the start's own validation score
     (its untrained row of ``spearman_vs_scale``), mean over the pretraining seeds: fine-tuning that barely moves a
     start says little about which scale suits it."""
-    folder = results / FINETUNE
+    folder = results / arm.finetune
     summary = pd.read_csv(folder / "spearman_vs_scale.csv")
     own = summary[(summary["scale"] == 0) & (summary["split"] == "validation")]
     own = own.groupby(summary.columns[0])["mean"].first()
@@ -181,11 +205,26 @@ def gain_line(results: Path) -> str:
     return "the best fine-tuning cell minus the start's own STSB validation score, by start scale: " + "; ".join(parts)
 
 
-def study_lines(results: Path) -> tuple[list[str], str, str, list[Facts]] | None:
-    """(evidence lines, `follows`' word, `own_scale_words`, the facts) for the findings page; None until the
-    fine-tuning exists."""
-    found = start_verdicts(results)
-    if found is None:
-        return None
-    verdicts, facts = found
-    return [*map(start_line, verdicts), gain_line(results)], follows(verdicts), own_scale_words(verdicts), facts
+@dataclass(frozen=True)
+class ArmLines:
+    """What the findings page says of one arm: evidence lines, `follows`' word, `own_scale_words`, the facts."""
+
+    arm: Arm
+    starts: list[float]  # the scales its starts were pretrained at
+    lines: list[str]
+    word: str
+    own_scale: str
+    facts: list[Facts]
+
+
+def study_lines(results: Path) -> list[ArmLines]:
+    """For each arm whose fine-tuning exists (in `ARMS`' order), what the findings page says of it."""
+    said = []
+    for arm in ARMS:
+        found = start_verdicts(results, arm)
+        if found is not None:
+            verdicts, facts = found
+            lines = [*map(start_line, verdicts), gain_line(results, arm)]
+            starts = [v.start for v in verdicts if v.start is not None]
+            said.append(ArmLines(arm, starts, lines, follows(verdicts), own_scale_words(verdicts), facts))
+    return said

@@ -12,7 +12,7 @@ from .angle import RERUN, rerun_lines
 from .finetune import FINETUNE_FOLDERS, advice_line
 from .literature import DEFAULT, MINILM_SCALE
 from .reanchor import FOLDER, reanchor
-from .start_temperature import study_lines
+from .start_temperature import starts_words, study_lines
 
 # the fine-tuning bullet's title by what study 2 says (`start_temperature.follows`)
 FINETUNE_ADVICE = {
@@ -48,14 +48,15 @@ def practitioners_summary(results: Path, sections: dict[str, Section]) -> list[s
     if used:
         bests = sorted({advice_line(folder, condition)[1] for folder, condition in used})
         controlled = study_lines(results)
-        title = FINETUNE_ADVICE[controlled[1] if controlled is not None else "unclear"]
+        words = {said.word for said in controlled}
+        title = FINETUNE_ADVICE[words.pop() if len(words) == 1 else "unclear"]
         lines.append(
             f"- **Fine-tuning a pretrained model: {title}** ({_label(sections['d'])}): fine-tuning all-MiniLM-L6-v2 "
             f"(trained at {temperature(MINILM_SCALE)}) the best temperature is "
             f"{' and '.join(temperature(b) for b in bests)} in {len(used)} studies; "
             + (
-                f"with static starts pretrained at scales 10, 20 and 50, {controlled[2]}."
-                if controlled is not None
+                "; ".join(f"with {starts_words(said)}, {said.own_scale}" for said in controlled) + "."
+                if controlled
                 else "whether that is the start model's own temperature or a general optimum is not separated yet."
             )
         )

@@ -47,6 +47,7 @@ RESEARCH_DRAWN = {
     "mnrl_scale_datasize_steps": {"gap_vs_condition.png"},
     "mnrl_scale_datasize_pass": {"gap_vs_condition.png"},
     "start_temperature_static": {"best_scale_vs_condition.png"},
+    "start_temperature_l1": {"best_scale_vs_condition.png"},
 }
 
 
