@@ -15,7 +15,7 @@ import pytest
 
 from notebooks.findings.datasize import arms, own_rates
 from notebooks.findings.finetune import against_untrained
-from notebooks.findings.start_temperature import gain_line, start_verdicts
+from notebooks.findings.start_temperature import TRANSFORMER, gain_line, start_verdicts
 from sweep.report import STSB_VALIDATION, flat_config, read_csv, tidy
 from sweep.stats import DEFAULT_MARGIN, DifferenceInDifferences, difference_in_differences
 
@@ -932,6 +932,36 @@ def test_the_start_temperature_findings_read_back_from_their_tables() -> None:
     per_rate = trials_of("start_temperature_scratch").groupby(["trial.learning_rate", "loss.scale"])
     means = per_rate["stsb_validation_spearman"].mean()
     assert means[0.01].idxmax() == means[0.05].idxmax() == 10.0 and means[0.05].max() > means[0.01].max()
+
+
+def test_the_start_temperature_transformer_arm_reads_back_from_its_tables() -> None:
+    """The words of study 2's transformer arm: the start pretrained at 50 is the best start on STSB validation and
+    test and on captions30k, the one at 10 the worst and worse; from scratch 20 is best on both splits, 10 and 50
+    worse on validation and out of the set on test; fine-tuned, every start is best at 20, alone in its set on
+    validation and, but for the starts pretrained at 50, on test; the fine-tuning lowers the starts at 20 and 50 below
+    their own score at every scale and lifts the one at 10."""
+    pretrain = trials_of("start_pretrain_l1").groupby("loss.scale")
+    for metric in ("stsb_validation_spearman", "stsb_test_spearman", "captions30k_test_ndcg_at_10"):
+        means = pretrain[metric].mean()
+        assert (means.idxmax(), means.idxmin()) == (50.0, 10.0), metric
+    assert paired("start_pretrain_l1").loc[10.0, "verdict"] == "worse"
+    scratch = paired("start_temperature_scratch_l1")
+    assert best("start_temperature_scratch_l1") == 20.0
+    assert set(scratch.index[scratch["verdict"] == "worse"]) == {10.0, 50.0}
+    test = table("start_temperature_scratch_l1/paired_comparison_test.csv").set_index("scale")
+    assert test.index[test["in_confidence_set"]].tolist() == test.index[test["best"]].tolist() == [20.0]
+    found = start_verdicts(RESULTS, TRANSFORMER)
+    assert found is not None
+    by_start = {v.start: v for v in found[0]}
+    assert set(by_start) == {10.0, 20.0, 50.0, None}
+    for start, verdict in by_start.items():
+        assert verdict.held() == [20.0] and verdict.best("test") == 20.0, start
+        assert verdict.held("test") == ([10.0, 20.0, 50.0] if start == 50.0 else [20.0]), start
+    trials = trials_of("start_temperature_l1")
+    own = table("start_temperature_l1/spearman_vs_scale.csv").query("scale == 0 and split == 'validation'")
+    gain = trials["stsb_validation_spearman"] - trials["model.name_or_path"].map(own.set_index("name_or_path")["mean"])
+    start = trials["model.name_or_path"].str.extract(r"scale(\d+)_seed", expand=False).astype(float)
+    assert (gain[start != 10.0] < 0).all() and (gain[start == 10.0] > 0).all()
 
 
 def test_mnrl_scale_schedule_tuned_finding_reads_back_from_its_tables() -> None:
