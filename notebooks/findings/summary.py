@@ -23,6 +23,15 @@ FINETUNE_ADVICE = {
 }
 
 
+def agreed_word(words: set[str]) -> str:
+    """Study 2's word over its arms (`start_temperature.follows`): theirs when they agree; ``not followed`` when
+    they differ and none follows the start (the start's temperature is not carried over in any arm); else
+    ``unclear``."""
+    if len(words) == 1:
+        return next(iter(words))
+    return "not followed" if words and "follows" not in words else "unclear"
+
+
 def _label(section: Section) -> str:
     return f"*{section.strength.label}*, question {section.question.split(' ')[0]}"
 
@@ -48,8 +57,7 @@ def practitioners_summary(results: Path, sections: dict[str, Section]) -> list[s
     if used:
         bests = sorted({advice_line(folder, condition)[1] for folder, condition in used})
         controlled = study_lines(results)
-        words = {said.word for said in controlled}
-        title = FINETUNE_ADVICE[words.pop() if len(words) == 1 else "unclear"]
+        title = FINETUNE_ADVICE[agreed_word({said.word for said in controlled})]
         lines.append(
             f"- **Fine-tuning a pretrained model: {title}** ({_label(sections['d'])}): fine-tuning all-MiniLM-L6-v2 "
             f"(trained at {temperature(MINILM_SCALE)}) the best temperature is "

@@ -13,6 +13,7 @@ import pytest
 from optuna.distributions import FloatDistribution, IntDistribution
 
 from notebooks.findings.start_temperature import _with_starts, follows, start_verdict
+from notebooks.findings.summary import agreed_word
 from notebooks.start_models import ARMS, link_start_models
 
 
@@ -82,3 +83,17 @@ def test_the_start_rule_finds_the_known_truth(peaks: dict[int, float], word: str
     assert [v.best() for v in verdicts] == [peaks[10], peaks[20], peaks[50]]
     assert follows(verdicts) == word
     assert all(v.n_seeds == 3 for v in verdicts)
+
+
+@pytest.mark.parametrize(
+    ("words", "agreed"),
+    [
+        ({"follows"}, "follows"),
+        ({"shared", "not followed"}, "not followed"),
+        ({"follows", "shared"}, "unclear"),
+        (set(), "unclear"),
+    ],
+    ids=["one arm", "neither arm follows", "one arm follows", "no arm ran"],
+)
+def test_the_summary_takes_the_arms_word_only_where_they_agree_or_none_follows(words: set[str], agreed: str) -> None:
+    assert agreed_word(words) == agreed
