@@ -1,7 +1,7 @@
 """Dependencies inside the package run one way: the sub-packages form layers (`LAYERS`, bottom first) and a module
 imports only from its own layer or those below it; no import cycle (module-level or inside functions); the CLI
 (`sweep.app`) is imported by no module; each sub-package has a public face (``__all__``), and the research code
-beside the package (``notebooks/findings``) imports nothing of it but the faces of `sweep.report` and `sweep.stats`."""
+beside the package (``research/findings``) imports nothing of it but the faces of `sweep.report` and `sweep.stats`."""
 
 from __future__ import annotations
 
@@ -87,7 +87,6 @@ LAYERS: list[set[str]] = [
     {"sweep.training"},
     {"sweep.study"},
     {"sweep.report"},
-    {"sweep.bench"},
     {"sweep.evaluate", "sweep.app", "sweep.__main__"},
 ]
 # The only modules at the package root: the entry points and what every layer shares (names, signals, errors).
@@ -97,8 +96,8 @@ SUB_PACKAGES += ["sweep.study", "sweep.losses", "sweep.report"]
 LAZY_FACES = ["sweep.report", "sweep.stats"]  # faces that import each public name from its module on first use
 # research code beside the package (the findings page, the notebooks' helper and their code cells): it reaches the
 # package through these faces only, as a user's code would
-NOTEBOOKS_DIR = PACKAGE_DIR.parent / "notebooks"
-RESEARCH_DIR = NOTEBOOKS_DIR / "findings"
+NOTEBOOKS_DIR = PACKAGE_DIR.parent / "research" / "notebooks"
+RESEARCH_DIR = PACKAGE_DIR.parent / "research" / "findings"
 RESEARCH_FACES = {"sweep.report", "sweep.stats"}
 
 

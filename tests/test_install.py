@@ -139,7 +139,7 @@ def test_the_package_configs_name_none_of_the_repository_studies() -> None:
     assert "mnrl_scale" in shipped and not shipped & studies
     for path in Path(CONFIG_DIR).rglob("*.yaml"):
         text = path.read_text()
-        assert not re.search(r"results/|mnrl_scale_|FINDINGS", text), f"{path} names the repository's research"
+        assert not re.search(r"research/results/|mnrl_scale_|FINDINGS", text), f"{path} names the repository's research"
 
 
 def test_an_editable_install_runs_the_example_anywhere_and_the_studies_from_its_root(

@@ -5,7 +5,7 @@ one known way at a time and expect the tests named for that way to fail.
     python tools/mutations.py --fast     # the quick subset that `tests/test_mutations.py` runs in CI
     python tools/mutations.py --only seed-df,one-seed-worse
 
-The repository's working tree (without .git, caches and results/) is copied once to a temporary folder; each
+The repository's working tree (without .git, caches and research/results/) is copied once to a temporary folder; each
 mutation replaces ONE piece of source text there (the harness stops with an error when the text is not found exactly
 once, so it fails loudly when the code moves: then update `MUTATIONS`), runs its small named subset of tests with
 ``PYTHONPATH`` on the copy, and restores the file. A mutation is *caught* when pytest reports failing tests (exit 1);
@@ -132,7 +132,7 @@ MUTATIONS = (
 
 
 def copy_tree(destination: Path) -> Path:
-    """The working tree without .git, caches and results/ under ``destination``."""
+    """The working tree without .git, caches and research/results/ under ``destination``."""
     ignored = shutil.ignore_patterns(*SKIPPED)
     return Path(shutil.copytree(ROOT, destination / "repo", ignore=ignored))
 

@@ -210,7 +210,7 @@ def validate_study(study: DictConfig) -> None:
         require_number("study.pack_memory_gib", study.pack_memory_gib, low=0, strict=True, note="GiB, or null")
 
 
-# `trial.eval_batch_size: auto`, measured with `python -m sweep.bench` (item 6): static models encode fastest in
+# `trial.eval_batch_size: auto`, measured with `python -m benchmarks` (item 6): static models encode fastest in
 # large batches (tokenizing dominates); on CPU a transformer is 1.3x faster at 32 than at 256 (less padding).
 AUTO_EVAL_BATCH_SIZE = {"static": 256, "transformer_cpu": 32, "transformer_gpu": 256}
 

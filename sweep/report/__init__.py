@@ -1,6 +1,6 @@
 """Reporting: figures and tables of studies, and findings pages that answer questions from results folders.
 
-The public face, for a project's own findings page or notebook (this repository's ``notebooks/findings`` uses
+The public face, for a project's own findings page or notebook (this repository's ``research/findings`` uses
 nothing else): each name is imported from its module on first use (``from sweep.report import pooled_report``), so
 that each subcommand of ``python -m sweep.report`` still imports only what it needs.
 

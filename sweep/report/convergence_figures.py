@@ -77,7 +77,7 @@ def write_spearman_vs_step(summary: pd.DataFrame, trials: pd.DataFrame, out_dir:
 
 def write_validation_history(history: pd.DataFrame, out_dir: Path) -> list[Path]:
     """``validation_history.csv``: a ``metric_history_table`` of the validation Spearman, every trial's value at
-    every evaluation (`sweep.bench.race` replays a race over seeds and steps from it); nothing when empty."""
+    every evaluation (`benchmarks.race` replays a race over seeds and steps from it); nothing when empty."""
     if history.empty:
         return []
     path = out_dir / f"{HISTORY_STEM}.csv"

@@ -1,7 +1,7 @@
 """What a findings page stands on: the strength rule, the facts of a results folder that the rule reads (seeds,
 whether test confirms the validation choice), a question's `Section` and its markdown (`render`), and small readers
 of the folders (`table`, `best_row`, `row_at`, `tidy`, `scope`). Public through `sweep.report`; the generic page of
-`sweep.report.question_file` and a project's own page code (such as this repository's ``notebooks/findings``) build
+`sweep.report.question_file` and a project's own page code (such as this repository's ``research/findings``) build
 on it."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A results folder's ``README.md`` holds the command, the setup and the interpretation in prose; the numbers sit in
 one block between ``<!-- findings: generated -->`` and ``<!-- findings: end -->`` that ``python -m sweep.report
 study`` rewrites from the tables it has just written (``spearman_vs_scale``, ``paired_comparison``,
-``concentration_vs_scale``), so a rerun cannot leave a stale number behind, and ``tests/report/test_results.py``
+``concentration_vs_scale``), so a rerun cannot leave a stale number behind, and ``research/tests/test_results.py``
 rewrites it from the committed CSVs and compares. Per condition (the swept parameters other than scale and seed) it
 gives a table of validation and test Spearman by scale with the paired verdict (`sweep.stats.scale_verdicts`: best,
 equivalent, not distinguishable, worse) and P(best), the answer line with the confidence set for the best, the

@@ -1,4 +1,4 @@
-"""Read a published ``results/<study>/`` folder back into what ``write_study_figures`` draws, without MLflow.
+"""Read a published ``research/results/<study>/`` folder back into what ``write_study_figures`` draws, without MLflow.
 
 ``trials.csv`` becomes a trials frame (``param.<key>`` columns, the swept keys marked as
 ``param.study.search_space.<key>``), ``config.yaml`` adds the study's config as constant ``param.*`` columns, and

@@ -32,17 +32,17 @@ from sweep.report.study_figures import with_untrained
 from sweep.report.summaries import SEARCH_SPACE, SPEARMAN_OF_SPLIT, with_paired_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "results"
+RESULTS = ROOT / "research" / "results"
 STUDY_FOLDERS = sorted(p.parent for p in RESULTS.glob("*/spearman_vs_scale.csv")) + [
     RESULTS / "angle_weights",
     RESULTS / "angle_scales",
 ]
 STATIC_SIBLING = RESULTS / "mnrl_scale"  # scale-0 rows of the same static base model
-# figures added after the folders of results/ were published: a redraw adds them where the trials allow, until the
-# studies are rerun and the folders hold them too
-# the folders whose notebook section redraws them with the untrained line of a sibling (notebooks/*.ipynb)
-# figures the research code draws into a study's folder from its CSVs (notebooks/findings, called by the notebooks;
-# tests/report/test_notebooks.py rebuilds them), not the package's redraw
+# figures added after the folders of research/results/ were published: a redraw adds them where the trials allow,
+# until the studies are rerun and the folders hold them too
+# the folders whose notebook section redraws them with the untrained line of a sibling (research/notebooks/*.ipynb)
+# figures the research code draws into a study's folder from its CSVs (research/findings, called by the notebooks;
+# research/tests/test_notebooks.py rebuilds them), not the package's redraw
 RESEARCH_DRAWN = {
     "mnrl_scale_datasize_steps": {"gap_vs_condition.png"},
     "mnrl_scale_datasize_pass": {"gap_vs_condition.png"},
@@ -196,7 +196,7 @@ def test_the_optimum_flows_from_the_paired_table_to_the_validation_rows_of_its_c
 def test_each_panel_titles_its_optimum_when_the_untrained_row_is_pooled(
     captured: dict[str, Figure], tmp_path: Path
 ) -> None:
-    """An untrained row pooled over the conditions (as results/normalize and matryoshka2d ship it) carries no
+    """An untrained row pooled over the conditions (as research/results/normalize and matryoshka2d ship it) carries no
     optimum: the panel's title still gives its own, as the legend says."""
     table = pd.concat([summary(3).assign(batch=16), shifted(summary(3), 0.01).assign(batch=64)], ignore_index=True)
     table = table.assign(**OPTIMUM)
@@ -572,7 +572,7 @@ def test_learnable_scale_spearman_draws_the_fixed_scale_curve_of_its_sibling(
 
 
 def test_identical_arms_are_one_panel_titled_with_every_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
-    """Issue 22: three arms of results/normalize compute one loss; their panels were three identical ones."""
+    """Issue 22: three arms of research/results/normalize compute one loss; their panels were three identical ones."""
     same = summary(3)
     other = shifted(summary(3), -0.05)
     table = pd.concat(
@@ -595,7 +595,7 @@ def test_identical_arms_are_one_panel_titled_with_every_condition(captured: dict
 
 def test_extra_set_metrics_are_found_in_a_results_folders_flattened_config() -> None:
     """A folder's config.yaml flattens eval.extra to the list's Python form, not MLflow's JSON: the from-csv redraw
-    of results/mnrl_scale_datasize found no extra set and dropped its extra_sets_vs_scale figure."""
+    of research/results/mnrl_scale_datasize found no extra set and dropped its extra_sets_vs_scale figure."""
     from sweep.report.extra_set_figures import extra_metrics
 
     spec = {"name": "caps", "kind": "retrieval", "columns": ["query", "document"]}

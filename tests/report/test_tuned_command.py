@@ -1,6 +1,6 @@
 """``python -m sweep.report tuned`` on small results folders written here (the table, the answer line, the files of
 ``--out`` and no provenance.json over the folder's, one line and exit code 2 for what cannot be compared); the
-published learning-rate folders' table is checked in tests/research/test_published_tuned.py."""
+published learning-rate folders' table is checked in research/tests/test_published_tuned.py."""
 
 from __future__ import annotations
 

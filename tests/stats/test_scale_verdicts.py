@@ -221,7 +221,7 @@ def test_inputs_it_cannot_use_are_a_one_line_value_error(per_seed, covariance, m
 
 def test_the_default_margin_exceeds_the_seed_spread_of_every_scale_of_the_default_study() -> None:
     """docs/getting-started.md justifies the 0.01 margin by it: a margin inside training noise would be meaningless."""
-    trials = pd.read_csv(Path(__file__).resolve().parents[2] / "results" / "mnrl_scale" / "trials.csv")
+    trials = pd.read_csv(Path(__file__).resolve().parents[2] / "research" / "results" / "mnrl_scale" / "trials.csv")
     spread = trials.groupby("loss.scale")["stsb_validation_spearman"].std(ddof=1)
     assert (spread < DEFAULT_MARGIN).all() and spread.max() > DEFAULT_MARGIN / 4
 

@@ -1,5 +1,5 @@
 """Simulated studies with a known truth for the verdict engine's tests (`tests/stats/test_scale_verdicts.py`,
-`tests/stats/test_verdict_simulation.py`) and for the power table of the docs (`tools/verdict_power.py`).
+`tests/stats/test_verdict_simulation.py`) and for the power table of the docs (`benchmarks/verdict_power.py`).
 
 **The truth.** Each scale s has a true Spearman ``truth[s]``; a trained model (scale s, seed r) has the population
 Spearman ``truth[s] + b_r + u_sr``: ``b_r`` is the seed's luck shared by every scale (it cancels in a comparison) and

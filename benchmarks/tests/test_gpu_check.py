@@ -1,0 +1,124 @@
+"""The GPU check (`python -m benchmarks.gpu_check`): its CPU rehearsal writes every file with its columns, its
+one-line refusals, its comparisons; and the kit's size budget (benchmarks/gpu_kit/build.py), on fake folders."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+import pytest
+import torch
+
+from benchmarks import gpu_check
+from benchmarks.gpu_measure import SAMPLE_COLUMNS, StudyRun, against_reference, between_runs
+from sweep.inputs.data import find_local_dir
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "research" / "results" / "mnrl_scale" / "trials.csv"
+FILES = {"machine.json", "samples.csv", "static_grid.csv", "transformer_grid.csv", "floor.csv", "precision.csv"}
+
+
+def kit_builder() -> ModuleType:
+    """benchmarks/gpu_kit/build.py, which is a script beside the package, not a module of it."""
+    spec = importlib.util.spec_from_file_location("gpu_kit_build", REPO / "tools" / "gpu_kit" / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(label: str, rows: list[tuple[float, int, float, float, bool]]) -> StudyRun:
+    columns = ["scale", "seed", "spearman", "wall_s", "first_in_process"]
+    return StudyRun(label, pd.DataFrame(rows, columns=columns), span_s=36.0)
+
+
+@pytest.mark.e2e
+def test_the_cpu_rehearsal_writes_every_file_with_its_columns(tmp_path: Path) -> None:
+    data = find_local_dir(None)
+    out = tmp_path / "out"
+    args = ["--rehearsal", "--out", str(out), "--reference-trials", str(REFERENCE), "--data-dir", str(data)]
+    record = gpu_check.main(args)
+    assert all(isinstance(seconds, float) for seconds in record["sections"].values()), record["sections"]
+    assert {p.name for p in out.iterdir()} == FILES | {"README.md"}
+    static = pd.read_csv(out / "static_grid.csv")
+    assert list(static[["scale", "seed"]].itertuples(index=False, name=None)) == [(5.0, 0), (20.0, 0)]
+    assert static.reference_spearman.notna().all()  # the reference's (5, 0) and (20, 0), beside the rehearsal's
+    assert {"spearman", "difference", "within_tolerance", "wall_s"} <= set(static.columns)
+    grid = pd.read_csv(out / "transformer_grid.csv")
+    assert sorted(grid.run.unique()) == ["bf16_pack1", "bf16_pack2", "fp32_pack1"]
+    assert (grid.groupby("run").scale.nunique() == 2).all()
+    packed = grid[grid.run.isin(["bf16_pack1", "bf16_pack2"])]
+    assert packed.within_tolerance.all(), packed  # a packed trial equals the same trial run alone
+    assert (grid.trials_per_hour > 0).all()
+    floor = pd.read_csv(out / "floor.csv")
+    assert sorted(floor.model) == ["static", "transformer"] and (floor.floor_s > 0).all()
+    assert floor.framework_s.notna().all()  # each model's trials after the first of its process
+    assert floor.framework_over_floor.tolist() == pytest.approx((floor.framework_s / floor.floor_s).tolist())
+    precision = pd.read_csv(out / "precision.csv")
+    assert {"spearman_bf16", "spearman_fp32", "wall_s_bf16", "wall_s_fp32", "difference"} <= set(precision.columns)
+    assert len(precision) == 2
+    samples = pd.read_csv(out / "samples.csv")
+    assert tuple(samples.columns) == SAMPLE_COLUMNS and len(samples) > 0
+    assert json.loads((out / "machine.json").read_text())["settings"]["name"] == "rehearsal"
+    readme = (out / "README.md").read_text()
+    assert "trials/h" in readme and "bare torch loop" in readme and "failed" not in readme
+
+
+def test_without_a_gpu_the_check_is_refused_in_one_line_unless_rehearsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as stopped:
+        gpu_check.main(["--out", str(tmp_path), "--reference-trials", str(REFERENCE), "--data-dir", str(tmp_path)])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "--rehearsal" in error
+    assert not any(tmp_path.iterdir())  # refused before any work
+
+
+def test_a_reference_without_the_study_columns_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "trials.csv"
+    bad.write_text("scale,value\n1,0.5\n")
+    args = ["--rehearsal", "--out", str(tmp_path / "o"), "--reference-trials", str(bad)]
+    with pytest.raises(SystemExit):
+        gpu_check.main([*args, "--data-dir", str(find_local_dir(None))])
+    assert "--reference-trials" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_trials_are_compared_with_the_reference_and_the_first_run_within_the_tolerance() -> None:
+    reference = pd.DataFrame({"scale": [1.0, 20.0], "seed": [0, 0], "reference_spearman": [0.5, 0.7]})
+    gpu = run("gpu", [(1.0, 0, 0.504, 9.0, True), (20.0, 0, 0.7060, 3.0, False), (30.0, 0, 0.6, 3.0, False)])
+    compared = against_reference(gpu, reference, tolerance=0.005)
+    assert compared.within_tolerance.tolist() == [True, False, False]  # 0.004; 0.006; no reference for 30
+    assert compared.difference.iloc[0] == pytest.approx(0.004)
+    assert gpu.later_trial_seconds() == 3.0 and gpu.trials_per_hour == 300.0
+    packed = run("pack4", [(1.0, 0, 0.504, 2.0, True), (20.0, 0, 0.71, 2.0, False), (30.0, 0, 0.6, 2.0, False)])
+    table = between_runs([gpu, packed], tolerance=0.003)
+    assert table[table.run == "pack4"].difference.round(4).tolist() == [0.0, 0.004, 0.0]
+    assert table[table.run == "pack4"].within_tolerance.tolist() == [True, False, True]
+
+
+def test_the_kit_budget_fails_loudly_over_64_mib_counting_the_tree_and_the_kit(tmp_path: Path) -> None:
+    build = kit_builder()
+    kit = tmp_path / "kit"
+    (kit / "whl").mkdir(parents=True)
+    (kit / "whl" / "a.whl").write_bytes(b"\0" * (40 * 2**20))
+    assert build.check_budget(20 * 2**20, kit, 64.0)["total_mib"] == 60.0
+    with pytest.raises(SystemExit, match=r"OVER BUDGET: tree 30\.0 MiB \+ kit 40\.0 MiB = 70\.0 MiB > 64 MiB"):
+        build.check_budget(30 * 2**20, kit, 64.0)
+
+
+def test_the_tree_counts_tracked_and_untracked_files_but_not_ignored_ones(tmp_path: Path) -> None:
+    build = kit_builder()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("/.gpukit/\n")  # 10 bytes
+    (tmp_path / "tracked.py").write_bytes(b"x" * 100)
+    (tmp_path / "untracked.txt").write_bytes(b"y" * 1000)
+    (tmp_path / ".gpukit").mkdir()
+    (tmp_path / ".gpukit" / "big.whl").write_bytes(b"z" * 10_000)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "tracked.py", ".gitignore"], check=True)
+    assert build.tree_bytes(tmp_path) == 10 + 100 + 1000
