@@ -9,7 +9,8 @@ last step equals the published trial's Spearman exactly (trials matched by their
 numbers its trials in its own queue order), and writes the history into the published folder under the published
 trial numbers. The run ids stay the rerun's.
 
-Research code beside the notebooks. Usage: ``python -m research.notebooks.validation_history RERUN_FOLDER PUBLISHED_FOLDER``.
+Research code beside the notebooks. Usage:
+``python -m research.notebooks.validation_history RERUN_FOLDER PUBLISHED_FOLDER``.
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
-from research.notebooks.start_models import ARMS, link_start_models
 from optuna.distributions import FloatDistribution, IntDistribution
 
 from research.findings.start_temperature import _with_starts, follows, start_verdict
 from research.findings.summary import agreed_word
+from research.notebooks.start_models import ARMS, link_start_models
 
 
 @pytest.mark.parametrize("arm", list(ARMS))

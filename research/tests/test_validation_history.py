@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from research.notebooks.validation_history import published_history
 
+from research.notebooks.validation_history import published_history
 from sweep.report import HISTORY_CSV, TRIALS_CSV
 
 
