@@ -35,6 +35,7 @@ from sweep.signals import (
     check_stop,
     exit_code,
     follow_parent,
+    is_spawned_worker,
     quiet_interrupt_tracebacks,
     signal_name,
     spawn_workers,
@@ -279,6 +280,12 @@ def run(cfg: DictConfig) -> None:
     except KeyboardInterrupt as caught:  # a signal while waiting for the workers: pass it on to them
         interrupt = caught
         stop_workers(workers, interrupt)
+    if is_spawned_worker() and not interrupt:  # the process that started this worker reports the study, once
+        sweep.client.writer.flush()
+        if sweep.stopped_reason:
+            print(f"sweep: stopped: {sweep.stopped_reason}", file=sys.stderr)
+            sys.exit(1)
+        return
     failed = [f"{w.returncode}" for w in workers if w.returncode] if not trains and not interrupt else []
     if failed and not sweep.stopped_reason:  # the coordinator trained nothing: the workers' errors are the run's
         sweep.stopped_reason = f"{len(failed)} of {len(workers)} workers failed (exit codes {', '.join(failed)})"

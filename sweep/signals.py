@@ -211,6 +211,12 @@ def follow_parent() -> None:
         sys.exit(EXIT_CODES[signal.SIGTERM])
 
 
+def is_spawned_worker() -> bool:
+    """Whether this process is an extra worker that another `python -m sweep` started (`spawn_workers`): it trains
+    and leaves the study's report to the process that started it."""
+    return PARENT_ENV in os.environ
+
+
 def worker_threads(n_workers: int) -> int:
     """Torch threads per worker process: the cores shared evenly."""
     return max(1, (os.cpu_count() or 1) // n_workers)

@@ -85,6 +85,6 @@ def log_study_report(
             if table is not None:
                 write_paired_comparison(table, lines, Path(folder), test)
             client.log_artifacts(parent_run_id, folder, ARTIFACT_REPORT)
-    except Exception as error:  # noqa: BLE001 - matplotlib, a full disk, an unreachable store: the study is done
-        log.warning("the study's report figures were not logged on its parent run: %s", error)
+    except Exception as error:  # matplotlib, a full disk, an unreachable store: the study is done
+        log.warning("the study's report figures were not logged on its parent run: %s", error, exc_info=True)
     return lines
