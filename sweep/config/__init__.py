@@ -21,13 +21,14 @@ from sweep.config.input_checks import (
     check_optimizer_and_scheduler,
     check_swept_overrides,
 )
-from sweep.config.scale_temperature import resolve_scale
-from sweep.config.schema import SweepConfig
+from sweep.config.scale_temperature import scale_values
+from sweep.config.schema import LossConfig, SweepConfig
 from sweep.config.search_space import Space
 
 __all__ = [
     "AUTO_EVAL_BATCH_SIZE",
     "CONFIG_DIR",
+    "LossConfig",
     "Placement",
     "Space",
     "SweepConfig",
@@ -46,6 +47,6 @@ __all__ = [
     "require_choice",
     "require_int",
     "require_number",
-    "resolve_scale",
+    "scale_values",
     "trial_records",
 ]

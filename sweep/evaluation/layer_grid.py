@@ -29,7 +29,6 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from datasets import Dataset
-from omegaconf import DictConfig
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
@@ -37,7 +36,7 @@ from sentence_transformers.sentence_transformer.losses.adaptive_layer import Tra
 from sentence_transformers.util import batch_to_device
 
 from sweep.config.checks import parse_numbers, require_choice
-from sweep.config.schema import EvalConfig, LayerGridConfig
+from sweep.config.schema import EvalConfig, LayerGridConfig, ModelConfig, PrunerConfig
 from sweep.errors import ConfigError
 from sweep.evaluation.objective import CELL, GRID_OBJECTIVES, allowed_objectives
 from sweep.inputs.model import model_shape
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from sweep.tracking.mlflow_client import TrialRun
 
 
-def grid_sets(grid: LayerGridConfig, model: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def grid_sets(grid: LayerGridConfig, model: ModelConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The (layers, dims) of `eval.layer_grid` (``grid``) for the `model` section, defaults filled in: every layer
     1..L, the full dimension."""
     shape = model_shape(model)
@@ -59,11 +58,11 @@ def grid_sets(grid: LayerGridConfig, model: DictConfig) -> tuple[tuple[int, ...]
     return layers, dims
 
 
-def validate_layer_grid(ev: EvalConfig, model: DictConfig, pruner: DictConfig) -> None:
+def validate_layer_grid(ev: EvalConfig, model: ModelConfig, pruner: PrunerConfig) -> None:
     """Check the `eval` section against the `model` section and `study.pruner`: layers within the model, dims within
     its dimension, the objective and its cell."""
     require_choice("eval.objective", ev.objective, allowed_objectives(ev))
-    key, value = ("_target_", pruner.get("_target_")) if pruner.get("_target_") else ("name", pruner.name)
+    key, value = ("_target_", pruner._target_) if pruner._target_ else ("name", pruner.name)
     if ev.objective != "full" and value not in ("none", "optuna.pruners.NopPruner"):
         raise ConfigError(
             f"study.pruner.{key}",
