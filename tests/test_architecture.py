@@ -77,7 +77,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # The floor plan, bottom first: each layer is a set of root modules or sub-packages of `sweep`. A module may import
 # from its own layer and the layers below it, never from one above.
 LAYERS: list[set[str]] = [
-    {"sweep", "sweep.errors", "sweep.names", "sweep.signals"},
+    {"sweep", "sweep.errors", "sweep.loggers", "sweep.names", "sweep.signals"},
     {"sweep.config"},
     {"sweep.tracking"},
     {"sweep.inputs"},
@@ -89,8 +89,10 @@ LAYERS: list[set[str]] = [
     {"sweep.report"},
     {"sweep.evaluate", "sweep.app", "sweep.__main__"},
 ]
-# The only modules at the package root: the entry points and what every layer shares (names, signals, errors).
+# The only modules at the package root: the entry points and what every layer shares (names, signals, errors, the
+# interface a trial logs through).
 ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.errors", "sweep.evaluate", "sweep.names", "sweep.signals"}
+ROOT_MODULES |= {"sweep.loggers"}
 SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
 SUB_PACKAGES += ["sweep.study", "sweep.losses", "sweep.report"]
 LAZY_FACES = ["sweep.report", "sweep.stats"]  # faces that import each public name from its module on first use
@@ -315,3 +317,24 @@ def test_a_trial_reads_its_own_settings_not_the_study():
     assert study_reads == [], study_reads
     settings = importlib.import_module("sweep.training.trial_settings").TrialSettings
     assert not {"study", "search_space", "name"} & set(settings.__dataclass_fields__)
+
+
+# Tracking behind an interface: a trial and its evaluations log through `sweep.loggers.TrialLogger` (the run the study
+# hands the trial), which sweep.tracking implements with MLflow; these import nothing of sweep.tracking.
+LOG_THROUGH_THE_INTERFACE = ("sweep.evaluation", "sweep.stats", "sweep.training.trial", "sweep.training.trainer")
+
+
+def tracking_imports(importers: tuple[str, ...]) -> list[str]:
+    """Every import of a `sweep.tracking` module by a module of `importers` (packages or modules)."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if any(module == unit or module.startswith(f"{unit}.") for unit in importers)
+        for target in targets
+        if unit_of(target) == "sweep.tracking"
+    )
+
+
+def test_a_trial_and_its_evaluations_log_through_the_trial_logger():
+    assert tracking_imports(LOG_THROUGH_THE_INTERFACE) == []
+    assert tracking_imports(("sweep.study.setup", "sweep.study.storage_retry")) == [], "the SQLite lock is config's"

@@ -1,6 +1,8 @@
 """Layer 1, the config boundary: the typed schema (composition, Hydra's errors as `ConfigError`), the checks
-vocabulary and section checks, input checks, scale vs temperature and the search space. Imports nothing from sweep but
-`sweep.names`. Importing any of it registers the schema with Hydra's ConfigStore, which the YAML's defaults need."""
+vocabulary and section checks, input checks, scale vs temperature, the search space and what a config's databases
+need (their drivers, the SQLite lock of Optuna's and MLflow's stores). Imports nothing from sweep but `sweep.names`
+and `sweep.errors`. Importing any of it registers the schema with Hydra's ConfigStore, which the YAML's defaults
+need."""
 
 from sweep.config.checks import (
     AUTO_EVAL_BATCH_SIZE,
@@ -24,6 +26,7 @@ from sweep.config.input_checks import (
 from sweep.config.scale_temperature import scale_values
 from sweep.config.schema import LossConfig, SweepConfig
 from sweep.config.search_space import Space
+from sweep.config.sqlite_lock import sqlite_init_lock
 
 __all__ = [
     "AUTO_EVAL_BATCH_SIZE",
@@ -48,5 +51,6 @@ __all__ = [
     "require_int",
     "require_number",
     "scale_values",
+    "sqlite_init_lock",
     "trial_records",
 ]

@@ -23,7 +23,6 @@ sets are lists or comma strings (``"1,2,3"``), so that they can be Optuna grid v
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -40,9 +39,7 @@ from sweep.config.schema import EvalConfig, LayerGridConfig, ModelConfig, Pruner
 from sweep.errors import ConfigError
 from sweep.evaluation.objective import CELL, GRID_OBJECTIVES, allowed_objectives
 from sweep.inputs.model import model_shape
-
-if TYPE_CHECKING:
-    from sweep.tracking.mlflow_client import TrialRun
+from sweep.loggers import TrialLogger
 
 
 def grid_sets(grid: LayerGridConfig, model: ModelConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -172,7 +169,7 @@ def stsb_layer_grid(
     return layer_dim_spearman(model, table[first], table[second], table[score], layers, dims, batch_size)
 
 
-def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:
+def log_layer_grid(run: TrialLogger, table: pd.DataFrame, split: str, step: int) -> None:
     """Log a grid as metrics at `step` and as the artifact ``layer_grid/stsb_{split}_step{step}.csv``."""
     run.log_metrics(grid_metrics(table, split), step=step)
     run.log_text(table.to_csv(index=False), f"layer_grid/stsb_{split}_step{step}.csv")

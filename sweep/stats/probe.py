@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,10 +15,10 @@ from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimil
 from sweep.config.checks import Problems, plain_dict, require_int, require_number
 from sweep.config.schema import LossConfig, StatsConfig
 from sweep.errors import ConfigError
+from sweep.loggers import TrialLogger
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import at_scale, concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
-from sweep.tracking.mlflow_client import TrialRun
 
 HISTOGRAM_BINS = np.linspace(-1.0, 1.0, 81)
 
@@ -143,7 +142,7 @@ class ConcentrationProbe:
         scores = np.asarray(evaluator.scores, dtype=np.float64)
         return Encodings(embeddings1, embeddings2, scores, self.encode_heldout(model))
 
-    def log_losses(self, model: SentenceTransformer, run: TrialRun, step: int) -> dict[str, float]:
+    def log_losses(self, model: SentenceTransformer, run: TrialLogger, step: int) -> dict[str, float]:
         """Only the held-out batches' loss at every scale of ``loss_scales`` (``sim_loss_at_scale_*``), at ``step``."""
         train = self.encode_heldout(model)
         if not train or not self.loss_scales:
@@ -166,7 +165,7 @@ class ConcentrationProbe:
         self,
         model: SentenceTransformer,
         evaluator: EmbeddingKeepingEvaluator,
-        run: TrialRun,
+        run: TrialLogger,
         step: int,
         suffix: str = "",
     ) -> dict[str, float]:
@@ -209,7 +208,7 @@ class ConcentrationProbe:
         encodings.statistics[key] = computed
         return computed
 
-    def log(self, encodings: Encodings, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
+    def log(self, encodings: Encodings, run: TrialLogger, step: int, suffix: str = "") -> dict[str, float]:
         """Compute the statistics of ``encodings`` and log metrics, JSON and histogram at ``step``."""
         metrics, distributions = self.statistics(encodings)
         # what pos/neg rest on: the held-out rows left by the cap on their share, of scored rows the positives
@@ -234,6 +233,5 @@ class ConcentrationProbe:
             figure = histogram_figure(
                 distributions, title=f"cosine similarities, scale {self.current_scale():g}, {label}"
             )
-            upload = functools.partial(run.client.log_figure, run.run_id, figure, f"concentration/{label}.png")
-            run.client.writer.write(f"concentration/{label}.png", upload)  # buffered through a tracking outage
+            run.log_figure(figure, f"concentration/{label}.png")  # buffered through a tracking outage
         return named

@@ -45,10 +45,10 @@ from optuna.trial import FrozenTrial, TrialState
 from sweep.config import search_space
 from sweep.config.checks import plain_dict, require_auto_or_int, require_choice
 from sweep.config.schema import PrunerConfig, SamplerConfig, StudyConfig
+from sweep.config.sqlite_lock import sqlite_init_lock, wait_while_locked
 from sweep.errors import ConfigError
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.storage_retry import RetryingRDBStorage
-from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
 
 SAMPLERS = ("auto", "grid", "tpe", "random")
 PRUNERS = ("none", "median", "successive_halving", "hyperband")

@@ -17,9 +17,9 @@ from transformers import EarlyStoppingCallback, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from sweep.config.schema import LossConfig, TrialConfig
+from sweep.loggers import TrialLogger
 from sweep.losses import learning_rate_mapping
 from sweep.signals import check_stop
-from sweep.tracking.mlflow_client import TrialRun
 from sweep.training.resources import VALIDATION
 
 
@@ -30,7 +30,7 @@ class TrialCallback(TrainerCallback):
     def __init__(
         self,
         trial: optuna.Trial,
-        run: TrialRun,
+        run: TrialLogger,
         loss: torch.nn.Module,
         on_evaluated: Callable[[int], None] | None = None,
         reporters: Sequence[Any] = (),

@@ -26,6 +26,7 @@ from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import grid_sets, log_layer_grid, stsb_layer_grid
 from sweep.evaluation.objective import objective_value
 from sweep.evaluation.predictions import log_predictions
+from sweep.loggers import TrialLogger
 from sweep.losses import BaseModel, build_loss, schedule_callback, training_callbacks
 from sweep.names import (
     ATTR_COLLAPSED,
@@ -40,7 +41,6 @@ from sweep.names import (
 )
 from sweep.stats.collapse import collapse_reason
 from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator
-from sweep.tracking.mlflow_client import TrialRun
 from sweep.training import model_card
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, TrackedData, device_of, spearman
@@ -61,7 +61,7 @@ def probe_at_evaluation(
     max_steps: int,
     model: SentenceTransformer,
     validation: EmbeddingKeepingEvaluator,
-    run: TrialRun,
+    run: TrialLogger,
 ) -> Callable[[int], object] | None:
     """What the probe logs at each evaluation during training: every statistic (``stats.every_eval``), else the
     loss at every grid scale, but not at the last step, ``max_steps`` (the final statistics log those)."""
@@ -102,7 +102,7 @@ class Trained:
     initial_weights: dict[str, torch.Tensor] | None
 
 
-def prepare(settings: TrialSettings, resources: StudyResources, run: TrialRun) -> Prepared:
+def prepare(settings: TrialSettings, resources: StudyResources, run: TrialLogger) -> Prepared:
     """Load the trial's data, evaluators and base model (shared by the study) and log the untrained model's
     validation Spearman, layer grid and statistics at step 0, before the loss can touch the model."""
     trial, loss, stats = settings.trial, settings.loss, settings.stats
@@ -141,7 +141,7 @@ def train(
     trial: optuna.Trial,
     settings: TrialSettings,
     resources: StudyResources,
-    run: TrialRun,
+    run: TrialLogger,
     p: Prepared,
     quiet: bool,
     clock: StepClock,
@@ -208,7 +208,7 @@ def check_outcome(trained: Trained) -> None:
 
 
 def score(
-    run: TrialRun,
+    run: TrialLogger,
     p: Prepared,
     trained: Trained,
     every_eval: bool,
@@ -251,7 +251,7 @@ def score(
     return val, metrics, grid, collapsed
 
 
-def flag_collapse(trial: optuna.Trial, run: TrialRun, reason: str) -> None:
+def flag_collapse(trial: optuna.Trial, run: TrialLogger, reason: str) -> None:
     """Tag a trial whose model collapsed (its Spearman is noise, not a score) and say so in the log."""
     run.set_tags({TAG_COLLAPSED: "true", TAG_COLLAPSE_REASON: reason})
     trial.set_user_attr(ATTR_COLLAPSED, reason)
@@ -262,7 +262,7 @@ def train_and_evaluate(
     trial: optuna.Trial,
     settings: TrialSettings,
     resources: StudyResources,
-    run: TrialRun,
+    run: TrialLogger,
     quiet: bool,
     clock: StepClock,
     on_trained: OnTrained | None = None,
