@@ -133,7 +133,9 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
         f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
         *ui_links.open_lines(uri, sweep.experiment_id, sweep.parent_run_id, sweep.cfg.study.storage),
     ]
-    best_model = kept_models.parent_tags(sweep.keeping).get(TAG_BEST_MODEL_PATH)
+    cfg = sweep.cfg
+    keeping = kept_models.Keeping.of(cfg.paths.root, cfg.study, cfg.trial.save_model, cfg.tracking)
+    best_model = kept_models.parent_tags(keeping).get(TAG_BEST_MODEL_PATH)
     if best_model:
         lines.append(f"Best model: {best_model} (SentenceTransformer(path); rescore: python -m sweep.evaluate)")
     return "\n".join(lines)

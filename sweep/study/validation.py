@@ -69,7 +69,7 @@ def validate_trial_config(cfg: SweepConfig) -> SweepConfig:
     if shape_known:
         problems.check(validate_loss, cfg.loss, cfg.model, cfg.trial, list(cfg.data.train.columns))
     problems.check(extra_sets.validate, cfg.eval)
-    if shape_known:
+    if shape_known and not problems.found_in("eval"):  # the objectives it allows are named by the extra sets
         problems.check(validate_layer_grid, cfg.eval, cfg.model, cfg.study.pruner)
     problems.check(check_stats, cfg.stats)
     problems.check(check_optimizer_and_scheduler, cfg.trial)
