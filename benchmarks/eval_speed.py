@@ -28,7 +28,7 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
     The evaluator runs cold (a model without the study's tokenization cache, as in a study's first evaluation)
     and warm (a model from `StudyResources`, whose cache an earlier evaluation filled: every later evaluation)."""
     # Hydra, torch and sentence-transformers are slow imports: only when this item runs
-    from sweep.config.checks import resolve_eval_batch_size
+    from sweep.config.checks import eval_batch_size
     from sweep.config.composition import compose_config
     from sweep.inputs.model import build_model
     from sweep.inputs.preprocess_cache import PreprocessCache
@@ -39,7 +39,7 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
         f"MiniLM, {max(s.layers)} layers": minilm_overrides(s),
     }
     configs = {
-        label: resolve_eval_batch_size(compose_config([*extra, f"data.local_dir={data_dir}", "trial.device=cpu"]))
+        label: compose_config([*extra, f"data.local_dir={data_dir}", "trial.device=cpu"])
         for label, extra in overrides.items()
     }
     dataset = validation_pairs(configs["static_minilm (default)"].data, s.encode_pairs)
@@ -48,7 +48,8 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
     for label, cfg in configs.items():
         model = build_model(cfg.model, seed=0, device="cpu")
         warm_model = PreprocessCache().install(copy.deepcopy(model))
-        evaluator = stsb_evaluator(dataset, "stsb_validation", cfg.trial.eval_batch_size)
+        batch_size = eval_batch_size(cfg.trial, cfg.model.kind)  # trial.eval_batch_size=auto, read for the model
+        evaluator = stsb_evaluator(dataset, "stsb_validation", batch_size)
         evaluator(model)
         evaluator(warm_model)  # fills the cache, as a study's first evaluation does
         model.encode(sentences[:64])  # warm-up
@@ -64,7 +65,7 @@ def measure_eval_speed(s: Settings, data_dir: str, log: Callable[[str], None]) -
             f"encode {statistics.median(theirs):.0f}/s"
         )
         note = (
-            f"{len(sentences)} sentences; evaluator batch {cfg.trial.eval_batch_size} (trial.eval_batch_size=auto) "
+            f"{len(sentences)} sentences; evaluator batch {batch_size} (trial.eval_batch_size=auto) "
             "incl. Spearman; encode batch 32 (default)"
         )
         for state, ours in (

@@ -12,7 +12,8 @@ from benchmarks.settings import Settings
 
 if TYPE_CHECKING:
     from datasets import Dataset
-    from omegaconf import DictConfig
+
+    from sweep.config.schema import DataConfig
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -37,7 +38,7 @@ def minilm_overrides(s: Settings) -> list[str]:
     return ["model=minilm_l1", f"model.num_layers={max(s.layers)}"]
 
 
-def validation_pairs(data: DictConfig, pairs: int | None) -> Dataset:
+def validation_pairs(data: DataConfig, pairs: int | None) -> Dataset:
     """The STSB validation split of the data config `data`: its first `pairs` rows, or all when None."""
     from sweep.inputs.data import load_split  # datasets: a slow import, only when an in-process item runs
 

@@ -73,24 +73,24 @@ def bare_loop(overrides: Sequence[str], data_dir: str, scale: float) -> float:
     from sentence_transformers.util import batch_to_device
     from transformers import get_scheduler
 
-    from sweep.config.checks import CONFIG_DIR
+    from sweep.config.checks import CONFIG_DIR, with_values
     from sweep.inputs.data import load_all
     from sweep.inputs.model import build_model
-    from sweep.losses import build_loss
-    from sweep.study.preflight import resolve_trial_config
+    from sweep.losses import BaseModel, build_loss
+    from sweep.study.validation import derived_values
     from sweep.training.resources import spearman, stsb_evaluator
 
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
         extra = [f"loss.scale={scale}", f"data.local_dir={data_dir}"]
         cfg = compose("config", overrides=["+experiment=mnrl_scale", *overrides, *extra])
-    cfg = resolve_trial_config(cfg)
+    cfg = with_values(cfg, derived_values(cfg.loss, cfg.trial, cfg.model.kind))
     t = cfg.trial
     device = str(t.device) if str(t.device) != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     splits = load_all(cfg.data, 0)
     validation = stsb_evaluator(splits["validation"], "v", t.eval_batch_size)
     test = stsb_evaluator(splits["test"], "t", t.eval_batch_size)
     net = build_model(cfg.model, seed=t.seed, device=device)
-    loss = build_loss(net, cfg)
+    loss = build_loss(net, cfg.loss, BaseModel(cfg.model, t.seed))
     rows = splits["train"].shuffle(seed=t.seed)
     columns = rows.column_names
     batches = [

@@ -1,10 +1,15 @@
-"""The top layer: the Hydra application behind `python -m sweep` (workers, the printed summary, exit codes)."""
+"""The top layer: the Hydra application behind `python -m sweep` (the one validation pass before Hydra creates any
+folder, workers, the printed summary, exit codes). The composed config stops here: it is typed by its schema once
+(`SweepConfig`), checked once, and what runs below takes its sections."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any, cast
 
 import datasets
@@ -12,19 +17,19 @@ import hydra
 import optuna
 import pandas as pd
 import transformers
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from sweep.config import multirun
 from sweep.config.checks import CONFIG_DIR, with_values
 from sweep.config.composition import config_error
 from sweep.config.devices import place_workers
-from sweep.config.early_checks import check_study_name
-from sweep.config.schema import StudyConfig
+from sweep.config.schema import StudyConfig, SweepConfig
 from sweep.errors import ConfigError
 from sweep.names import ATTR_VERDICT, TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
@@ -55,6 +60,7 @@ from sweep.study.summary import (
     objective_lines,
     per_scale_table,
 )
+from sweep.study.validation import check_config
 from sweep.tracking import ui_links
 from sweep.training import disk_use, kept_models, model_card
 
@@ -128,7 +134,9 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
         f"MLflow tracking: {uri} (experiment {sweep.cfg.tracking.experiment_name}, parent run {sweep.parent_run_id})",
         *ui_links.open_lines(uri, sweep.experiment_id, sweep.parent_run_id, sweep.cfg.study.storage),
     ]
-    best_model = kept_models.parent_tags(kept_models.Keeping.of(sweep.cfg)).get(TAG_BEST_MODEL_PATH)
+    cfg = sweep.cfg
+    keeping = kept_models.Keeping.of(cfg.paths.root, cfg.study, cfg.trial.save_model, cfg.tracking)
+    best_model = kept_models.parent_tags(keeping).get(TAG_BEST_MODEL_PATH)
     if best_model:
         lines.append(f"Best model: {best_model} (SentenceTransformer(path); rescore: python -m sweep.evaluate)")
     return "\n".join(lines)
@@ -168,45 +176,66 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
     return lines
 
 
-class DistinctStudies(Callback):
-    """`hydra.callbacks` (conf/config.yaml): a multirun two of whose jobs would share a study stops before any job
-    starts, with one line (`sweep.config.multirun`)."""
+# The task configs (`_task_config`) the callback validated, as YAML: `run` does not validate them again.
+_validated: set[str] = set()
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+
+def _task_config(config: DictConfig) -> DictConfig:
+    """A composed config without its ``hydra`` node: what Hydra hands the task function."""
+    task = copy.deepcopy(config)
+    with open_dict(task):
+        task.pop("hydra", None)
+    return task
+
+
+def multirun_job(overrides: list[str], config: DictConfig) -> multirun.Job:
+    """One job of a multirun as the check of shared studies reads it (`sweep.config.multirun`), with `paths.root`
+    made absolute as the run will make it."""
+    root = str(Path(config.paths.root).expanduser().resolve())
+    study = with_values(config, {"paths.root": root}).study
+    return multirun.Job(overrides, config.name, study, functools.partial(OmegaConf.select, config))
+
+
+def _refuse_invalid(jobs: list[DictConfig], refusal: ConfigError | None = None) -> None:
+    """The one validation pass (`check_config`) over the composed config of every job: every error printed, one line
+    each, and exit code 2 before Hydra creates any folder (with `refusal`, a multirun's own, first)."""
+    errors = [refusal] if refusal is not None else []
+    for job in jobs:
+        task = _task_config(job)
         try:
-            refusal = multirun.shared_study(multirun.composed_jobs(config))
-        except (HydraException, OmegaConfBaseException):  # a job that does not compose: Hydra's check says which
-            return
-        if refusal is not None:
-            print(f"sweep: invalid config: {refusal}", file=sys.stderr)
-            sys.exit(2)
+            check_config(cast(SweepConfig, task), list(job.hydra.overrides.task))
+        except ConfigError as error:
+            errors.append(error)
+        else:
+            _validated.add(OmegaConf.to_yaml(task))
+    if errors:
+        for found in errors:
+            _print_invalid(found)
+        sys.exit(2)
 
 
-class NameIsAName(Callback):
-    """`hydra.callbacks` (conf/config.yaml): a study name that is a path (``name=../x``, ``name=a/b``) is refused before
-    Hydra creates its output folder from it (``hydra/${name}/...``), with one line (`check_study_name`)."""
+def _print_invalid(error: ConfigError) -> None:
+    for line in str(error).splitlines():
+        print(f"sweep: invalid config: {line}", file=sys.stderr)
+
+
+class ValidConfig(Callback):
+    """`hydra.callbacks` (conf/config.yaml): the config of the run, or of every job of a multirun, goes through the one
+    validation pass before Hydra creates its output folder from it (``hydra/${name}/...``) or any job starts: every
+    error printed, one line each, exit code 2. A multirun two of whose jobs would share a study is refused with them
+    (`sweep.config.multirun`)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _refuse_path_name([config])
+        _refuse_invalid([config])
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        loader = GlobalHydra.instance().config_loader()
         try:
-            jobs = [job for _, job in multirun.composed_jobs(config)]
+            jobs = [(o, loader.load_sweep_config(config, o)) for o in multirun.job_overrides(config.hydra)]
+            refusal = multirun.shared_study([multirun_job(overrides, job) for overrides, job in jobs])
         except (HydraException, OmegaConfBaseException):  # a job that does not compose: Hydra's check says which
             return
-        _refuse_path_name(jobs)
-
-
-def _refuse_path_name(configs: list[DictConfig]) -> None:
-    try:
-        for config in configs:
-            check_study_name(config.name)
-            check_study_name(config.study.name)
-    except ConfigError as error:
-        print(f"sweep: invalid config: {error}", file=sys.stderr)
-        sys.exit(2)
-    except OmegaConfBaseException:  # a name that does not resolve: the run's own checks name it
-        return
+        _refuse_invalid([job for _, job in jobs], refusal)
 
 
 def _worker_arguments() -> list[str]:
@@ -254,16 +283,18 @@ def run(cfg: DictConfig) -> None:
     follow_parent()
     _quiet_libraries()
     quiet_interrupt_tracebacks()
+    validated = OmegaConf.to_yaml(cfg) in _validated  # by `ValidConfig`, before Hydra's folder (else: now)
+    config = cast(SweepConfig, cfg)  # the composed config, typed by its schema (a DictConfig of SweepConfig)
     try:
         check_stop()  # a signal while importing that a finalizer dropped (sweep.signals.stop_while_importing)
-        extra, trains = _extra_workers(cfg.study, cfg.trial.device)
+        extra, trains = _extra_workers(config.study, config.trial.device)
         threads = None
         if extra:  # every worker process gets its share of the cores
-            threads = cfg.trial.torch_threads or worker_threads(cfg.study.n_workers)
-            cfg = with_values(cfg, {"trial.torch_threads": threads})
-        sweep = open_sweep(cfg, overrides=list(HydraConfig.get().overrides.task))
+            threads = config.trial.torch_threads or worker_threads(config.study.n_workers)
+            config = with_values(config, {"trial.torch_threads": threads})
+        sweep = open_sweep(config, overrides=list(HydraConfig.get().overrides.task), validated=validated)
     except ConfigError as error:
-        print(f"sweep: invalid config: {error}", file=sys.stderr)
+        _print_invalid(error)
         sys.exit(2)
     except KeyboardInterrupt as early:  # before any trial started: nothing to clean up
         print(f"sweep: interrupted by {signal_name(early)} before training started", file=sys.stderr)
@@ -299,10 +330,10 @@ def run(cfg: DictConfig) -> None:
         if figure:
             print(figure)
         # the best model's card says what the study found
-        kept_models.record_verdict(kept_models.Keeping.of(sweep.cfg), sweep.client, lines)
+        kept_models.record_verdict(sweep.keeping, sweep.client, lines)
     if not sweep.stopped_reason:  # once every upload is in (a stopped study's tracking server may be down)
         sweep.client.writer.flush()
-        print(disk_use.line(kept_models.Keeping.of(sweep.cfg), sweep.client, sweep.experiment_id))
+        print(disk_use.line(sweep.keeping, sweep.client, sweep.experiment_id))
     for point, reason in grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []:
         print(
             f"sweep: grid point {point} has no result and is left out of the answer: {reason}"

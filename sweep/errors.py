@@ -7,6 +7,7 @@ from typing import Any
 
 __all__ = [
     "ConfigError",
+    "ConfigErrors",
     "DivergenceError",
     "MissingInput",
     "QuestionsError",
@@ -28,6 +29,20 @@ class ConfigError(SweepError, ValueError):
     def __init__(self, key: str, value: Any, allowed: str) -> None:
         self.key, self.value, self.allowed = key, value, allowed
         super().__init__(f"{key}={value!r}: {allowed}")
+
+
+class ConfigErrors(ConfigError):
+    """Every `ConfigError` one validation pass found, one line each (the first's key, value and fix as its own, so a
+    caller that reads one error reads the first)."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.key, first.value, first.allowed)
+        self.errors = list(errors)
+        self.args = ("\n".join(str(error) for error in self.errors),)
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class DivergenceError(SweepError, RuntimeError):

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
 from sweep.config.checks import eval_batch_size
 from sweep.config.composition import compose_config
+from sweep.config.schema import DataConfig, EvalConfig
 from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
@@ -32,13 +32,13 @@ from sweep.training.resources import stsb_evaluator  # the trial's own evaluator
 SCORED_SPLITS = ("validation", "test")  # the STSB splits --splits may name
 
 
-def stsb_scores(data: DictConfig, splits: Sequence[str], batch_size: int) -> dict[str, EmbeddingKeepingEvaluator]:
+def stsb_scores(data: DataConfig, splits: Sequence[str], batch_size: int) -> dict[str, EmbeddingKeepingEvaluator]:
     """The STSB evaluators of ``splits`` of the `data` section, subset exactly as a trial subsets them (so values
     match the logged)."""
     evaluators = {}
     for split in splits:
         dataset = data_module.load_split(data, split)
-        dataset = data_module.subset(dataset, data[split].max_samples, data.seed)
+        dataset = data_module.subset(dataset, data_module.split_spec(data, split).max_samples, data.seed)
         evaluators[split] = stsb_evaluator(dataset, f"stsb_{split}", batch_size)
     return evaluators
 
@@ -87,15 +87,18 @@ def load_models(
     return models
 
 
-def score_table(args: argparse.Namespace, cfg: DictConfig) -> pd.DataFrame:
-    """One row per model: where it came from, STSB Spearman per split and every extra set's metrics."""
-    extra_sets.validate(cfg.eval)
-    extra_sets.check_sets(cfg.eval, cfg.data)
-    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
-    stsb = stsb_scores(cfg.data, args.splits, batch_size)
-    extra = extra_sets.ExtraEvaluators.from_config(cfg.eval, cfg.data, batch_size)
+def score_table(
+    args: argparse.Namespace, data: DataConfig, ev: EvalConfig, batch_size: int, root: str, tracking_uri: str
+) -> pd.DataFrame:
+    """One row per model: where it came from, STSB Spearman per split (of the `data` section) and every extra set's
+    metrics (of the `eval` section), encoded in batches of `batch_size` (`load_models` reads `root` and
+    `tracking_uri`)."""
+    extra_sets.validate(ev)
+    extra_sets.check_sets(ev, data)
+    stsb = stsb_scores(data, args.splits, batch_size)
+    extra = extra_sets.ExtraEvaluators.from_config(ev, data, batch_size)
     rows = []
-    for row, model in load_models(args, cfg.paths.root, cfg.tracking.uri):
+    for row, model in load_models(args, root, tracking_uri):
         for split, evaluator in stsb.items():
             row[f"stsb_{split}_spearman"] = float(evaluator(model)[f"stsb_{split}_spearman_cosine"])
         rows.append({**row, **extra.score(model)})
@@ -139,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ValueError) as error:  # the command line itself: refused before any work, exit 2
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     try:
-        table = score_table(args, cfg)
+        batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+        table = score_table(args, cfg.data, cfg.eval, batch_size, cfg.paths.root, cfg.tracking.uri)
     except (ConfigError, ValueError, OSError) as error:
         parser.exit(1, f"{parser.prog}: error: {error}\n")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))

@@ -240,3 +240,17 @@ def is_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def build_trial_loss(model: Any, cfg: DictConfig) -> Any:
+    """`build_loss` for a whole test config: its `loss` section and its base model as config (`model`, `trial.seed`)."""
+    from sweep.losses import BaseModel, build_loss  # torch and sentence-transformers: only for tests that build one
+
+    return build_loss(model, cfg.loss, BaseModel(cfg.model, cfg.trial.seed))
+
+
+def keeping(cfg: DictConfig) -> Any:
+    """What a test study's kept models depend on (`Keeping.of` the sections of its whole config)."""
+    from sweep.training.kept_models import Keeping  # torch and sentence-transformers: only for tests that keep models
+
+    return Keeping.of(cfg.paths.root, cfg.study, cfg.trial.save_model, cfg.tracking)

@@ -77,7 +77,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # The floor plan, bottom first: each layer is a set of root modules or sub-packages of `sweep`. A module may import
 # from its own layer and the layers below it, never from one above.
 LAYERS: list[set[str]] = [
-    {"sweep", "sweep.errors", "sweep.names", "sweep.signals"},
+    {"sweep", "sweep.errors", "sweep.loggers", "sweep.names", "sweep.signals"},
     {"sweep.config"},
     {"sweep.tracking"},
     {"sweep.inputs"},
@@ -89,8 +89,10 @@ LAYERS: list[set[str]] = [
     {"sweep.report"},
     {"sweep.evaluate", "sweep.app", "sweep.__main__"},
 ]
-# The only modules at the package root: the entry points and what every layer shares (names, signals, errors).
+# The only modules at the package root: the entry points and what every layer shares (names, signals, errors, the
+# interface a trial logs through).
 ROOT_MODULES = {"sweep.__main__", "sweep.app", "sweep.errors", "sweep.evaluate", "sweep.names", "sweep.signals"}
+ROOT_MODULES |= {"sweep.loggers"}
 SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
 SUB_PACKAGES += ["sweep.study", "sweep.losses", "sweep.report"]
 LAZY_FACES = ["sweep.report", "sweep.stats"]  # faces that import each public name from its module on first use
@@ -207,7 +209,8 @@ def test_no_import_cycle_in_the_package():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-BOTTOM = [("sweep.names", set()), ("sweep.errors", set()), ("sweep.config.checks", {"sweep.errors", "sweep.names"})]
+BOTTOM = [("sweep.names", set()), ("sweep.errors", set()), ("sweep.config.schema", set())]
+BOTTOM += [("sweep.config.checks", {"sweep.errors", "sweep.names", "sweep.config.schema"})]  # the checks of its types
 
 
 @pytest.mark.parametrize(("module", "allowed"), BOTTOM)
@@ -220,23 +223,62 @@ def test_only_the_entry_point_imports_the_cli():
     assert importers == ["sweep.__main__"], importers
 
 
-# The config stops at the entry points: below `sweep.app`, the study loop and `sweep.evaluate`, a function takes the
-# section or the values it uses. These are the functions that still take the whole config (`cfg`, the root's name
-# throughout the package, or a `SweepConfig`): the entry points, the config's own tools (copying it with values,
-# flattening it, checking its keys), the checks of one trial's whole config and the trial that reads most of it.
-MAX_WHOLE_CONFIG = 25
+# The config stops at the entry points: `sweep.app` types the composed config by its schema once and checks it in one
+# validation pass; below it a function takes the section or the values it uses. These are the functions that still
+# take the whole config (`cfg`, the root's name throughout the package, or a `SweepConfig`): the Hydra task, the
+# validation pass and the checks of one trial's config it runs on every grid point, the study's opening and the
+# search space applied to the config (a trial's own config).
+MAX_WHOLE_CONFIG = 5
+ENTRY_POINTS = {"sweep.app", "sweep.evaluate", "sweep.__main__"}
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    arguments = function.args
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
 
 
 def whole_config_functions() -> list[str]:
     """Every function of the package with a parameter named ``cfg`` or annotated ``SweepConfig``."""
     found = []
     for module, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-                annotations = [ast.unparse(param.annotation) for param in params if param.annotation is not None]
-                if any(param.arg == "cfg" for param in params) or any("SweepConfig" in a for a in annotations):
-                    found.append(f"{module}.{node.name}")
+        for node in _functions(ast.parse(path.read_text())):
+            params = [param for param in _parameters(node) if param is not None]
+            annotations = [ast.unparse(param.annotation) for param in params if param.annotation is not None]
+            if any(param.arg == "cfg" for param in params) or any("SweepConfig" in a for a in annotations):
+                found.append(f"{module}.{node.name}")
+    return found
+
+
+def _names_dictconfig(annotation: ast.expr | None) -> bool:
+    """Whether an annotation names OmegaConf's `DictConfig` (alone or in a union, a container or a string)."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):  # a quoted annotation
+        return _names_dictconfig(ast.parse(annotation.value, mode="eval").body)
+    return any(
+        (isinstance(node, ast.Name) and node.id == "DictConfig")
+        or (isinstance(node, ast.Attribute) and node.attr == "DictConfig")
+        for node in ast.walk(annotation)
+    )
+
+
+def bare_dictconfig_annotations(source: str, module: str) -> list[str]:
+    """Every parameter and class field of `source` annotated with a bare `DictConfig`, as ``module.where.name``."""
+    tree = ast.parse(source)
+    found = [
+        f"{module}.{function.name}({param.arg})"
+        for function in _functions(tree)
+        for param in _parameters(function)
+        if param is not None and _names_dictconfig(param.annotation)
+    ]
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for field in cls.body:
+            if isinstance(field, ast.AnnAssign) and _names_dictconfig(field.annotation):
+                found.append(f"{module}.{cls.name}.{ast.unparse(field.target)}")
     return found
 
 
@@ -244,3 +286,55 @@ def test_the_config_stops_at_the_entry_points():
     found = whole_config_functions()
     assert {"sweep.app.run", "sweep.study.lifecycle.open_sweep"} <= set(found), "the scan sees the entry points"
     assert len(found) <= MAX_WHOLE_CONFIG, f"{len(found)} functions take the whole config: {found}"
+
+
+def test_below_the_entry_points_every_section_is_typed_by_the_schema():
+    """No parameter or field below `sweep.app` and `sweep.evaluate` is a bare `DictConfig`: each names the schema's
+    class of the section it reads (`sweep.config.schema`), so that mypy checks the keys it reads."""
+    found = [
+        where
+        for module, path in MODULES.items()
+        if module not in ENTRY_POINTS
+        for where in bare_dictconfig_annotations(path.read_text(), module)
+    ]
+    assert found == [], f"{len(found)} bare DictConfig annotations: {found}"
+
+
+def test_the_scan_finds_a_bare_dictconfig():
+    source = (
+        "def f(a: DictConfig, b: 'DictConfig | None', c: StudyConfig) -> DictConfig: ...\n"
+        "class C:\n    cfg: omegaconf.DictConfig\n    study: StudyConfig\n"
+    )
+    assert bare_dictconfig_annotations(source, "m") == ["m.f(a)", "m.f(b)", "m.C.cfg"]
+
+
+def test_a_trial_reads_its_own_settings_not_the_study():
+    """One trial (`sweep.training.trial`) reads its `TrialSettings`: never the study's search space or name."""
+    tree = ast.parse(MODULES["sweep.training.trial"].read_text())
+    study_reads = sorted(
+        {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)} & {"study", "search_space"}
+    )
+    assert study_reads == [], study_reads
+    settings = importlib.import_module("sweep.training.trial_settings").TrialSettings
+    assert not {"study", "search_space", "name"} & set(settings.__dataclass_fields__)
+
+
+# Tracking behind an interface: a trial and its evaluations log through `sweep.loggers.TrialLogger` (the run the study
+# hands the trial), which sweep.tracking implements with MLflow; these import nothing of sweep.tracking.
+LOG_THROUGH_THE_INTERFACE = ("sweep.evaluation", "sweep.stats", "sweep.training.trial", "sweep.training.trainer")
+
+
+def tracking_imports(importers: tuple[str, ...]) -> list[str]:
+    """Every import of a `sweep.tracking` module by a module of `importers` (packages or modules)."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if any(module == unit or module.startswith(f"{unit}.") for unit in importers)
+        for target in targets
+        if unit_of(target) == "sweep.tracking"
+    )
+
+
+def test_a_trial_and_its_evaluations_log_through_the_trial_logger():
+    assert tracking_imports(LOG_THROUGH_THE_INTERFACE) == []
+    assert tracking_imports(("sweep.study.setup", "sweep.study.storage_retry")) == [], "the SQLite lock is config's"

@@ -1,6 +1,8 @@
 """Layer 1, the config boundary: the typed schema (composition, Hydra's errors as `ConfigError`), the checks
-vocabulary and section checks, input checks, scale vs temperature and the search space. Imports nothing from sweep but
-`sweep.names`. Importing any of it registers the schema with Hydra's ConfigStore, which the YAML's defaults need."""
+vocabulary and section checks, input checks, scale vs temperature, the search space and what a config's databases
+need (their drivers, the SQLite lock of Optuna's and MLflow's stores). Imports nothing from sweep but `sweep.names`
+and `sweep.errors`. Importing any of it registers the schema with Hydra's ConfigStore, which the YAML's defaults
+need."""
 
 from sweep.config.checks import (
     AUTO_EVAL_BATCH_SIZE,
@@ -21,13 +23,15 @@ from sweep.config.input_checks import (
     check_optimizer_and_scheduler,
     check_swept_overrides,
 )
-from sweep.config.scale_temperature import resolve_scale
-from sweep.config.schema import SweepConfig
+from sweep.config.scale_temperature import scale_values
+from sweep.config.schema import LossConfig, SweepConfig
 from sweep.config.search_space import Space
+from sweep.config.sqlite_lock import sqlite_init_lock
 
 __all__ = [
     "AUTO_EVAL_BATCH_SIZE",
     "CONFIG_DIR",
+    "LossConfig",
     "Placement",
     "Space",
     "SweepConfig",
@@ -46,6 +50,7 @@ __all__ = [
     "require_choice",
     "require_int",
     "require_number",
-    "resolve_scale",
+    "scale_values",
+    "sqlite_init_lock",
     "trial_records",
 ]

@@ -1,19 +1,21 @@
-"""The bottom layer: the config tree, `ConfigError` and the one validation vocabulary (``require_*``), the checks of
-the plain config sections, scale/temperature, number lists and flattening for logging. Imports only `sweep.names`.
-(The config's types, its composition and Hydra's errors as `ConfigError`: `sweep.config.schema`.)"""
+"""The bottom layer: the config tree, the one validation vocabulary (``require_*``, and `Problems`, which collects
+the errors of independent checks so that one pass names every bad key), the checks of the plain config sections,
+number lists and flattening for logging. Imports only `sweep.names` and `sweep.errors`. (The config's types:
+`sweep.config.schema`; its composition and Hydra's errors as `ConfigError`: `sweep.config.composition`.)"""
 
 from __future__ import annotations
 
 import copy
 import math
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from sweep.errors import ConfigError
+from sweep.config.schema import DataConfig, ModelConfig, StudyConfig, TrialConfig
+from sweep.errors import ConfigError, ConfigErrors
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 
 # The Hydra config tree ships inside the package, so an installed wheel finds it from any directory. A project's own
@@ -33,8 +35,49 @@ METRICS = (ATTR_VALIDATION_SPEARMAN,)  # study.metric: what the study records as
 SAVE_MODELS = ("none", "best", "all")  # trial.save_model (sweep.training.kept_models)
 
 
-def plain_dict(node: DictConfig | ListConfig, resolve: bool = True) -> dict[str, Any]:
-    """A mapping node as a plain dict (`OmegaConf.to_container`, typed for any container kind and key type)."""
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+Node = TypeVar("Node")  # a config node: the whole config or one of its sections
+
+
+class Problems:
+    """The `ConfigError`s of independent checks, collected: each check runs whatever the others found, so that one
+    pass names every bad key, once (`raise_any` raises them together as `ConfigErrors`, one line per key)."""
+
+    def __init__(self) -> None:
+        self.errors: list[ConfigError] = []
+
+    def add(self, error: ConfigError, where: str = "") -> None:
+        """Record `error` (each of the errors a `ConfigErrors` holds), with `where` (the grid point it was found
+        at) appended to its message; a key already named (by another check, or at another grid point) is not named
+        again."""
+        named = {recorded.key for recorded in self.errors}
+        for found in error.errors if isinstance(error, ConfigErrors) else [error]:
+            if found.key not in named:
+                named.add(found.key)
+                self.errors.append(ConfigError(found.key, found.value, found.allowed + where) if where else found)
+
+    def check(self, check: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs) -> Result | None:
+        """``check(*args, **kwargs)``, its result; None when it raised a `ConfigError` (recorded)."""
+        try:
+            return check(*args, **kwargs)
+        except ConfigError as error:
+            self.add(error)
+            return None
+
+    def found_in(self, section: str) -> bool:
+        """Whether an error names a key of `section` (``data``: ``data.train.columns``, ...)."""
+        return any(error.key == section or error.key.startswith(f"{section}.") for error in self.errors)
+
+    def raise_any(self) -> None:
+        """Raise the errors found (nothing when none was)."""
+        if self.errors:
+            raise ConfigErrors(self.errors)
+
+
+def plain_dict(node: object, resolve: bool = True) -> dict[str, Any]:
+    """A mapping node (any section of the config, or a loose mapping in it) as a plain dict
+    (`OmegaConf.to_container`, typed for any container kind and key type)."""
     container = OmegaConf.to_container(node, resolve=resolve)
     if not isinstance(container, dict):
         raise TypeError(f"expected a mapping, got {type(container).__name__}")
@@ -107,54 +150,60 @@ def parse_numbers(key: str, value: Any, kind: type = int) -> tuple:
     return tuple(numbers)
 
 
-def validate_model(model: DictConfig) -> None:
-    require_choice("model.kind", model.kind, MODEL_KINDS)
-    require_choice("model.static_init", model.static_init, STATIC_INITS)
-    require_choice("model.pooling", model.pooling, POOLINGS)
+def validate_model(model: ModelConfig) -> None:
+    problems = Problems()
+    problems.check(require_choice, "model.kind", model.kind, MODEL_KINDS)
+    problems.check(require_choice, "model.static_init", model.static_init, STATIC_INITS)
+    problems.check(require_choice, "model.pooling", model.pooling, POOLINGS)
     if not isinstance(model.name_or_path, str) or not model.name_or_path:
-        raise ConfigError("model.name_or_path", model.name_or_path, "must be a hub model name or a local path")
+        problems.add(ConfigError("model.name_or_path", model.name_or_path, "must be a hub model name or a local path"))
     if model.num_layers is not None:
-        require_int("model.num_layers", model.num_layers)
+        problems.check(require_int, "model.num_layers", model.num_layers)
     if model.embedding_dim is not None:
-        require_int("model.embedding_dim", model.embedding_dim)
-    require_int("model.max_seq_length", model.max_seq_length)
-    require_number("model.learning_rate", model.learning_rate, 0.0)
+        problems.check(require_int, "model.embedding_dim", model.embedding_dim)
+    problems.check(require_int, "model.max_seq_length", model.max_seq_length)
+    problems.check(require_number, "model.learning_rate", model.learning_rate, 0.0)
     if model.config_overrides and not model.reinit:
-        raise ConfigError(
-            "model.config_overrides",
-            OmegaConf.to_container(model.config_overrides),
-            "changes the architecture, so pretrained weights cannot load: set model.reinit=true",
+        problems.add(
+            ConfigError(
+                "model.config_overrides",
+                OmegaConf.to_container(model.config_overrides),
+                "changes the architecture, so pretrained weights cannot load: set model.reinit=true",
+            )
         )
     if model.kind == "static" and (model.num_layers is not None or model.config_overrides):
-        raise ConfigError(
-            "model.num_layers",
-            model.num_layers,
-            "applies to model.kind=transformer only (a static model has no layers)",
+        problems.add(
+            ConfigError(
+                "model.num_layers",
+                model.num_layers,
+                "applies to model.kind=transformer only (a static model has no layers)",
+            )
         )
+    problems.raise_any()
 
 
-def validate_trial(trial: DictConfig) -> None:
+def validate_trial(trial: TrialConfig) -> None:
+    problems = Problems()
     if trial.max_steps is not None:  # null: one pass over the training rows (sweep.training.trial.train)
-        require_int("trial.max_steps", trial.max_steps, note="or null for one pass over the training rows")
-    require_int("trial.batch_size", trial.batch_size, minimum=2)
-    require_int("trial.eval_steps", trial.eval_steps)
+        note = "or null for one pass over the training rows"
+        problems.check(require_int, "trial.max_steps", trial.max_steps, note=note)
+    problems.check(require_int, "trial.batch_size", trial.batch_size, minimum=2)
+    problems.check(require_int, "trial.eval_steps", trial.eval_steps)
     if trial.early_stopping_patience is not None:
-        require_int(
-            "trial.early_stopping_patience",
-            trial.early_stopping_patience,
-            note="evaluations without improvement before training stops, or null to train all trial.max_steps",
-        )
-    require_int("trial.logging_steps", trial.logging_steps)
-    require_auto_or_int("trial.eval_batch_size", trial.eval_batch_size)
-    require_int("trial.seed", trial.seed, minimum=0)
-    require_number("trial.learning_rate", trial.learning_rate, 0.0)
-    require_number("trial.weight_decay", trial.weight_decay, 0.0)
-    require_number("trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
-    require_choice("trial.precision", trial.precision, PRECISIONS)
-    require_choice("trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
-    require_choice("trial.save_model", trial.save_model, SAVE_MODELS)
+        note = "evaluations without improvement before training stops, or null to train all trial.max_steps"
+        problems.check(require_int, "trial.early_stopping_patience", trial.early_stopping_patience, note=note)
+    problems.check(require_int, "trial.logging_steps", trial.logging_steps)
+    problems.check(require_auto_or_int, "trial.eval_batch_size", trial.eval_batch_size)
+    problems.check(require_int, "trial.seed", trial.seed, minimum=0)
+    problems.check(require_number, "trial.learning_rate", trial.learning_rate, 0.0)
+    problems.check(require_number, "trial.weight_decay", trial.weight_decay, 0.0)
+    problems.check(require_number, "trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
+    problems.check(require_choice, "trial.precision", trial.precision, PRECISIONS)
+    problems.check(require_choice, "trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
+    problems.check(require_choice, "trial.save_model", trial.save_model, SAVE_MODELS)
     if trial.torch_threads is not None:
-        require_int("trial.torch_threads", trial.torch_threads)
+        problems.check(require_int, "trial.torch_threads", trial.torch_threads)
+    problems.raise_any()
 
 
 # A transformer fine-tuned with AdamW above this learning rate collapses: all-MiniLM-L6-v2 at the static model's 0.05
@@ -163,7 +212,7 @@ def validate_trial(trial: DictConfig) -> None:
 MAX_TRANSFORMER_LEARNING_RATE = 1e-3
 
 
-def validate_learning_rate(trial: DictConfig, model: DictConfig) -> None:
+def validate_learning_rate(trial: TrialConfig, model: ModelConfig) -> None:
     """A transformer is not trained at a static model's learning rate (`MAX_TRANSFORMER_LEARNING_RATE`)."""
     lr = trial.learning_rate
     if model.kind == "transformer" and lr > MAX_TRANSFORMER_LEARNING_RATE:
@@ -176,38 +225,50 @@ def validate_learning_rate(trial: DictConfig, model: DictConfig) -> None:
         )
 
 
-def validate_data(data: DictConfig) -> None:
-    require_choice("data.source", data.source, DATA_SOURCES)
-    for split in ("train", "validation", "test"):
-        spec = data[split]
+def validate_data(data: DataConfig) -> None:
+    problems = Problems()
+    problems.check(require_choice, "data.source", data.source, DATA_SOURCES)
+    for split, spec in (("train", data.train), ("validation", data.validation), ("test", data.test)):
         if spec.max_samples is not None:
-            require_int(f"data.{split}.max_samples", spec.max_samples)
+            problems.check(require_int, f"data.{split}.max_samples", spec.max_samples)
         if not spec.columns:
-            raise ConfigError(f"data.{split}.columns", spec.columns, "must list the columns to use, in order")
+            problems.add(ConfigError(f"data.{split}.columns", spec.columns, "must list the columns to use, in order"))
     if list(data.validation.columns)[-1:] != ["score"] or list(data.test.columns)[-1:] != ["score"]:
-        raise ConfigError(
-            "data.validation.columns",
-            list(data.validation.columns),
-            "STSB evaluation needs [sentence1, sentence2, score]",
+        problems.add(
+            ConfigError(
+                "data.validation.columns",
+                list(data.validation.columns),
+                "STSB evaluation needs [sentence1, sentence2, score]",
+            )
         )
+    problems.raise_any()
 
 
-def validate_study(study: DictConfig) -> None:
+def validate_study(study: StudyConfig) -> None:
     """Check the study's own keys (its sampler, pruner and search space are checked where they are built)."""
+    problems = Problems()
     if not isinstance(study.name, str) or not study.name:
-        raise ConfigError("name", study.name, "must be a non-empty string (quote numbers: name='\"2024\"')")
-    require_choice("study.direction", study.direction, DIRECTIONS)
-    require_choice("study.metric", study.metric, METRICS)
-    for key in ("n_trials", "max_failures", "max_repeated_failures"):
-        if study[key] is not None:
-            require_int(f"study.{key}", study[key], note="or null")
-    require_int("study.n_workers", study.n_workers)
-    require_int("study.max_retries", study.max_retries, minimum=0)
-    require_int("study.pack", study.pack, minimum=1)
-    require_int("study.heartbeat_interval", study.heartbeat_interval, note="seconds")
-    require_number("study.outage_timeout_s", study.outage_timeout_s, low=0, strict=True, note="seconds")
+        problems.add(ConfigError("name", study.name, "must be a non-empty string (quote numbers: name='\"2024\"')"))
+    problems.check(require_choice, "study.direction", study.direction, DIRECTIONS)
+    problems.check(require_choice, "study.metric", study.metric, METRICS)
+    for key, value in (
+        ("n_trials", study.n_trials),
+        ("max_failures", study.max_failures),
+        ("max_repeated_failures", study.max_repeated_failures),
+    ):
+        if value is not None:
+            problems.check(require_int, f"study.{key}", value, note="or null")
+    if study.timeout is not None:
+        problems.check(require_number, "study.timeout", study.timeout, low=0, strict=True, note="seconds, or null")
+    problems.check(require_int, "study.n_workers", study.n_workers)
+    problems.check(require_int, "study.max_retries", study.max_retries, minimum=0)
+    problems.check(require_int, "study.pack", study.pack, minimum=1)
+    problems.check(require_int, "study.heartbeat_interval", study.heartbeat_interval, note="seconds")
+    problems.check(require_number, "study.outage_timeout_s", study.outage_timeout_s, low=0, strict=True, note="seconds")
     if study.pack_memory_gib is not None:
-        require_number("study.pack_memory_gib", study.pack_memory_gib, low=0, strict=True, note="GiB, or null")
+        note = "GiB, or null"
+        problems.check(require_number, "study.pack_memory_gib", study.pack_memory_gib, low=0, strict=True, note=note)
+    problems.raise_any()
 
 
 # `trial.eval_batch_size: auto`, measured with `python -m benchmarks` (item 6): static models encode fastest in
@@ -215,11 +276,11 @@ def validate_study(study: DictConfig) -> None:
 AUTO_EVAL_BATCH_SIZE = {"static": 256, "transformer_cpu": 32, "transformer_gpu": 256}
 
 
-def eval_batch_size(trial: DictConfig, model_kind: str) -> int:
+def eval_batch_size(trial: TrialConfig, model_kind: str) -> int:
     """``trial.eval_batch_size`` (of the `trial` section), with ``auto`` read as the batch size that encodes fastest
     for the model kind (``model.kind``) and device."""
     if trial.eval_batch_size != "auto":
-        return trial.eval_batch_size
+        return cast(int, trial.eval_batch_size)  # an integer once checked (`require_auto_or_int`)
     if model_kind == "static":
         return AUTO_EVAL_BATCH_SIZE["static"]
     import torch  # slow to import: only for a transformer with trial.eval_batch_size=auto
@@ -228,22 +289,19 @@ def eval_batch_size(trial: DictConfig, model_kind: str) -> int:
     return AUTO_EVAL_BATCH_SIZE["transformer_gpu" if on_gpu else "transformer_cpu"]
 
 
-def resolve_eval_batch_size(cfg: DictConfig) -> DictConfig:
-    """A copy of `cfg` with ``trial.eval_batch_size: auto`` replaced by the value used (for the logged params)."""
-    return with_values(cfg, {"trial.eval_batch_size": eval_batch_size(cfg.trial, cfg.model.kind)})
-
-
-def with_values(cfg: DictConfig, values: Mapping[str, Any]) -> DictConfig:
-    """A copy of `cfg` with each dotted key of `values` set (a resolved config is a new one: `cfg` is unchanged)."""
-    resolved = copy.deepcopy(cfg)
+def with_values(node: Node, values: Mapping[str, Any]) -> Node:
+    """A copy of the config `node` (the whole config or a section) with each dotted key of `values` set (a resolved
+    config is a new one: `node` is unchanged)."""
+    resolved = copy.deepcopy(node)
     for key, value in values.items():
-        OmegaConf.update(resolved, key, value, merge=False)
+        OmegaConf.update(cast(DictConfig, resolved), key, value, merge=False)
     return resolved
 
 
-def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
-    """Flatten a (resolved) config into dotted keys, e.g. {"loss.scale": 20.0}; lists stay values."""
-    container = plain_dict(cfg) if isinstance(cfg, (DictConfig, ListConfig)) else cfg
+def flatten(tree: object, prefix: str = "") -> dict[str, Any]:
+    """Flatten a (resolved) config node or plain dict into dotted keys, e.g. {"loss.scale": 20.0}; lists stay
+    values."""
+    container = tree if isinstance(tree, dict) else plain_dict(tree)
     flat: dict[str, Any] = {}
     for key, value in container.items():
         dotted = f"{prefix}{key}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import hydra
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
 
 from sweep.config.checks import CONFIG_DIR
-from sweep.config.schema import OPEN_SECTIONS, register
+from sweep.config.schema import OPEN_SECTIONS, SweepConfig, register
 from sweep.errors import ConfigError
 
 # What a schema type asks for, by the words of OmegaConf's ValidationError.
@@ -85,7 +85,7 @@ def config_error(error: BaseException, overrides: Sequence[str] = ()) -> ConfigE
     return None
 
 
-def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
+def compose_config(overrides: Sequence[str] = ()) -> SweepConfig:
     """The project config with Hydra ``overrides``, outside ``python -m sweep`` (reports, the benchmark, tests).
     A value the schema refuses is a `ConfigError`."""
     register()
@@ -95,29 +95,32 @@ def compose_config(overrides: Sequence[str] = ()) -> DictConfig:
     except (HydraException, OmegaConfBaseException) as error:
         raise config_error(error, overrides) or error from None
     check_known_keys(cfg)
-    return cfg
+    return cast(SweepConfig, cfg)  # a DictConfig of the schema, which SweepConfig describes key for key
 
 
-def check_known_keys(cfg: DictConfig) -> None:
-    """Refuse a key the schema does not declare (``+trial.max_stepz=5`` adds one that nothing would read)."""
-    unknown = unknown_keys(cfg)
-    if unknown:
-        value = OmegaConf.select(cfg, unknown[0])
+def check_known_keys(node: object) -> None:
+    """Refuse a key the schema does not declare (``+trial.max_stepz=5`` adds one that nothing would read) in the config
+    node `node` (the whole config, or a section)."""
+    unknown = unknown_keys(node)
+    if unknown:  # found in a DictConfig (`unknown_keys`)
+        value = OmegaConf.select(cast(DictConfig, node), unknown[0])
         raise ConfigError(unknown[0], value, "is not a key of the config (see `python -m sweep --cfg job`)")
 
 
-def unknown_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
-    """Dotted keys of `cfg` that its schema does not declare: Hydra's ``+key=value`` adds a key even to a typed node,
-    where it would be silently ignored."""
+def unknown_keys(node: object, prefix: str = "") -> list[str]:
+    """Dotted keys of the config node `node` that its schema does not declare: Hydra's ``+key=value`` adds a key even
+    to a typed node, where it would be silently ignored."""
+    if not isinstance(node, DictConfig):
+        return []
     found: list[str] = []
-    schema = OmegaConf.get_type(cfg)
+    schema = OmegaConf.get_type(node)
     declared = {f.name for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else None
-    for key in cfg.keys():
+    for key in node.keys():
         dotted = f"{prefix}{key!s}"
         if declared is not None and key not in declared and prefix.rstrip(".") not in OPEN_SECTIONS:
             found.append(dotted)
             continue
-        node = cfg._get_node(key)
-        if isinstance(node, DictConfig) and not node._is_missing() and not node._is_none():
-            found += unknown_keys(node, f"{dotted}.")
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            found += unknown_keys(child, f"{dotted}.")
     return found

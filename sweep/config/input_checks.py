@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from sweep.config.checks import flatten
+from sweep.config.schema import TrialConfig
 from sweep.errors import ConfigError
 
 DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
@@ -20,7 +19,7 @@ DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 LINKED_KEYS = {"loss.scale": "loss.temperature", "loss.temperature": "loss.scale"}
 
 
-def check_optimizer_and_scheduler(trial: DictConfig) -> None:
+def check_optimizer_and_scheduler(trial: TrialConfig) -> None:
     """`trial.optimizer` and `trial.lr_scheduler` are names transformers knows."""
     from transformers.trainer_utils import SchedulerType
     from transformers.training_args import OptimizerNames
@@ -106,18 +105,17 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def check_swept_overrides(cfg: DictConfig, overrides: Sequence[str], declared: dict[str, Any]) -> None:
-    """Refuse a command-line override (``loss.scale=-1``) of a key the search space sets in every trial."""
+def check_swept_overrides(overrides: Sequence[str], declared: dict[str, Any], values: Mapping[str, Any]) -> None:
+    """Refuse a command-line override (``loss.scale=-1``) of a key the search space sets in every trial (``values``:
+    the config's flat keys, `flatten`, for the message)."""
     swept = flatten(declared)
     for override in overrides:
         key = override.partition("=")[0].lstrip("+~")
         for setter in (key, LINKED_KEYS.get(key)):
             if setter in swept:
-                value = OmegaConf.select(cfg, key)
-                values = swept[setter]
                 raise ConfigError(
                     key,
-                    value,
-                    f"is set in every trial by the search space (study.search_space.{setter}={values}), so this "
-                    f"override would be ignored: sweep other values with 'study.search_space.{setter}=[...]'",
+                    values.get(key),
+                    f"is set in every trial by the search space (study.search_space.{setter}={swept[setter]}), so "
+                    f"this override would be ignored: sweep other values with 'study.search_space.{setter}=[...]'",
                 )

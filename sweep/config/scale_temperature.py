@@ -12,9 +12,10 @@ import functools
 import math
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
-from sweep.config.checks import CONFIG_DIR, plain_dict, require_number, with_values
+from sweep.config.checks import CONFIG_DIR, plain_dict, require_number
+from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
 
 KEYS = ("scale", "temperature")
@@ -35,7 +36,7 @@ def agree(scale: float, temperature: float) -> bool:
     return math.isclose(float(scale) * float(temperature), 1.0, rel_tol=1e-9)
 
 
-def winning_key(loss: DictConfig) -> str | None:
+def winning_key(loss: LossConfig) -> str | None:
     """``"scale"`` or ``"temperature"``: the key that defines the scale (None when neither is given)."""
     scale, temperature = loss.get("scale"), loss.get("temperature")
     if temperature is None:
@@ -58,7 +59,7 @@ def winning_key(loss: DictConfig) -> str | None:
     )
 
 
-def scale_values(loss: DictConfig) -> dict[str, float]:
+def scale_values(loss: LossConfig) -> dict[str, float]:
     """``{"loss.scale": S, "loss.temperature": 1/S}``, consistent (empty for a loss without `loss.scale`).
 
     The key the user set wins over the loss's default for the other; two set keys that disagree are refused
@@ -80,15 +81,10 @@ def scale_values(loss: DictConfig) -> dict[str, float]:
     return {"loss.scale": scale, "loss.temperature": math.inf if scale == 0 else 1.0 / scale}
 
 
-def given_scale(loss: DictConfig) -> float | None:
+def given_scale(loss: LossConfig) -> float | None:
     """The scale a config sets itself (`scale_values`), or None when `loss.scale` and `loss.temperature` both keep
     the loss's own default (a loss without `loss.scale`: None)."""
     defaults = _loss_defaults(str(loss.get("name")))
     if defaults and all(loss.get(key) == defaults.get(key) for key in KEYS):
         return None
     return scale_values(loss).get("loss.scale")
-
-
-def resolve_scale(cfg: DictConfig) -> DictConfig:
-    """A copy of `cfg` whose `loss.scale` and `loss.temperature` agree (scale = 1/temperature): `scale_values`."""
-    return with_values(cfg, scale_values(cfg.loss))

@@ -37,16 +37,20 @@ refuse a form it accepts:
 - ``eval.extra`` entries (their keys depend on ``kind``: checked by `sweep.evaluation.extra_sets.validate`),
   ``model.config_overrides`` (any Hugging Face config field) and ``study.search_space`` (nested like the config).
 
-Untyped: ``loss`` itself (all but ``loss.wrapper`` and ``loss.scale_schedule``). Its keys depend on ``loss.name``
-(``scale`` and ``temperature`` for MNRL, ``w1..w3`` and three scales for AnglE, a guide for GIST, ...), and
-``loss.name`` may be changed by an override or an experiment without changing the group option, so no single schema
-fits; the loss registry (`sweep.losses.LOSSES`, each `LossSpec.check`) owns those keys and their checks.
+Untyped for OmegaConf: ``loss`` itself (all but ``loss.wrapper`` and ``loss.scale_schedule``). Its keys depend on
+``loss.name`` (``scale`` and ``temperature`` for MNRL, ``w1..w3`` and three scales for AnglE, a guide for GIST, ...),
+and ``loss.name`` may be changed by an override or an experiment without changing the group option, so no single
+schema fits; the loss registry (`sweep.losses.LOSSES`, each `LossSpec.check`) owns those keys and their checks. For
+mypy the section is `LossConfig`: its name, wrapper and schedule typed, its other keys read by name.
+
+Every function below the entry points takes the section it reads, annotated with its class here (a `DictConfig` of
+this schema at run time, which these classes describe key for key), so that mypy checks the keys it reads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -116,6 +120,31 @@ class ScaleScheduleConfig:
     period_steps: int | None = MISSING
     start_scale: float | None = MISSING
     end_scale: float | None = MISSING
+
+
+class LossConfig(Protocol):
+    """The `loss` section as the code reads it (an annotation only: OmegaConf keeps the section untyped, see the
+    module docstring): `name`, `wrapper` and `scale_schedule` typed, any other key (``scale``, ``temperature``,
+    AnglE's weights, GIST's guide, ...) read by name as the loss's own module declares it."""
+
+    name: str
+    wrapper: WrapperConfig
+    scale_schedule: ScaleScheduleConfig
+
+    def __getattr__(self, key: str) -> Any: ...
+
+    def __getitem__(self, key: str) -> Any: ...
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
+
+# The type of `SweepConfig.loss`: `LossConfig` for mypy, Any for OmegaConf (a protocol is no schema type).
+if TYPE_CHECKING:
+    LossSection = LossConfig
+else:
+    LossSection = Any
 
 
 @dataclass
@@ -249,7 +278,7 @@ class SweepConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    loss: Any = MISSING
+    loss: LossSection = MISSING
     trial: TrialConfig = field(default_factory=TrialConfig)
     study: StudyConfig = field(default_factory=StudyConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)

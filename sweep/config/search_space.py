@@ -11,16 +11,17 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, cast
 
 import optuna
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from sweep.config.checks import plain_dict
 from sweep.config.composition import config_error
+from sweep.config.schema import SweepConfig
 from sweep.errors import ConfigError
 from sweep.names import PARAM_SEED
 
@@ -28,9 +29,10 @@ Space = dict[str, "list[Any] | BaseDistribution"]
 GridValue = None | bool | int | float | str
 
 
-def parse(node: DictConfig | dict, prefix: str = "study.search_space") -> Space:
-    """Flatten the nested search space into ``{dotted.key: list | distribution}``."""
-    container = plain_dict(node) if isinstance(node, (DictConfig, ListConfig)) else node
+def parse(node: Mapping[str, Any], prefix: str = "study.search_space") -> Space:
+    """Flatten the nested search space (`study.search_space`, a plain dict or its config node) into
+    ``{dotted.key: list | distribution}``."""
+    container = node if isinstance(node, dict) else plain_dict(node)
     space: Space = {}
     for name, leaf in _leaves(container, ""):
         where = f"{prefix}.{name}"
@@ -152,10 +154,10 @@ def _ask(trial: optuna.Trial, name: str, spec: BaseDistribution) -> Any:
     return trial.suggest_categorical(name, spec.choices)
 
 
-def apply(cfg: DictConfig, params: dict[str, Any]) -> DictConfig:
+def apply(cfg: SweepConfig, params: dict[str, Any]) -> SweepConfig:
     """A resolved copy of `cfg` (typed by the same schema) with each dotted key set to its value. Setting a scale
     clears a temperature and vice versa. A value the schema refuses is a `ConfigError` naming the search-space key."""
-    trial_cfg = copy.deepcopy(cfg)
+    trial_cfg = cast(DictConfig, copy.deepcopy(cfg))  # a DictConfig of the schema (SweepConfig its keys)
     OmegaConf.resolve(trial_cfg)
     for key, value in params.items():
         if OmegaConf.select(trial_cfg, key, default="__missing__") == "__missing__":
@@ -172,7 +174,7 @@ def apply(cfg: DictConfig, params: dict[str, Any]) -> DictConfig:
             trial_cfg.loss.temperature = None
         if key == "loss.temperature" and "loss.scale" not in params:
             trial_cfg.loss.scale = None
-    return trial_cfg
+    return cast(SweepConfig, trial_cfg)
 
 
 def candidate_points(space: Space, limit: int = 4096) -> list[dict[str, Any]]:

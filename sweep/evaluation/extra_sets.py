@@ -31,7 +31,7 @@ from sentence_transformers.sentence_transformer.evaluation import (
 )
 
 from sweep.config.checks import plain_dict, require_int
-from sweep.config.schema import EvalConfig
+from sweep.config.schema import DataConfig, EvalConfig, SplitConfig
 from sweep.errors import ConfigError
 from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX
@@ -59,7 +59,7 @@ MEAN_OBJECTIVE = "mean"  # eval.objective=mean: mean of STSB validation and each
 RESERVED_PREFIXES = ("stsb", "sim", "train", "objective")
 
 
-def specs(ev: EvalConfig) -> list[DictConfig]:
+def specs(ev: EvalConfig) -> list[Any]:
     """The ``eval.extra`` entries of the `eval` section (an empty list when the key is null)."""
     return list(ev.extra or [])
 
@@ -110,16 +110,21 @@ def validate(ev: EvalConfig) -> None:
                 raise ConfigError(f"{key}.{labels}", spec[labels], "applies to kind labelled_pairs only")
 
 
-def _as_data(data: DictConfig, spec: DictConfig) -> DictConfig:
-    """The entry as a one-split data config, so that ``sweep.inputs.data`` finds and checks its file like any split."""
-    split = {k: spec.get(k) for k in ("hub_name", "hub_subset", "hub_split", "local_file", "columns", "max_samples")}
-    split["hub_split"] = split["hub_split"] or "test"
-    return OmegaConf.create({"source": data.source, "local_dir": data.local_dir, "set": split})
+def _as_split(spec: Mapping[str, Any]) -> SplitConfig:
+    """The entry as a data split, so that ``sweep.inputs.data`` finds and checks its file like any split."""
+    return SplitConfig(
+        hub_name=spec.get("hub_name"),
+        hub_subset=spec.get("hub_subset"),
+        hub_split=spec.get("hub_split") or "test",
+        local_file=spec.get("local_file"),
+        columns=list(spec["columns"]),
+        max_samples=spec.get("max_samples"),
+    )
 
 
-def _binary_labels(dataset: Dataset, spec: DictConfig, key: str) -> Dataset:
+def _binary_labels(dataset: Dataset, spec: Mapping[str, Any], key: str) -> Dataset:
     """Map the label column to 1 (positive_labels) / 0 (negative_labels), dropping rows with other labels."""
-    label = spec.columns[2]
+    label = spec["columns"][2]
     positive = set(spec.get("positive_labels") or [1])
     negative = set(spec.get("negative_labels") or [0])
     kept = dataset.filter(lambda row: row[label] in positive or row[label] in negative)
@@ -128,23 +133,24 @@ def _binary_labels(dataset: Dataset, spec: DictConfig, key: str) -> Dataset:
     if found != {0, 1}:
         raise ConfigError(
             f"{key}.columns",
-            list(spec.columns),
+            list(spec["columns"]),
             f"column {label!r} must hold both classes after mapping positive_labels {sorted(positive)} to 1 and "
             f"negative_labels {sorted(negative)} to 0 (found {sorted(found)} in {len(kept)} rows); set them",
         )
     return kept
 
 
-def set_source(ev: EvalConfig, data: DictConfig, index: int) -> data_module.SplitSource:
+def set_source(ev: EvalConfig, data: DataConfig, index: int) -> data_module.SplitSource:
     """Where entry ``index`` of ``eval.extra`` is read from (its file or hub dataset; ``data``: the `data` section)."""
-    return data_module.resolve_source(_as_data(data, specs(ev)[index]), "set", where=f"eval.extra.{index}")
+    split = _as_split(specs(ev)[index])
+    return data_module.locate(data.source, data.local_dir, "set", split, f"eval.extra.{index}")
 
 
-def load_set(ev: EvalConfig, data: DictConfig, index: int) -> Dataset:
+def load_set(ev: EvalConfig, data: DataConfig, index: int) -> Dataset:
     """Entry ``index`` of ``eval.extra``: its columns, labels mapped to 0/1, a seeded ``max_samples`` subset."""
     spec, key = specs(ev)[index], f"eval.extra.{index}"
-    dataset = data_module.load_split(_as_data(data, spec), "set", where=key)
-    if spec.kind == "labelled_pairs":
+    dataset = data_module.load(set_source(ev, data, index), _as_split(spec), key)
+    if spec["kind"] == "labelled_pairs":
         dataset = _binary_labels(dataset, spec, key)
     return data_module.subset(dataset, spec.get("max_samples"), data.seed)
 
@@ -192,7 +198,7 @@ class ExtraEvaluators:
     sets: dict[str, tuple[Dataset, data_module.SplitSource]] = field(default_factory=dict)  # by name: rows, source
 
     @classmethod
-    def from_config(cls, ev: EvalConfig, data: DictConfig, batch_size: int) -> ExtraEvaluators:
+    def from_config(cls, ev: EvalConfig, data: DataConfig, batch_size: int) -> ExtraEvaluators:
         """The sets of the `eval` section, read where the `data` section says, scored in batches of ``batch_size``."""
         entries, sets = [], {}
         for index, spec in enumerate(specs(ev)):
@@ -223,7 +229,7 @@ class ExtraCache:
 
     _built: dict[str, ExtraEvaluators] = field(default_factory=dict)
 
-    def get(self, ev: EvalConfig, data: DictConfig, batch_size: int) -> ExtraEvaluators:
+    def get(self, ev: EvalConfig, data: DataConfig, batch_size: int) -> ExtraEvaluators:
         key = json.dumps(
             [[OmegaConf.to_container(spec, resolve=True) for spec in specs(ev)], data.source, data.local_dir]
             + [data.seed, batch_size],
@@ -234,7 +240,7 @@ class ExtraCache:
         return self._built[key]
 
 
-def check_sets(ev: EvalConfig, data: DictConfig) -> None:
+def check_sets(ev: EvalConfig, data: DataConfig) -> None:
     """Read every set once before training: a missing file, missing columns, an empty set or unusable labels stop
     the study with one line naming the entry's key."""
     for index, spec in enumerate(specs(ev)):

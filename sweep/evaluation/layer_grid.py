@@ -23,13 +23,11 @@ sets are lists or comma strings (``"1,2,3"``), so that they can be Optuna grid v
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from datasets import Dataset
-from omegaconf import DictConfig
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
@@ -37,16 +35,14 @@ from sentence_transformers.sentence_transformer.losses.adaptive_layer import Tra
 from sentence_transformers.util import batch_to_device
 
 from sweep.config.checks import parse_numbers, require_choice
-from sweep.config.schema import EvalConfig, LayerGridConfig
+from sweep.config.schema import EvalConfig, LayerGridConfig, ModelConfig, PrunerConfig
 from sweep.errors import ConfigError
 from sweep.evaluation.objective import CELL, GRID_OBJECTIVES, allowed_objectives
 from sweep.inputs.model import model_shape
-
-if TYPE_CHECKING:
-    from sweep.tracking.mlflow_client import TrialRun
+from sweep.loggers import TrialLogger
 
 
-def grid_sets(grid: LayerGridConfig, model: DictConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def grid_sets(grid: LayerGridConfig, model: ModelConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The (layers, dims) of `eval.layer_grid` (``grid``) for the `model` section, defaults filled in: every layer
     1..L, the full dimension."""
     shape = model_shape(model)
@@ -59,11 +55,11 @@ def grid_sets(grid: LayerGridConfig, model: DictConfig) -> tuple[tuple[int, ...]
     return layers, dims
 
 
-def validate_layer_grid(ev: EvalConfig, model: DictConfig, pruner: DictConfig) -> None:
+def validate_layer_grid(ev: EvalConfig, model: ModelConfig, pruner: PrunerConfig) -> None:
     """Check the `eval` section against the `model` section and `study.pruner`: layers within the model, dims within
     its dimension, the objective and its cell."""
     require_choice("eval.objective", ev.objective, allowed_objectives(ev))
-    key, value = ("_target_", pruner.get("_target_")) if pruner.get("_target_") else ("name", pruner.name)
+    key, value = ("_target_", pruner._target_) if pruner._target_ else ("name", pruner.name)
     if ev.objective != "full" and value not in ("none", "optuna.pruners.NopPruner"):
         raise ConfigError(
             f"study.pruner.{key}",
@@ -173,7 +169,7 @@ def stsb_layer_grid(
     return layer_dim_spearman(model, table[first], table[second], table[score], layers, dims, batch_size)
 
 
-def log_layer_grid(run: TrialRun, table: pd.DataFrame, split: str, step: int) -> None:
+def log_layer_grid(run: TrialLogger, table: pd.DataFrame, split: str, step: int) -> None:
     """Log a grid as metrics at `step` and as the artifact ``layer_grid/stsb_{split}_step{step}.csv``."""
     run.log_metrics(grid_metrics(table, split), step=step)
     run.log_text(table.to_csv(index=False), f"layer_grid/stsb_{split}_step{step}.csv")

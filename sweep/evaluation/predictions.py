@@ -16,17 +16,17 @@ import numpy as np
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from sweep.loggers import TrialLogger
 from sweep.names import ARTIFACT_PREDICTIONS
 from sweep.stats.concentration import pair_cosines
 from sweep.stats.probe import EmbeddingKeepingEvaluator
-from sweep.tracking.mlflow_client import TrialRun
 
 
 def artifact_path(split: str) -> str:
     return ARTIFACT_PREDICTIONS.format(split=split)
 
 
-def log_predictions(run: TrialRun, evaluator: EmbeddingKeepingEvaluator, split: str) -> np.ndarray:
+def log_predictions(run: TrialLogger, evaluator: EmbeddingKeepingEvaluator, split: str) -> np.ndarray:
     """Log the cosines of ``evaluator``'s last call (on the trial's final model) with the gold scores; return the
     cosines."""
     embeddings1, embeddings2 = evaluator.last_embeddings

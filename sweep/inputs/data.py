@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import yaml
 from datasets import Dataset, load_dataset
-from omegaconf import DictConfig
 
 from sweep.config.checks import CONFIG_DIR
+from sweep.config.schema import DataConfig, SplitConfig
 from sweep.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class SplitSource:
 
     split: str
     local_file: Path | None
-    hub: tuple[str, str | None, str] | None
+    hub: tuple[str, str | None, str | None] | None
 
     def describe(self) -> str:
         if self.local_file is not None:
@@ -88,8 +88,19 @@ def shipped_local_files() -> frozenset[str]:
     return frozenset(names)
 
 
-def resolve_source(data: DictConfig, split: str, where: str | None = None) -> SplitSource:
-    """Decide where a split is read from, checking local files exist (before any training).
+def split_spec(data: DataConfig, split: str) -> SplitConfig:
+    """The section of `split` (one of `DATA_SPLITS`) in the `data` section."""
+    return {"train": data.train, "validation": data.validation, "test": data.test}[split]
+
+
+def resolve_source(data: DataConfig, split: str, where: str | None = None) -> SplitSource:
+    """Where `split` of the `data` section is read from (`locate`)."""
+    return locate(data.source, data.local_dir, split, split_spec(data, split), where or f"data.{split}")
+
+
+def locate(source: str, local_dir: str | None, split: str, spec: SplitConfig, where: str) -> SplitSource:
+    """Decide where a split (``spec``) is read from, checking local files exist (before any training); ``source``
+    and ``local_dir``: `data.source` and `data.local_dir`.
 
     A relative ``local_file`` is looked for in the current directory first, then in the local data directory.
     ``data.source=auto`` reads the hub dataset instead only when the file is one of the shipped configs' own names
@@ -97,26 +108,24 @@ def resolve_source(data: DictConfig, split: str, where: str | None = None) -> Sp
     nowhere stops the command, because the preset's hub dataset is not the data they asked for. Telling the
     shipped names from the user's by value needs no flag the user would have to reset when naming their file.
 
-    ``where`` is the config path of the split's spec in messages (default ``data.<split>``)."""
-    spec = data[split]
-    where = where or f"data.{split}"
+    ``where`` is the config path of the split's spec in messages (``data.<split>``, ``eval.extra.<index>``)."""
     key = f"{where}.local_file"
     hub = (spec.hub_name, spec.hub_subset, spec.hub_split) if spec.hub_name else None
-    if data.source == "hub" or (data.source == "auto" and not spec.local_file):
+    if source == "hub" or (source == "auto" and not spec.local_file):
         if hub is None:
             raise ConfigError(f"{where}.hub_name", spec.hub_name, "is needed when the data is read from the hub")
         return SplitSource(split, None, hub)
     if not spec.local_file:
         raise ConfigError(key, spec.local_file, "is needed when data.source=local")
     named = Path(spec.local_file).expanduser()
-    base = None if named.is_absolute() else find_local_dir(data.local_dir)
+    base = None if named.is_absolute() else find_local_dir(local_dir)
     tried = [named] if named.is_absolute() else [Path.cwd() / named, *([base / named] if base else [])]
     found = next((path for path in tried if path.is_file()), None)
     if found is not None:
         return SplitSource(split, found, None)
     looked = ", ".join(map(str, tried)) + ("" if base or named.is_absolute() else " (no local data directory)")
     shipped = spec.local_file in shipped_local_files()
-    if data.source == "auto" and shipped and hub is not None:
+    if source == "auto" and shipped and hub is not None:
         log.warning("%s not found (looked for %s); reading %s from the hub", spec.local_file, looked, split)
         return SplitSource(split, None, hub)
     if shipped:
@@ -128,18 +137,27 @@ def resolve_source(data: DictConfig, split: str, where: str | None = None) -> Sp
     raise ConfigError(key, spec.local_file, f"file not found (looked for {looked}); {fix}")
 
 
-def load_split(data: DictConfig, split: str, where: str | None = None) -> Dataset:
-    """Load one split and keep its configured columns (in order); logs its rows and where they come from."""
-    dataset, source = read_split(data, split, where)
-    log.info("%s: %d rows from %s", split, len(dataset), source.describe())
+def load_split(data: DataConfig, split: str) -> Dataset:
+    """Load one split of the `data` section and keep its configured columns (in order) (`load`)."""
+    return load(resolve_source(data, split), split_spec(data, split), f"data.{split}")
+
+
+def load(source: SplitSource, spec: SplitConfig, where: str) -> Dataset:
+    """`read` the split ``spec`` from ``source`` and log its rows and where they come from."""
+    dataset = read(source, spec, where)
+    log.info("%s: %d rows from %s", source.split, len(dataset), source.describe())
     return dataset
 
 
-def read_split(data: DictConfig, split: str, where: str | None = None) -> tuple[Dataset, SplitSource]:
-    """One split with its configured columns (in order), checked, and where it was read from."""
-    spec = data[split]
-    where = where or f"data.{split}"
-    source = resolve_source(data, split, where)
+def read_split(data: DataConfig, split: str) -> tuple[Dataset, SplitSource]:
+    """One split of the `data` section (`read`) and where it was read from."""
+    source = resolve_source(data, split)
+    return read(source, split_spec(data, split), f"data.{split}"), source
+
+
+def read(source: SplitSource, spec: SplitConfig, where: str) -> Dataset:
+    """The split ``spec``, read from ``source`` (`locate`), with its configured columns (in order), checked
+    (``where``: its config path in messages)."""
     if source.local_file is not None:
         if source.local_file.stat().st_size == 0:
             raise ConfigError(f"{where}.local_file", str(source.local_file), "is empty")
@@ -169,10 +187,10 @@ def read_split(data: DictConfig, split: str, where: str | None = None) -> tuple[
                 column,
                 f"{source.describe()} has empty values in column {column!r}; clean the file",
             )
-    return dataset, source
+    return dataset
 
 
-def check_available(data: DictConfig) -> None:
+def check_available(data: DataConfig) -> None:
     """Read every split that comes from the hub once (into the datasets cache the trials then read), so that an
     unreachable hub fails before training with the split and the fix, instead of failing every trial."""
     for split in DATA_SPLITS:
@@ -199,7 +217,7 @@ def subset(dataset: Dataset, max_samples: int | None, seed: int) -> Dataset:
     return dataset.shuffle(seed=seed).select(range(max_samples))
 
 
-def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
+def load_all(data: DataConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
     """All splits; with `heldout_pairs`, a "heldout" split (never trained on) as well.
 
     The training rows are one seeded permutation of the training file (`data.seed`): the held-out pairs are its
@@ -209,9 +227,9 @@ def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
     the pairs out (statistics on or off), so statistics never change what is trained. Each split's logged row
     count is what is used: for train, the rows trained on and the rows held out.
     """
-    read = {split: read_split(data, split) for split in DATA_SPLITS}
-    splits = {split: dataset for split, (dataset, _) in read.items()}
-    train, source = read["train"]
+    loaded = {split: read_split(data, split) for split in DATA_SPLITS}
+    splits = {split: dataset for split, (dataset, _) in loaded.items()}
+    train, source = loaded["train"]
     held = min(heldout_pairs, int(len(train) * HELDOUT_SHARE))
     order = np.random.default_rng(data.seed).permutation(len(train))
     kept, heldout = order[: len(train) - held], order[len(train) - held :]
@@ -237,6 +255,6 @@ def load_all(data: DictConfig, heldout_pairs: int = 0) -> dict[str, Dataset]:
         capped,
     )
     for split in ("validation", "test"):
-        splits[split] = subset(splits[split], data[split].max_samples, data.seed)
-        log.info("%s: %d rows from %s", split, len(splits[split]), read[split][1].describe())
+        splits[split] = subset(splits[split], split_spec(data, split).max_samples, data.seed)
+        log.info("%s: %d rows from %s", split, len(splits[split]), loaded[split][1].describe())
     return splits

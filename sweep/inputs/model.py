@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import cast
 
 import torch
-from omegaconf import DictConfig
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedTokenizerFast
 
+from sweep.config.schema import ModelConfig
 from sweep.errors import ConfigError
 
 
@@ -41,12 +41,17 @@ LOCAL_COPIES: dict[str, Callable[[], str | None]] = {
 }
 
 
-def resolve_path(model: DictConfig) -> str:
-    """A local path for the model when one exists, else the hub name."""
-    name = model.name_or_path
+def resolve_path(model: ModelConfig) -> str:
+    """A local path for the model of the `model` section when one exists, else the hub name (`local_path`)."""
+    return local_path(model.name_or_path, model.prefer_local)
+
+
+def local_path(name: str, prefer_local: bool) -> str:
+    """A local path for the model `name` (a hub name or a path) when one exists (a package's copy of a hub model with
+    `prefer_local`), else the hub name."""
     if Path(name).expanduser().exists():
         return str(Path(name).expanduser())
-    if model.prefer_local and name in LOCAL_COPIES:
+    if prefer_local and name in LOCAL_COPIES:
         local = LOCAL_COPIES[name]()
         if local is not None:
             return local
@@ -72,7 +77,7 @@ def _saved_static_dim(folder: Path) -> int:
         return int(weights.get_slice("embedding.weight").get_shape()[1])
 
 
-def _check_saved_static(model: DictConfig, folder: Path) -> None:
+def _check_saved_static(model: ModelConfig, folder: Path) -> None:
     if model.kind != "static":
         raise ConfigError(
             "model.kind", model.kind, f"{model.name_or_path!r} is a saved static model: set model.kind=static"
@@ -92,7 +97,7 @@ def _check_saved_static(model: DictConfig, folder: Path) -> None:
         )
 
 
-def check_available(model: DictConfig) -> None:
+def check_available(model: ModelConfig) -> None:
     """Fail before training when the base model cannot be found: read only its config (local, or the hub)."""
     path = resolve_path(model)
     saved = saved_static_module(path)
@@ -123,7 +128,7 @@ def _hf_config(path: str) -> PretrainedConfig:
     return AutoConfig.from_pretrained(path)
 
 
-def model_shape(model: DictConfig) -> ModelShape:
+def model_shape(model: ModelConfig) -> ModelShape:
     """Embedding dimension and transformer layer count of the model `build_model(model)` would build."""
     saved = saved_static_module(resolve_path(model))
     if saved is not None:
@@ -136,13 +141,13 @@ def model_shape(model: DictConfig) -> ModelShape:
         ) from None
     overrides = dict(model.config_overrides or {})
     if model.kind == "static":
-        random_dim = model.static_init == "random" and model.embedding_dim
-        return ModelShape(model.embedding_dim if random_dim else config.hidden_size, None)
+        random_dim = model.embedding_dim if model.static_init == "random" else None
+        return ModelShape(random_dim or config.hidden_size, None)
     layers = model.num_layers or overrides.get("num_hidden_layers", config.num_hidden_layers)
     return ModelShape(overrides.get("hidden_size", config.hidden_size), layers)
 
 
-def build_model(model: DictConfig, seed: int, device: str | None = None) -> SentenceTransformer:
+def build_model(model: ModelConfig, seed: int, device: str | None = None) -> SentenceTransformer:
     """Build the model; random initialisations are drawn from `seed`."""
     path = resolve_path(model)
     torch.manual_seed(seed)
@@ -152,7 +157,7 @@ def build_model(model: DictConfig, seed: int, device: str | None = None) -> Sent
     return SentenceTransformer(modules=modules, device=device)
 
 
-def _static(model: DictConfig, path: str) -> StaticEmbedding:
+def _static(model: ModelConfig, path: str) -> StaticEmbedding:
     saved = saved_static_module(path)
     if saved is not None:  # check_available refused it unless static_init is pretrained
         return StaticEmbedding.load(str(saved))
@@ -165,7 +170,7 @@ def _static(model: DictConfig, path: str) -> StaticEmbedding:
     return StaticEmbedding(tokenizer, embedding_dim=dim)
 
 
-def _transformer(model: DictConfig, path: str) -> list[torch.nn.Module]:
+def _transformer(model: ModelConfig, path: str) -> list[torch.nn.Module]:
     overrides = dict(model.config_overrides or {})
     if model.num_layers is not None:
         available = overrides.get("num_hidden_layers") or AutoConfig.from_pretrained(path).num_hidden_layers

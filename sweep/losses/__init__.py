@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from torch import nn
 from transformers import TrainerCallback
 
-from sweep.config.checks import require_choice, with_values
+from sweep.config.checks import Problems, require_choice
+from sweep.config.schema import LossConfig, ModelConfig, TrialConfig
 from sweep.errors import ConfigError
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl, uniformity
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
@@ -30,7 +30,6 @@ __all__ = [
     "learnable_scales",
     "learning_rate_mapping",
     "loss_values",
-    "resolve_loss",
     "schedule_callback",
     "training_callbacks",
     "validate_loss",
@@ -50,10 +49,10 @@ LOSSES: dict[str, LossSpec] = {
 }
 
 
-def build_loss(model: SentenceTransformer, cfg: DictConfig) -> nn.Module:
-    """The loss of `loss.name`, inside `loss.wrapper` when one is set."""
-    base = BaseModel(cfg.model, cfg.trial.seed)
-    return wrap(model, LOSSES[cfg.loss.name].from_config(model, cfg.loss, base), cfg.loss.wrapper)
+def build_loss(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> nn.Module:
+    """The loss of `loss.name` (``loss``: the `loss` section; ``base``: the trial's base model as config), inside
+    `loss.wrapper` when one is set."""
+    return wrap(model, LOSSES[loss.name].from_config(model, loss, base), loss.wrapper)
 
 
 def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
@@ -61,7 +60,7 @@ def training_callbacks(loss: nn.Module) -> list[TrainerCallback]:
     return [ScaleClampCallback(loss)] if learnable_scales(loss) else []
 
 
-def schedule_callback(loss: nn.Module, section: DictConfig) -> ScaleScheduleCallback | None:
+def schedule_callback(loss: nn.Module, section: LossConfig) -> ScaleScheduleCallback | None:
     """The callback that sets the scale of `loss` by `loss.scale_schedule` (``section``: the `loss` section) before
     each step (None: a constant)."""
     schedule = schedule_of(section)
@@ -71,7 +70,7 @@ def schedule_callback(loss: nn.Module, section: DictConfig) -> ScaleScheduleCall
     return ScaleScheduleCallback(schedule, [module for module in loss.modules() if isinstance(module, holder)])
 
 
-def _schedule_values(loss: DictConfig, spec: LossSpec) -> dict[str, Any]:
+def _schedule_values(loss: LossConfig, spec: LossSpec) -> dict[str, Any]:
     """`schedule_values`, for a loss whose scale a schedule can set (a loss without one: only a constant at
     `loss.scale`)."""
     schedule = schedule_of(loss)
@@ -80,13 +79,13 @@ def _schedule_values(loss: DictConfig, spec: LossSpec) -> dict[str, Any]:
         scheduled = ", ".join(name for name, other in LOSSES.items() if other.scheduled is not None)
         raise ConfigError(
             f"loss.scale_schedule.{key}",
-            loss.scale_schedule[key],
+            getattr(loss.scale_schedule, key),
             f"loss {loss.name} has no single fixed scale to schedule: use kind=constant (schedules: {scheduled})",
         )
     return schedule_values(loss)
 
 
-def loss_values(loss: DictConfig) -> dict[str, Any]:
+def loss_values(loss: LossConfig) -> dict[str, Any]:
     """The derived keys of the `loss` section ({dotted key: value}) that make logged params show what trains, a
     schedule's included (before validation: an unknown `loss.name` is left to `validate_loss`)."""
     if loss.name not in LOSSES:
@@ -95,36 +94,34 @@ def loss_values(loss: DictConfig) -> dict[str, Any]:
     return {**spec.resolve(loss), **_schedule_values(loss, spec)}
 
 
-def resolve_loss(cfg: DictConfig) -> DictConfig:
-    """A copy of `cfg` with the derived loss keys set (`loss_values`)."""
-    return with_values(cfg, loss_values(cfg.loss))
-
-
-def learning_rate_mapping(loss: DictConfig) -> dict[str, float]:
+def learning_rate_mapping(loss: LossConfig) -> dict[str, float]:
     """Per-parameter learning rates of the loss (``loss``: the `loss` section), for
     SentenceTransformerTrainingArguments(learning_rate_mapping=...)."""
     return LOSSES[loss.name].learning_rates(loss)
 
 
-def validate_loss(cfg: DictConfig) -> None:
-    """Check the loss name, that the training columns and the model fit it, its parameters and its wrapper."""
-    loss = cfg.loss
+def validate_loss(loss: LossConfig, model: ModelConfig, trial: TrialConfig, columns: list[str]) -> None:
+    """Check the loss name (of the `loss` section), that the training columns (`data.train.columns`) and the `model`
+    section fit it, its parameters, its schedule and its wrapper, and `trial.weight_decay` against it."""
     name = loss.name
     require_choice("loss.name", name, LOSSES)
     spec = LOSSES[name]
-    columns = list(cfg.data.train.columns)
+    problems = Problems()
     if not spec.columns.accepts(columns):
-        raise ConfigError("data.train.columns", columns, f"loss {name} needs {spec.columns.description}")
-    if spec.transformer_only and cfg.model.kind != "transformer":
-        raise ConfigError("model.kind", cfg.model.kind, f"loss {name} needs model.kind=transformer")
-    spec.check(loss)
-    if spec.weight_decay is not None and cfg.trial.weight_decay > 0:
-        raise ConfigError("trial.weight_decay", cfg.trial.weight_decay, spec.weight_decay)
-    _schedule_values(loss, spec)
-    validate_wrapper(loss, cfg.model, spec.gradient_cache)
-    if loss.get("scale") == 0 and cfg.trial.weight_decay > 0:
-        raise ConfigError(
-            "trial.weight_decay",
-            cfg.trial.weight_decay,
-            "must be 0 when loss.scale=0: with zero gradient, decay alone would still move the weights",
+        problems.add(ConfigError("data.train.columns", columns, f"loss {name} needs {spec.columns.description}"))
+    if spec.transformer_only and model.kind != "transformer":
+        problems.add(ConfigError("model.kind", model.kind, f"loss {name} needs model.kind=transformer"))
+    problems.check(spec.check, loss)
+    if spec.weight_decay is not None and trial.weight_decay > 0:
+        problems.add(ConfigError("trial.weight_decay", trial.weight_decay, spec.weight_decay))
+    problems.check(_schedule_values, loss, spec)
+    problems.check(validate_wrapper, loss, model, spec.gradient_cache)
+    if loss.get("scale") == 0 and trial.weight_decay > 0:
+        problems.add(
+            ConfigError(
+                "trial.weight_decay",
+                trial.weight_decay,
+                "must be 0 when loss.scale=0: with zero gradient, decay alone would still move the weights",
+            )
         )
+    problems.raise_any()

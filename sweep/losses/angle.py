@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AnglELoss
 
+from sweep.config.schema import LossConfig
 from sweep.losses.spec import SCORED_PAIRS_OR_TEXT_TUPLES, BaseModel, LossSpec
 
 
-def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> AnglELoss:
+def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> AnglELoss:
     r"""sentence-transformers' AnglELoss at scale `loss.scale`: CoSENT on the angle difference in complex space.
 
     Each embedding is split into real and imaginary halves, z = a + bi; for a pair (u, v), ``pairwise_angle_sim``

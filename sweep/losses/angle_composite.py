@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss
 from torch import Tensor, nn
 
 from sweep.config.checks import parse_numbers, require_number
+from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
 from sweep.losses.spec import SCORED_PAIRS, BaseModel, LossSpec
@@ -99,7 +99,7 @@ class AnglECompositeLoss(nn.Module):
         return dict(self.last_terms)
 
 
-def weights(loss: DictConfig) -> tuple[float, float, float]:
+def weights(loss: LossConfig) -> tuple[float, float, float]:
     """(w1, w2, w3): `loss.weights` ("w1,w2,w3", a grid-friendly string) wins over w1/w2/w3."""
     if loss.weights is not None:
         parsed = parse_numbers("loss.weights", loss.weights, float)
@@ -112,21 +112,21 @@ def weights(loss: DictConfig) -> tuple[float, float, float]:
     return w1, w2, w3
 
 
-def check(loss: DictConfig) -> None:
+def check(loss: LossConfig) -> None:
     check_weights("loss.weights" if loss.weights is not None else "loss.w1/w2/w3", weights(loss))
     for name in ("cos_scale", "ibn_scale", "angle_scale"):
         require_number(f"loss.{name}", loss[name], low=0)
     require_number("loss.positive_threshold", loss.positive_threshold)
 
 
-def resolve(loss: DictConfig) -> dict[str, float]:
+def resolve(loss: LossConfig) -> dict[str, float]:
     """The logged params show what trains: a `loss.weights` string sets w1, w2, w3."""
     if loss.weights is None:
         return {}
     return dict(zip(("loss.w1", "loss.w2", "loss.w3"), weights(loss), strict=True))
 
 
-def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> AnglECompositeLoss:
+def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> AnglECompositeLoss:
     return AnglECompositeLoss(
         model,
         *weights(loss),

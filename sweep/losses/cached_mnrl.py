@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
 
 from sweep.config.checks import require_int
+from sweep.config.schema import LossConfig
 from sweep.losses import mnrl
 from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
 
@@ -46,13 +46,13 @@ class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLos
         self.loss.scale = float(scale)  # the wrapped MultipleNegativesRankingLoss holds the scale
 
 
-def check(loss: DictConfig) -> None:
+def check(loss: LossConfig) -> None:
     mnrl.check(loss)
     require_int("loss.mini_batch_size", loss.mini_batch_size)
 
 
 def from_config(
-    model: SentenceTransformer, loss: DictConfig, base: BaseModel
+    model: SentenceTransformer, loss: LossConfig, base: BaseModel
 ) -> ScaledCachedMultipleNegativesRankingLoss:
     return ScaledCachedMultipleNegativesRankingLoss(
         model, scale=loss.scale, similarity=loss.similarity, mini_batch_size=loss.mini_batch_size

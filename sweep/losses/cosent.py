@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 from sentence_transformers.util import pairwise_cos_sim, pairwise_dot_score
 
 from sweep.config.checks import require_choice
+from sweep.config.schema import LossConfig
 from sweep.losses.spec import SCORED_PAIRS, BaseModel, LossSpec
 
 PAIRWISE_SIMILARITIES = {"cosine": pairwise_cos_sim, "dot": pairwise_dot_score}
 
 
-def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> CoSENTLoss:
+def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> CoSENTLoss:
     r"""sentence-transformers' CoSENTLoss with the similarity `loss.similarity` at scale `loss.scale`.
 
     .. math::
@@ -30,7 +30,7 @@ def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -
     return CoSENTLoss(model, scale=loss.scale, similarity_fct=PAIRWISE_SIMILARITIES[loss.similarity])
 
 
-def check(loss: DictConfig) -> None:
+def check(loss: LossConfig) -> None:
     require_choice("loss.similarity", loss.similarity, PAIRWISE_SIMILARITIES)
 
 

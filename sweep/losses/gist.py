@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 
-from omegaconf import DictConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 
 from sweep.config.checks import require_choice, require_number
+from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
-from sweep.inputs.model import build_model, resolve_path
+from sweep.inputs.model import build_model, local_path
 from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, BaseModel, LossSpec
 
 BASE_GUIDE = "base"
@@ -29,11 +29,11 @@ def guide_model(guide: str, base: BaseModel, device: str) -> SentenceTransformer
     `model.prefer_local`, as the base model does)."""
     if guide == BASE_GUIDE:
         return build_model(base.model, seed=base.seed, device=device).eval().requires_grad_(False)
-    path = resolve_path(OmegaConf.create({"name_or_path": guide, "prefer_local": base.model.prefer_local}))
+    path = local_path(guide, base.model.prefer_local)
     return _pretrained_guide(path, device)
 
 
-def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> GISTEmbedLoss:
+def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> GISTEmbedLoss:
     r"""sentence-transformers' GISTEmbedLoss with the guide of `loss.guide`, at temperature 1/`loss.scale`.
 
     For anchors a_i, positives p_i (and negatives n_i), candidates are the positives, other anchors, other
@@ -63,7 +63,7 @@ def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -
     )
 
 
-def check(loss: DictConfig) -> None:
+def check(loss: LossConfig) -> None:
     require_number("loss.scale", loss.scale, low=0, strict=True)  # temperature inf: the masked -inf logits turn NaN
     require_choice("loss.margin_strategy", loss.margin_strategy, MARGIN_STRATEGIES)
     require_number("loss.margin", loss.margin)

@@ -6,13 +6,13 @@ import math
 from typing import Any
 
 import torch
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch import Tensor, nn
 from transformers import TrainerCallback
 
 from sweep.config.checks import require_number
+from sweep.config.schema import LossConfig
 from sweep.losses import mnrl
 from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
 
@@ -109,7 +109,7 @@ def learnable_scales(loss: nn.Module) -> list[LearnableScaleMultipleNegativesRan
     return [m for m in loss.modules() if isinstance(m, LearnableScaleMultipleNegativesRankingLoss)]
 
 
-def check(loss: DictConfig) -> None:
+def check(loss: LossConfig) -> None:
     mnrl.check(loss)
     check_scales(loss.scale, loss.max_scale, prefix="loss.")
     if loss.scale_learning_rate is not None:
@@ -117,14 +117,14 @@ def check(loss: DictConfig) -> None:
 
 
 def from_config(
-    model: SentenceTransformer, loss: DictConfig, base: BaseModel
+    model: SentenceTransformer, loss: LossConfig, base: BaseModel
 ) -> LearnableScaleMultipleNegativesRankingLoss:
     return LearnableScaleMultipleNegativesRankingLoss(
         model, scale=loss.scale, similarity=loss.similarity, max_scale=loss.max_scale
     )
 
 
-def learning_rates(loss: DictConfig) -> dict[str, float]:
+def learning_rates(loss: LossConfig) -> dict[str, float]:
     """`loss.scale_learning_rate` for the logit_scale parameter (null: the trial's learning rate)."""
     if loss.scale_learning_rate is None:
         return {}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from sentence_transformers.util import cos_sim, dot_score
 
 from sweep.config.checks import require_choice
+from sweep.config.schema import LossConfig
 from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
 
 SIMILARITIES = {"cosine": cos_sim, "dot": dot_score}
@@ -46,11 +46,11 @@ class ScaledMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         return math.inf if self.scale == 0 else 1.0 / self.scale
 
 
-def check(loss: DictConfig) -> None:
+def check(loss: LossConfig) -> None:
     require_choice("loss.similarity", loss.similarity, SIMILARITIES)
 
 
-def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> ScaledMultipleNegativesRankingLoss:
+def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> ScaledMultipleNegativesRankingLoss:
     return ScaledMultipleNegativesRankingLoss(model, scale=loss.scale, similarity=loss.similarity)
 
 

@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from omegaconf import DictConfig
 from transformers import TrainerCallback
 
 from sweep.config.checks import plain_dict, require_choice, require_int, require_number
 from sweep.config.scale_temperature import given_scale
+from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
 
 KINDS = ("constant", "cosine", "linear")
@@ -121,7 +121,7 @@ def from_keys(section: Mapping[str, Any]) -> ScaleSchedule:
     return ScaleSchedule(kind, **{name: section[name] for name in own.get(kind, ())})
 
 
-def schedule_of(loss: DictConfig) -> ScaleSchedule:
+def schedule_of(loss: LossConfig) -> ScaleSchedule:
     """The schedule a loss config asks for: its ``spec`` when set, which must agree with every key set beside it
     (a key at its default, null or kind constant, is not set), else its keys."""
     section = plain_dict(loss.scale_schedule)
@@ -153,7 +153,7 @@ def check_schedule(schedule: ScaleSchedule) -> ScaleSchedule:
     return schedule
 
 
-def schedule_values(loss: DictConfig) -> dict[str, Any]:
+def schedule_values(loss: LossConfig) -> dict[str, Any]:
     """The keys a schedule derives ({dotted key: value}): a spec's keys, and `loss.scale` / `loss.temperature` at
     the schedule's first step. A scale or temperature the config sets itself (not the loss's default) that
     disagrees with that first scale is refused: the schedule owns the scale. Empty for a constant at `loss.scale`."""

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from torch import nn
+
+from sweep.config.schema import LossConfig, ModelConfig
 
 LABELS = {"score", "label"}
 
@@ -42,15 +43,15 @@ SCORED_PAIRS_OR_TEXT_TUPLES = Columns(
 )
 
 
-def _nothing(loss: DictConfig) -> None:
+def _nothing(loss: LossConfig) -> None:
     return None
 
 
-def _no_learning_rates(loss: DictConfig) -> dict[str, float]:
+def _no_learning_rates(loss: LossConfig) -> dict[str, float]:
     return {}
 
 
-def _no_derived_keys(loss: DictConfig) -> dict[str, Any]:
+def _no_derived_keys(loss: LossConfig) -> dict[str, Any]:
     return {}
 
 
@@ -59,7 +60,7 @@ class BaseModel:
     """The trial's base model as config (its `model` section and `trial.seed`), for a loss that builds another copy
     of it (GIST's ``base`` guide)."""
 
-    model: DictConfig
+    model: ModelConfig
     seed: int
 
 
@@ -67,11 +68,11 @@ class BaseModel:
 class LossSpec:
     """One loss of `loss.name`, as its module declares it."""
 
-    from_config: Callable[[SentenceTransformer, DictConfig, BaseModel], nn.Module]  # (model, `loss`, base model)
+    from_config: Callable[[SentenceTransformer, LossConfig, BaseModel], nn.Module]  # (model, `loss`, base model)
     columns: Columns
-    check: Callable[[DictConfig], None] = _nothing  # raises ConfigError on a bad parameter of the `loss` section
-    resolve: Callable[[DictConfig], dict[str, Any]] = _no_derived_keys  # derived loss keys: {dotted key: value}
-    learning_rates: Callable[[DictConfig], dict[str, float]] = _no_learning_rates  # per-parameter, by name pattern
+    check: Callable[[LossConfig], None] = _nothing  # raises ConfigError on a bad parameter of the `loss` section
+    resolve: Callable[[LossConfig], dict[str, Any]] = _no_derived_keys  # derived loss keys: {dotted key: value}
+    learning_rates: Callable[[LossConfig], dict[str, float]] = _no_learning_rates  # per-parameter, by name pattern
     transformer_only: bool = False  # needs model.kind=transformer
     gradient_cache: bool = False  # back-propagates from a hook (no layer wrappers)
     weight_decay: str | None = None  # why trial.weight_decay must be 0 with this loss (None: any decay)

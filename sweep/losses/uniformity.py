@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
 from sweep.config.checks import require_number
+from sweep.config.schema import LossConfig
 from sweep.losses import mnrl
 from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
 
@@ -69,13 +69,13 @@ class UniformityRegularizedMNRL(mnrl.ScaledMultipleNegativesRankingLoss):
         )
 
 
-def check(loss: DictConfig) -> None:
+def check(loss: LossConfig) -> None:
     mnrl.check(loss)
     require_number("loss.uniformity_weight", loss.uniformity_weight, low=0)
     require_number("loss.uniformity_t", loss.uniformity_t, low=0, strict=True)
 
 
-def from_config(model: SentenceTransformer, loss: DictConfig, base: BaseModel) -> UniformityRegularizedMNRL:
+def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> UniformityRegularizedMNRL:
     return UniformityRegularizedMNRL(
         model,
         scale=loss.scale,

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss, MatryoshkaLoss
 from torch import nn
 
 from sweep.config.checks import parse_numbers, require_choice, require_int, require_number
+from sweep.config.schema import LossConfig, ModelConfig, WrapperConfig
 from sweep.errors import ConfigError
 from sweep.inputs.model import model_shape
 
@@ -26,14 +26,14 @@ DIM_WRAPPERS = ("matryoshka", "matryoshka2d")
 LAYER_WRAPPERS = ("adaptive_layer", "matryoshka2d")
 
 
-def _dims_and_weights(wrapper: DictConfig) -> dict[str, Any]:
+def _dims_and_weights(wrapper: WrapperConfig) -> dict[str, Any]:
     dims = parse_numbers("loss.wrapper.dims", wrapper.dims)
     weights = parse_numbers("loss.wrapper.weights", wrapper.weights, float) if wrapper.weights is not None else None
     step = {} if wrapper.n_dims_per_step is None else {"n_dims_per_step": wrapper.n_dims_per_step}
     return {"matryoshka_dims": list(dims), "matryoshka_weights": list(weights) if weights else None, **step}
 
 
-def _layer_params(wrapper: DictConfig) -> dict[str, Any]:
+def _layer_params(wrapper: WrapperConfig) -> dict[str, Any]:
     keys = (
         "n_layers_per_step",
         "last_layer_weight",
@@ -42,10 +42,10 @@ def _layer_params(wrapper: DictConfig) -> dict[str, Any]:
         "kl_temperature",
         "layer_weighting",
     )
-    return {key: wrapper[key] for key in keys}
+    return {key: getattr(wrapper, key) for key in keys}
 
 
-def wrap(model: SentenceTransformer, loss: nn.Module, wrapper: DictConfig) -> nn.Module:
+def wrap(model: SentenceTransformer, loss: nn.Module, wrapper: WrapperConfig) -> nn.Module:
     r"""`loss` inside the wrapper `wrapper.name` (or unchanged when null).
 
     - matryoshka (Kusupati et al. 2022): :math:`\sum_d w_d L(\mathrm{normalize}(e_{:d}))` over ``dims``.
@@ -76,7 +76,7 @@ def _check_step(key: str, value: Any, count: int, what: str) -> None:
         require_int(key, value, minimum=1, maximum=count, note=f"or -1 for all; {what}")
 
 
-def validate_wrapper(loss: DictConfig, model: DictConfig, gradient_cache: bool) -> None:
+def validate_wrapper(loss: LossConfig, model: ModelConfig, gradient_cache: bool) -> None:
     """Check `loss.wrapper` against the model: dims (positive, strictly decreasing, <= the model dimension),
     weights, per-step counts, layer counts (<= the model's layers) and the wrapper/loss/model compatibility."""
     wrapper = loss.wrapper
@@ -124,5 +124,5 @@ def validate_wrapper(loss: DictConfig, model: DictConfig, gradient_cache: bool) 
             f"the model has {shape.layers} layers",
         )
         for key in ("last_layer_weight", "prior_layers_weight", "kl_div_weight", "kl_temperature"):
-            require_number(f"loss.wrapper.{key}", wrapper[key], low=0)
+            require_number(f"loss.wrapper.{key}", getattr(wrapper, key), low=0)
         require_choice("loss.wrapper.layer_weighting", wrapper.layer_weighting, LAYER_WEIGHTINGS)

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from sweep.config.checks import resolve_eval_batch_size
+from sweep.config.checks import eval_batch_size
 from sweep.config.composition import compose_config
 from sweep.errors import ConfigError
 
@@ -52,7 +52,7 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     from sweep.inputs.data import load_split
     from sweep.inputs.model import build_model
 
-    cfg = resolve_eval_batch_size(compose_config(overrides))
+    cfg = compose_config(overrides)
     columns = list(cfg.data.train.columns)
     if len(columns) < 2 or "score" in columns:
         raise ConfigError(
@@ -71,7 +71,10 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     encoded = {
         column: F.normalize(
             model.encode(
-                train[column], batch_size=cfg.trial.eval_batch_size, convert_to_tensor=True, show_progress_bar=False
+                train[column],
+                batch_size=eval_batch_size(cfg.trial, cfg.model.kind),
+                convert_to_tensor=True,
+                show_progress_bar=False,
             ).float(),
             dim=-1,
         )

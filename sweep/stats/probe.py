@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 from datasets import Dataset
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import plain_dict, require_int, require_number
-from sweep.config.schema import StatsConfig
+from sweep.config.checks import Problems, plain_dict, require_int, require_number
+from sweep.config.schema import LossConfig, StatsConfig
 from sweep.errors import ConfigError
+from sweep.loggers import TrialLogger
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import at_scale, concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
-from sweep.tracking.mlflow_client import TrialRun
 
 HISTOGRAM_BINS = np.linspace(-1.0, 1.0, 81)
 
@@ -69,7 +67,7 @@ def heldout_pairs(heldout: Dataset | None, high_threshold: float) -> list[list[s
     return [table[c] for c in columns]
 
 
-def loss_scales(stats: StatsConfig, search_space: DictConfig, loss: DictConfig) -> list[float]:
+def loss_scales(stats: StatsConfig, search_space: Mapping[str, Any], loss: LossConfig) -> list[float]:
     """The scales at which the held-out batches' loss is measured: ``stats.loss_scales`` if set, else the study's
     grid (`study.search_space`) of ``loss.scale`` (or of ``loss.temperature``, as 1/t), else the trial's own scale
     (of the `loss` section)."""
@@ -84,15 +82,18 @@ def loss_scales(stats: StatsConfig, search_space: DictConfig, loss: DictConfig) 
     return [float(scale)] if isinstance(scale, (int, float)) else []
 
 
-def check_stats(stats: DictConfig) -> None:
+def check_stats(stats: StatsConfig) -> None:
     """The statistics keys this module reads that training does not: ``loss_scales`` and ``paired.*``."""
+    problems = Problems()
     scales = stats.loss_scales  # a list of numbers or null (sweep.config.schema)
     if scales is not None and any(scale < 0 for scale in scales):
-        raise ConfigError("stats.loss_scales", list(scales), "must be null or a list of scales >= 0")
-    require_int("stats.paired.resamples", stats.paired.resamples, minimum=2)
+        problems.add(ConfigError("stats.loss_scales", list(scales), "must be null or a list of scales >= 0"))
+    problems.check(require_int, "stats.paired.resamples", stats.paired.resamples, minimum=2)
     if not 0 < stats.paired.level < 1:
-        raise ConfigError("stats.paired.level", stats.paired.level, "must be a number in (0, 1), e.g. 0.95")
-    require_number("stats.paired.margin", stats.paired.margin, 0.0, 1.0, note="a Spearman difference, e.g. 0.01")
+        problems.add(ConfigError("stats.paired.level", stats.paired.level, "must be a number in (0, 1), e.g. 0.95"))
+    margin = stats.paired.margin
+    problems.check(require_number, "stats.paired.margin", margin, 0.0, 1.0, note="a Spearman difference, e.g. 0.01")
+    problems.raise_any()
 
 
 class ConcentrationProbe:
@@ -103,7 +104,7 @@ class ConcentrationProbe:
 
     def __init__(
         self,
-        stats: DictConfig,
+        stats: StatsConfig,
         heldout: Dataset | None,
         batch_size: int,
         scale: float | Callable[[], float],
@@ -141,7 +142,7 @@ class ConcentrationProbe:
         scores = np.asarray(evaluator.scores, dtype=np.float64)
         return Encodings(embeddings1, embeddings2, scores, self.encode_heldout(model))
 
-    def log_losses(self, model: SentenceTransformer, run: TrialRun, step: int) -> dict[str, float]:
+    def log_losses(self, model: SentenceTransformer, run: TrialLogger, step: int) -> dict[str, float]:
         """Only the held-out batches' loss at every scale of ``loss_scales`` (``sim_loss_at_scale_*``), at ``step``."""
         train = self.encode_heldout(model)
         if not train or not self.loss_scales:
@@ -164,7 +165,7 @@ class ConcentrationProbe:
         self,
         model: SentenceTransformer,
         evaluator: EmbeddingKeepingEvaluator,
-        run: TrialRun,
+        run: TrialLogger,
         step: int,
         suffix: str = "",
     ) -> dict[str, float]:
@@ -207,7 +208,7 @@ class ConcentrationProbe:
         encodings.statistics[key] = computed
         return computed
 
-    def log(self, encodings: Encodings, run: TrialRun, step: int, suffix: str = "") -> dict[str, float]:
+    def log(self, encodings: Encodings, run: TrialLogger, step: int, suffix: str = "") -> dict[str, float]:
         """Compute the statistics of ``encodings`` and log metrics, JSON and histogram at ``step``."""
         metrics, distributions = self.statistics(encodings)
         # what pos/neg rest on: the held-out rows left by the cap on their share, of scored rows the positives
@@ -232,6 +233,5 @@ class ConcentrationProbe:
             figure = histogram_figure(
                 distributions, title=f"cosine similarities, scale {self.current_scale():g}, {label}"
             )
-            upload = functools.partial(run.client.log_figure, run.run_id, figure, f"concentration/{label}.png")
-            run.client.writer.write(f"concentration/{label}.png", upload)  # buffered through a tracking outage
+            run.log_figure(figure, f"concentration/{label}.png")  # buffered through a tracking outage
         return named

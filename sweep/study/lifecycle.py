@@ -1,4 +1,5 @@
-"""Opening (`open_sweep`: validate, then create or load the Optuna study, its grid queue and the MLflow parent run)
+"""Opening (`open_sweep`: the validation pass, then create or load the Optuna study, its grid queue and the MLflow
+parent run)
 and closing (`finish`: the parent run's summary, tags and status, the study's best model marked) a study that a
 `sweep.study.run_loop.StudyRunner` runs."""
 
@@ -8,15 +9,12 @@ import functools
 from collections.abc import Sequence
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from sweep.config import search_space
 from sweep.config.checks import flatten, with_values
-from sweep.config.input_checks import check_swept_overrides
-from sweep.evaluation import extra_sets
+from sweep.config.schema import SweepConfig
 from sweep.evaluation.objective import objective_name
-from sweep.inputs import data as data_module
-from sweep.inputs.model import check_available
 from sweep.names import (
     ARTIFACT_CONFIG,
     ATTR_READY,
@@ -29,35 +27,33 @@ from sweep.names import (
 from sweep.study import grid_queue, race_settings
 from sweep.study.run_loop import StudyRunner
 from sweep.study.setup import (
-    absolute_paths,
     check_declared_space,
     create_or_load,
     declared_space,
     fail_stale_trials,
+    make_root,
     open_storage,
-    validate,
     wait_until_ready,
 )
 from sweep.study.summary import parent_summary, results_table
+from sweep.study.validation import check_config
 from sweep.tracking import mlflow_client, ui_links
 from sweep.tracking.versions import version_params
 from sweep.training import kept_models, logged_models, model_card
 
 
-def open_sweep(cfg: DictConfig, overrides: Sequence[str] = ()) -> StudyRunner:
-    """Validate the config (and the command-line `overrides` it was composed with), then open (or create) the
-    Optuna study, its grid queue and MLflow parent run."""
+def open_sweep(cfg: SweepConfig, overrides: Sequence[str] = (), validated: bool = False) -> StudyRunner:
+    """Validate the config and the command-line `overrides` it was composed with (`check_config`, the one validation
+    pass, unless the caller ran it: `validated`), then open (or create) the Optuna study, its grid queue and MLflow
+    parent run."""
+    if not validated:
+        check_config(cfg, overrides)
     # before the paths become this machine's; the learning rate as a number (a results folder reads it), not the
     # interpolation of the model's rate that trial/cpu.yaml gives it
     config_yaml = OmegaConf.to_yaml(with_values(cfg, {"trial.learning_rate": cfg.trial.learning_rate}))
-    cfg = absolute_paths(cfg)
+    cfg = with_values(cfg, {"paths.root": make_root(cfg.paths.root)})
     declared = declared_space(cfg.study)
-    check_swept_overrides(cfg, overrides, declared)
     space = search_space.parse(declared)
-    for model in validate(cfg, space):
-        check_available(model)
-    data_module.check_available(cfg.data)
-    extra_sets.check_sets(cfg.eval, cfg.data)
     client = mlflow_client.open_tracking(cfg.tracking)
     versions = version_params()  # pinned at start (read once per process)
     holder: dict[str, StudyRunner] = {}
@@ -96,7 +92,7 @@ def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     summary, tags = parent_summary(sweep.study, sweep.cfg.study.metric, sweep.cfg.eval.objective)
     status = "KILLED" if interrupted else "FAILED" if sweep.stopped_reason else "FINISHED"
     reason = f"interrupted by {interrupted}" if interrupted else sweep.stopped_reason
-    keeping = kept_models.Keeping.of(sweep.cfg)
+    keeping = sweep.keeping
     best = kept_models.parent_tags(keeping)
     tags.update({**best, **({TAG_END_REASON: reason} if reason else {})})
     if sweep.race is not None:

@@ -23,20 +23,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import optuna
 import torch
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep.config.schema import StudyConfig
+from sweep.config.schema import StudyConfig, SweepConfig
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
 from sweep.signals import check_stop
 from sweep.study.optuna_access import record_heartbeat, storage_of
 from sweep.training.lockstep import Outcome, run_in_lockstep
-
-if TYPE_CHECKING:
-    from omegaconf import DictConfig
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +127,7 @@ class PackedStudy(Protocol):
     """What a packer needs of the study it packs (`sweep.study.run_loop.StudyRunner` implements it; that module
     imports this one, so the interface is stated here instead of importing the class)."""
 
-    cfg: DictConfig
+    cfg: SweepConfig
     study: optuna.Study
 
     @property

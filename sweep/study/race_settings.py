@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import optuna
-from omegaconf import DictConfig
 
 from sweep.config import search_space
-from sweep.config.schema import RaceConfig, StatsConfig
+from sweep.config.schema import RaceConfig, StatsConfig, StudyConfig
 from sweep.errors import ConfigError
 from sweep.names import ATTR_RACE
 
@@ -45,7 +44,7 @@ class RaceSettings:
         return cls(race.min_seeds, paired.level, paired.margin, paired.resamples, stats.seed, race.stop_early)
 
 
-def validate(study: DictConfig, space: search_space.Space, objective: str = "full") -> None:
+def validate(study: StudyConfig, space: search_space.Space, objective: str = "full") -> None:
     """`study.race` checks (of the `study` section), before any training: a race needs `study.seeds` to race over, a
     grid, whole trials (no pruner) and 2 <= `study.race.min_seeds` <= the number of seeds; `study.race.stop_early`
     needs a race, one trial at a time (`study.pack=1`) and the STSB validation Spearman as the objective
@@ -63,7 +62,7 @@ def validate(study: DictConfig, space: search_space.Space, objective: str = "ful
         )
     if not space or not search_space.is_grid(space):
         raise ConfigError("study.race.enabled", True, "races grid points: give every study.search_space key a list")
-    if study.pruner.name != "none" or study.pruner.get("_target_") is not None:
+    if study.pruner.name != "none" or study.pruner._target_ is not None:
         raise ConfigError("study.race.enabled", True, "needs whole trials: set study.pruner.name=none")
     if not isinstance(race.min_seeds, int) or not 2 <= race.min_seeds <= len(seeds):
         raise ConfigError("study.race.min_seeds", race.min_seeds, f"must be 2 to {len(seeds)} (the study.seeds)")
@@ -104,7 +103,7 @@ def pin(study: optuna.Study, race: RaceConfig, stats: StatsConfig, created: bool
     )
 
 
-def first_seeds(study: DictConfig) -> list[int] | None:
+def first_seeds(study: StudyConfig) -> list[int] | None:
     """The seeds the creating process queues (of the `study` section): the first `study.race.min_seeds` when racing,
     else all (None)."""
-    return list(study.seeds)[: study.race.min_seeds] if study.race.enabled else None
+    return list(study.seeds or [])[: study.race.min_seeds] if study.race.enabled else None

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import optuna
-from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep.config import search_space
-from sweep.config.checks import flatten
+from sweep.config.checks import flatten, with_values
 from sweep.config.devices import trial_records
+from sweep.config.schema import SweepConfig
 from sweep.names import (
     ATTR_DISCARDED,
     ATTR_GRID_POINT,
@@ -34,15 +34,14 @@ from sweep.names import (
     TAG_RUN_DESCRIPTION,
 )
 from sweep.signals import check_stop, holding_stop_signals
+from sweep.stats.probe import loss_scales
 from sweep.study import grid_queue, packing
 from sweep.study import race as seed_race
 from sweep.study.failures import FailureWatch, record_failure
 from sweep.study.optuna_access import wrap_ask
-from sweep.study.preflight import resolve_trial_config
 from sweep.study.race_steps import RaceStopper
-from sweep.study.setup import (
-    fail_stale_trials,
-)
+from sweep.study.setup import fail_stale_trials
+from sweep.study.validation import derived_values
 from sweep.tracking import mlflow_client, ui_links
 from sweep.tracking.system_metrics import system_metrics
 from sweep.tracking.versions import version_params
@@ -50,6 +49,7 @@ from sweep.training import kept_models
 from sweep.training.resources import StudyResources
 from sweep.training.step_clock import StepClock
 from sweep.training.trial import train_and_evaluate
+from sweep.training.trial_settings import TrialSettings
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,10 @@ DONE_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 
 @dataclass
 class StudyRunner:
-    """A study being run by this process: its config, search space, Optuna study and MLflow parent run."""
+    """A study being run by this process: its config (from which each trial's own is derived), search space, Optuna
+    study and MLflow parent run."""
 
-    cfg: DictConfig
+    cfg: SweepConfig
     space: search_space.Space
     study: optuna.Study
     client: mlflow_client.TrackingClient
@@ -92,6 +93,12 @@ class StudyRunner:
     def is_grid(self) -> bool:
         return bool(self.space) and search_space.is_grid(self.space)
 
+    @property
+    def keeping(self) -> kept_models.Keeping:
+        """What the study's kept models depend on."""
+        cfg = self.cfg
+        return kept_models.Keeping.of(cfg.paths.root, cfg.study, cfg.trial.save_model, cfg.tracking)
+
     def objective(self, trial: optuna.Trial) -> float:
         try:
             return self._train_trial(trial)
@@ -121,7 +128,18 @@ class StudyRunner:
             trial.set_user_attr(ATTR_DISCARDED, True)  # queued before the race dropped its point
             raise optuna.TrialPruned(f"grid point dropped by the race {how}")
         params = search_space.suggest(trial, self.space, point, self.categorical)
-        cfg = resolve_trial_config(search_space.apply(self.cfg, params))
+        cfg = search_space.apply(self.cfg, params)  # the trial's own config, its derived keys set
+        cfg = with_values(cfg, derived_values(cfg.loss, cfg.trial, cfg.model.kind))
+        settings = TrialSettings(
+            cfg.model,
+            cfg.data,
+            cfg.loss,
+            cfg.trial,
+            cfg.stats,
+            cfg.eval,
+            title=f"{cfg.study.name}, trial {trial.number}: {ui_links.trial_description(cfg.loss, trial.params)}",
+            loss_scales=loss_scales(cfg.stats, cfg.study.search_space, cfg.loss),
+        )
         run_name = ui_links.trial_run_name(trial.number, params)
         # A tracking outage here is recorded by `objective`; after_trial then stops the study.
         run = mlflow_client.TrialRun(
@@ -144,13 +162,16 @@ class StudyRunner:
             with system_metrics(run, cfg.tracking):  # stops with the trial, however it ends
                 value = train_and_evaluate(
                     trial,
-                    cfg,
+                    settings,
                     self.resources,
                     run,
                     quiet=self.cfg.quiet,
                     clock=clock,
                     on_trained=functools.partial(
-                        kept_models.keep, kept_models.Keeping.of(cfg), trial_number=trial.number, run=run
+                        kept_models.keep,
+                        kept_models.Keeping.of(cfg.paths.root, cfg.study, cfg.trial.save_model, cfg.tracking),
+                        trial_number=trial.number,
+                        run=run,
                     ),
                 )
         except optuna.TrialPruned as pruned:

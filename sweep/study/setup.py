@@ -1,5 +1,6 @@
-"""Setting a study up before it runs: validation, the sampler and pruner, the Optuna storage (under the SQLite init
-lock), create-or-load and the declared search space (its grid queue: `sweep.study.grid_queue`).
+"""Setting a study up before it runs: its folder (`paths.root`), the sampler and pruner, the Optuna storage (under the
+SQLite init lock), create-or-load and the declared search space (its grid queue: `sweep.study.grid_queue`; the
+validation of the whole config: `sweep.study.validation`).
 
 The sampler and the pruner are built with `hydra.utils.instantiate` from a `_target_`: `study.sampler` and
 `study.pruner` (sweep/conf/study/default.yaml) each hold a `_target_` (null by default), a short `name` and the keys
@@ -22,11 +23,12 @@ otherwise; a grid sampler (`grid`, or a `_target_` subclassing `optuna.samplers.
 `QueuedGridSampler`) takes its grid from `study.search_space`, never from the config; HyperbandPruner (by name or
 `_target_`) reads `min_resource: auto` as `trial.eval_steps`, the first report. A `_target_` that does not import,
 is not an Optuna sampler / pruner class, or whose class refuses its arguments is a `ConfigError` naming the key,
-raised by `validate` before any training. The config is logged as params as before (`study.sampler._target_` with
-it)."""
+raised by the validation pass before any training. The config is logged as params as before
+(`study.sampler._target_` with it)."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import os
@@ -34,32 +36,19 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import hydra
 import optuna
-from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.config.checks import (
-    plain_dict,
-    require_auto_or_int,
-    require_choice,
-    require_number,
-    validate_study,
-    with_values,
-)
-from sweep.config.composition import check_known_keys
-from sweep.config.database_drivers import require_driver
-from sweep.config.early_checks import check_seeds, check_study_name
-from sweep.config.schema import StudyConfig
+from sweep.config.checks import plain_dict, require_auto_or_int, require_choice
+from sweep.config.schema import PrunerConfig, SamplerConfig, StudyConfig
+from sweep.config.sqlite_lock import sqlite_init_lock, wait_while_locked
 from sweep.errors import ConfigError
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
-from sweep.study.preflight import validate_space
-from sweep.study.race_settings import validate as validate_race
 from sweep.study.storage_retry import RetryingRDBStorage
-from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
 
 SAMPLERS = ("auto", "grid", "tpe", "random")
 PRUNERS = ("none", "median", "successive_halving", "hyperband")
@@ -97,11 +86,13 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {' '.join(str(error).split())}"
 
 
-def _choice(section: str, node: DictConfig, default: str, targets: dict[str, str]) -> tuple[str, Any, str]:
-    """(the key to name in errors, its value, the dotted target) of `study.sampler` or `study.pruner`; "" as the
-    target for a short name without one (auto)."""
+def _choice(
+    section: str, node: SamplerConfig | PrunerConfig, default: str, targets: dict[str, str]
+) -> tuple[str, Any, str]:
+    """(the key to name in errors, its value, the dotted target) of `study.sampler` or `study.pruner` (``node``);
+    "" as the target for a short name without one (auto)."""
     name = node.name
-    target = node.get("_target_")
+    target = node._target_
     if target is None:
         return f"{section}.name", name, targets.get(name, "")
     if not isinstance(target, str) or not target:
@@ -130,7 +121,12 @@ def _locate(choice: tuple[str, Any, str], base: type) -> type:
 
 
 def _build(
-    section: str, node: DictConfig, choice: tuple[str, Any, str], cls: type, shared: Sequence[str], **fixed: Any
+    section: str,
+    node: SamplerConfig | PrunerConfig,
+    choice: tuple[str, Any, str],
+    cls: type,
+    shared: Sequence[str],
+    **fixed: Any,
 ) -> Any:
     """Instantiate `cls` with the shared keys of `node` it names, the node's other keys as keyword arguments (nested
     `_target_`s built too) and `fixed` (what the project supplies); a failure is a ConfigError naming the key."""
@@ -162,7 +158,7 @@ def _build(
     return built
 
 
-def make_sampler(sampler: DictConfig, space: search_space.Space) -> optuna.samplers.BaseSampler:
+def make_sampler(sampler: SamplerConfig, space: search_space.Space) -> optuna.samplers.BaseSampler:
     """The sampler of `study.sampler` (a short name or a `_target_`, see the module docstring)."""
     require_choice("study.sampler.name", sampler.name, SAMPLERS)
     grid = bool(space) and search_space.is_grid(space)
@@ -179,7 +175,7 @@ def make_sampler(sampler: DictConfig, space: search_space.Space) -> optuna.sampl
     return _build("study.sampler", sampler, choice, cls, SAMPLER_SHARED, search_space=space)
 
 
-def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePruner:
+def make_pruner(pruner: PrunerConfig, eval_steps: int) -> optuna.pruners.BasePruner:
     """The pruner of `study.pruner` (a short name or a `_target_`, see the module docstring). Resources are training
     steps (trials report at every `eval_steps`)."""
     require_choice("study.pruner.name", pruner.name, PRUNERS)
@@ -196,19 +192,34 @@ def make_pruner(pruner: DictConfig, eval_steps: int) -> optuna.pruners.BasePrune
 CHOOSE_ROOT = "choose a writable folder (paths.root=DIR or SWEEP_HOME=DIR)"
 
 
-def absolute_paths(cfg: DictConfig) -> DictConfig:
-    """A copy of `cfg` with `paths.root` anchored at the current directory (created), so that every derived path and
-    URI is absolute."""
-    root = Path(cfg.paths.root).expanduser().resolve()
+NOT_WRITABLE = "is not writable: choose a folder of yours (paths.root=DIR or SWEEP_HOME=DIR)"
+
+
+def check_root(root: str) -> str:
+    """`paths.root` (``root``) anchored at the current directory, once it is known that the study can create it or
+    write in it; nothing is created (the validation pass runs before any work)."""
+    path = Path(root).expanduser().resolve()
+    existing = next(folder for folder in (path, *path.parents) if folder.exists())
+    if not existing.is_dir():
+        raise ConfigError("paths.root", str(path), unwritable(OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        if existing == path:
+            raise ConfigError("paths.root", str(path), NOT_WRITABLE)
+        raise ConfigError("paths.root", str(path), unwritable(OSError(errno.EACCES, os.strerror(errno.EACCES))))
+    return str(path)
+
+
+def make_root(root: str) -> str:
+    """`paths.root` (``root``) anchored at the current directory and created, so that every derived path and URI is
+    absolute."""
+    path = Path(root).expanduser().resolve()
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise ConfigError("paths.root", str(root), unwritable(error)) from None
-    if not os.access(root, os.W_OK | os.X_OK):
-        raise ConfigError(
-            "paths.root", str(root), "is not writable: choose a folder of yours (paths.root=DIR or SWEEP_HOME=DIR)"
-        )
-    return with_values(cfg, {"paths.root": str(root)})
+        raise ConfigError("paths.root", str(path), unwritable(error)) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError("paths.root", str(path), NOT_WRITABLE)
+    return str(path)
 
 
 def unwritable(error: OSError) -> str:
@@ -216,24 +227,7 @@ def unwritable(error: OSError) -> str:
     return f"cannot be created ({error.strerror}): " + CHOOSE_ROOT
 
 
-def validate(cfg: DictConfig, space: search_space.Space) -> list[DictConfig]:
-    """Check the study keys, database drivers, sampler, pruner, race, every grid point (or distribution bound) and the
-    data files, before training. Returns the distinct model configs of those points (for the availability check)."""
-    check_known_keys(cfg)
-    validate_study(cfg.study)
-    check_study_name(cfg.study.name)
-    check_seeds(cfg.study.seeds)
-    require_driver("study.storage", cfg.study.storage)
-    require_driver("tracking.uri", cfg.tracking.uri)
-    interval = cfg.tracking.system_metrics_interval_s
-    require_number("tracking.system_metrics_interval_s", interval, low=0, strict=True, note="seconds between samples")
-    make_sampler(cfg.study.sampler, space)
-    make_pruner(cfg.study.pruner, cfg.trial.eval_steps)
-    validate_race(cfg.study, space, cfg.eval.objective)
-    return validate_space(cfg, space)
-
-
-def declared_space(study: DictConfig) -> dict[str, Any]:
+def declared_space(study: StudyConfig) -> dict[str, Any]:
     """`study.search_space` (of the `study` section) with `study.seeds` (replicates) added as a `trial.seed` axis."""
     declared = plain_dict(study.search_space)
     if study.seeds:
@@ -277,7 +271,7 @@ def open_storage(study: StudyConfig, on_stale: StaleTrialCallback) -> optuna.sto
 
 
 def create_or_load(
-    study_cfg: DictConfig,
+    study_cfg: StudyConfig,
     eval_steps: int,
     objective: str,
     storage: optuna.storages.RDBStorage,
@@ -293,7 +287,8 @@ def create_or_load(
         pruner=make_pruner(study_cfg.pruner, eval_steps),
     )
     try:
-        study, created = optuna.create_study(direction=study_cfg.direction, **kwargs), True
+        direction = cast(Literal["minimize", "maximize"], study_cfg.direction)  # checked: one of DIRECTIONS
+        study, created = optuna.create_study(direction=direction, **kwargs), True
     except optuna.exceptions.DuplicatedStudyError:
         study, created = optuna.load_study(**kwargs), False
     if study.metric_names != [objective]:

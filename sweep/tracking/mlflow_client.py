@@ -32,6 +32,7 @@ from mlflow.tracking import MlflowClient
 
 from sweep.config.checks import require_number
 from sweep.config.schema import TrackingConfig
+from sweep.config.sqlite_lock import sqlite_init_lock, wait_while_locked
 from sweep.errors import ConfigError, TrackingOutage
 from sweep.names import (
     ATTR_FAIL_REASON,
@@ -49,7 +50,6 @@ from sweep.names import (
     TAG_WORKER,
 )
 from sweep.tracking.outage_buffer import BufferedWriter, use_http_defaults
-from sweep.tracking.sqlite_lock import sqlite_init_lock, wait_while_locked
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ def kill_trial_run(client: TrackingClient, run_id: str, reason: str) -> None:
 
 
 class TrialRun:
-    """The MLflow run of one Optuna trial."""
+    """The MLflow run of one Optuna trial (the `sweep.loggers.TrialLogger` the trial logs through)."""
 
     def __init__(
         self, client: TrackingClient, exp_id: str, parent_id: str, study_name: str, trial_number: int, run_name: str
@@ -308,6 +308,10 @@ class TrialRun:
 
     def log_text(self, text: str, artifact_file: str) -> None:
         log_text(self.client, self.run_id, text, artifact_file)
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        upload = functools.partial(self.client.log_figure, self.run_id, figure, artifact_file)
+        self.client.writer.write(artifact_file, upload)  # buffered through a tracking outage
 
     def end(self, state: optuna.trial.TrialState, reason: str | None = None) -> None:
         """End the run and deliver every write waiting for the server, waiting up to `tracking.outage_timeout_s`

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
-from omegaconf import DictConfig
 
+from sweep.config.schema import TrackingConfig
 from sweep.tracking.mlflow_client import TrialRun
 
 PREFIX = "system/"  # MLflow's prefix: the run page's "System metrics" tab shows these
@@ -47,7 +47,7 @@ class TrialMonitor(SystemMetricsMonitor):
 
 
 @contextmanager
-def system_metrics(run: TrialRun, tracking: DictConfig) -> Iterator[None]:
+def system_metrics(run: TrialRun, tracking: TrackingConfig) -> Iterator[None]:
     """Sample the system into `run` while the block runs, as `tracking` (the ``tracking`` config) says (nothing with
     ``system_metrics=false``); the monitor stops when the block ends, also on a failure or an interrupt."""
     if not tracking.system_metrics:

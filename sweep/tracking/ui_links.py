@@ -16,6 +16,7 @@ from typing import Any
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from sweep.config.schema import LossConfig
 from sweep.config.search_space import SCALE_KEYS
 from sweep.names import (
     ARTIFACT_SPEARMAN_FIGURE,
@@ -121,7 +122,7 @@ def trial_run_name(number: int, params: Mapping[str, Any]) -> str:
     return f"{varied} #{number:03d}" if varied else f"trial #{number:03d}"
 
 
-def trial_description(loss: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+def trial_description(loss: LossConfig, params: Mapping[str, Any]) -> str:
     """A trial run's Description (markdown, the run page's first line): its grid point in words, the loss and its
     scale and temperature first, then the seed and any other swept value (``` `mnrl` at scale 10 (temperature
     0.1), seed 1; trial.batch_size 64 ```). `loss`: the trial's resolved ``loss`` config."""

@@ -45,9 +45,9 @@ from typing import Any
 
 import mlflow
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer
 
+from sweep.config.schema import StudyConfig, TrackingConfig
 from sweep.names import (
     TAG_BEST_MODEL_PATH,
     TAG_BEST_MODEL_RUN_ID,
@@ -155,18 +155,10 @@ class Keeping:
     tracking_uri: str
 
     @classmethod
-    def of(cls, cfg: DictConfig) -> Keeping:
-        """The values of a study's (or a trial's) config."""
-        tracking = cfg.tracking
-        study = cfg.study
-        return cls(
-            cfg.paths.root,
-            study.name,
-            study.direction,
-            cfg.trial.save_model,
-            tracking.registered_model_name,
-            tracking.uri,
-        )
+    def of(cls, root: str, study: StudyConfig, save_model: str, tracking: TrackingConfig) -> Keeping:
+        """The values of a study's (or a trial's) config: `paths.root`, the `study` section, `trial.save_model` and
+        the `tracking` section."""
+        return cls(root, study.name, study.direction, save_model, tracking.registered_model_name, tracking.uri)
 
 
 def _better(value: float, current: dict[str, Any] | None, direction: str) -> bool:

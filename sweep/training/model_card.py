@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from huggingface_hub import ModelCard, try_to_load_from_cache
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 from sentence_transformers import SentenceTransformer, SentenceTransformerModelCardData
 
 from sweep.config.checks import CONFIG_DIR
+from sweep.config.schema import ModelConfig
 from sweep.inputs.model import resolve_path, saved_static_module
 from sweep.stats.paired_bootstrap import bullets
 
@@ -27,14 +28,14 @@ STUDY_START, STUDY_END = "<!-- sweep: the study -->", "<!-- /sweep: the study --
 BEFORE = "## Model Details"  # the study's section goes above it, under the card's first paragraph
 
 
-def pretrained_base(model: DictConfig) -> str | None:
+def pretrained_base(model: ModelConfig) -> str | None:
     """The hub name of the checkpoint whose trained weights the model starts from (None for random weights or a
     local folder, which the card cannot link to)."""
     random = model.reinit or (model.kind == "static" and model.static_init == "random")
     return None if random or Path(model.name_or_path).expanduser().exists() else str(model.name_or_path)
 
 
-def model_words(model: DictConfig, learning_rate: float) -> str:
+def model_words(model: ModelConfig, learning_rate: float) -> str:
     """What the model is, in a sentence a newcomer reads first (the card, the study's Description): a static
     embedding (token vectors, mean-pooled, no transformer layers) or a transformer, the learning rate it trains at,
     and, for a static model, the command-line switch to the transformer with that model's own rate."""
@@ -57,7 +58,7 @@ def model_words(model: DictConfig, learning_rate: float) -> str:
     )
 
 
-def base_card(model: DictConfig) -> ModelCard | None:
+def base_card(model: ModelConfig) -> ModelCard | None:
     """The base checkpoint's own card, read from its local folder or the Hugging Face cache (never downloaded)."""
     path = Path(resolve_path(model)) / README
     local = path if path.is_file() else try_to_load_from_cache(str(model.name_or_path), README)
@@ -84,7 +85,7 @@ class TrialCardData(SentenceTransformerModelCardData):
 
 
 def describe(
-    model: SentenceTransformer, base_model: DictConfig, title: str, training: dict[str, str], learning_rate: float
+    model: SentenceTransformer, base_model: ModelConfig, title: str, training: dict[str, str], learning_rate: float
 ) -> None:
     """Give `model` the card data of its trial, before its trainer is built (whose card callback adds the training
     rows' statistics, the loss with its parameters and the hyperparameters): `title`, the training dataset

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 
 from sweep.config.checks import eval_batch_size
-from sweep.config.schema import EvalConfig, TrialConfig
+from sweep.config.schema import DataConfig, EvalConfig, ModelConfig, TrialConfig
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid
 from sweep.inputs import data as data_module
@@ -25,6 +25,7 @@ from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
 from sweep.inputs.tracked_data import EVALUATION, TRAINING, TrackedSplit, split_name, tracked_split
 from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+from sweep.training.trial_settings import TrialSettings
 
 VALIDATION = "stsb_validation"
 TEST = "stsb_test"
@@ -89,11 +90,13 @@ class TrackedData:
         return next((split for split, prefix in self.splits if prefix and metric.startswith(prefix)), None)
 
 
-def track_data(data: DictConfig, splits: dict[str, Dataset], extra: extra_sets.ExtraEvaluators) -> TrackedData:
+def track_data(data: DataConfig, splits: dict[str, Dataset], extra: extra_sets.ExtraEvaluators) -> TrackedData:
     """The training rows, STSB validation and test, the held-out pairs and the extra sets as MLflow datasets
     (``data``: the `data` section)."""
     sources = {split: data_module.resolve_source(data, split) for split in data_module.DATA_SPLITS}
-    names = {split: split_name(source, data[split].local_file) for split, source in sources.items()}
+    names = {
+        split: split_name(source, data_module.split_spec(data, split).local_file) for split, source in sources.items()
+    }
     tracked: list[tuple[TrackedSplit, str | None]] = [
         (tracked_split(splits["train"], names["train"], sources["train"], TRAINING), "train_loss"),
         (tracked_split(splits["validation"], names["validation"], sources["validation"], EVALUATION), VALIDATION),
@@ -147,13 +150,13 @@ class StudyResources:
         gc.unfreeze()
         self._settled = 0
 
-    def datasets(self, data: DictConfig, heldout_pairs: int) -> dict[str, Dataset]:
+    def datasets(self, data: DataConfig, heldout_pairs: int) -> dict[str, Dataset]:
         key = _cache_key(data, heldout_pairs)
         if key not in self._datasets:
             self._datasets[key] = data_module.load_all(data, heldout_pairs)
         return self._datasets[key]
 
-    def tracked_data(self, data: DictConfig, heldout_pairs: int, ev: EvalConfig, batch_size: int) -> TrackedData:
+    def tracked_data(self, data: DataConfig, heldout_pairs: int, ev: EvalConfig, batch_size: int) -> TrackedData:
         """The trial's datasets as MLflow records them (`track_data`), built once per distinct data config (the
         `data` section, `stats.heldout_pairs`, the extra sets of the `eval` section scored in ``batch_size``)."""
         key = _cache_key(data, heldout_pairs, ev.extra)
@@ -163,7 +166,7 @@ class StudyResources:
         return self._tracked[key]
 
     def evaluators(
-        self, data: DictConfig, heldout_pairs: int, batch_size: int
+        self, data: DataConfig, heldout_pairs: int, batch_size: int
     ) -> tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator]:
         key = _cache_key(data, heldout_pairs, batch_size)
         if key not in self._evaluators:
@@ -174,7 +177,7 @@ class StudyResources:
             )
         return self._evaluators[key]
 
-    def model(self, model: DictConfig, seed: int, device: str | None) -> SentenceTransformer:
+    def model(self, model: ModelConfig, seed: int, device: str | None) -> SentenceTransformer:
         """A fresh copy of the base model (random initialisations depend on the trial seed) whose ``preprocess``
         reuses the batches earlier copies tokenized."""
         key = _cache_key(model, seed, device)
@@ -185,29 +188,24 @@ class StudyResources:
 
     def initial_evaluation(
         self,
-        cfg: DictConfig,
+        settings: TrialSettings,
         model: SentenceTransformer,
         validation: EmbeddingKeepingEvaluator,
         validation_pairs: Dataset,
         probe: ConcentrationProbe | None,
     ) -> InitialEvaluation:
         """Step-0 validation Spearman, ``_init`` encodings and layer grid of ``model``, an untouched copy of the
-        base model of (``cfg.model``, ``cfg.trial.seed``): computed by the first trial, reused by the others."""
+        base model of the trial's (`model`, `trial.seed`): computed by the first trial, reused by the others."""
+        base, trial, layer_grid_config = settings.model, settings.trial, settings.eval.layer_grid
         key = _cache_key(
-            cfg.model,
-            cfg.trial.seed,
-            device_of(cfg.trial),
-            cfg.data,
-            cfg.stats,
-            cfg.eval.layer_grid,
-            cfg.trial.eval_batch_size,
+            base, trial.seed, device_of(trial), settings.data, settings.stats, layer_grid_config, trial.eval_batch_size
         )
         if key not in self._initial:
             value = spearman(validation, model, step=0)
             encodings = probe.encode(model, validation) if probe is not None else None
             layer_grid = None
-            if cfg.eval.layer_grid.enabled:
-                grid = grid_sets(cfg.eval.layer_grid, cfg.model)
-                layer_grid = stsb_layer_grid(model, validation_pairs, grid, eval_batch_size(cfg.trial, cfg.model.kind))
+            if layer_grid_config.enabled:
+                grid = grid_sets(layer_grid_config, base)
+                layer_grid = stsb_layer_grid(model, validation_pairs, grid, eval_batch_size(trial, base.kind))
             self._initial[key] = InitialEvaluation(value, encodings, layer_grid)
         return self._initial[key]

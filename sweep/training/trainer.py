@@ -12,14 +12,14 @@ from typing import Any
 
 import optuna
 import torch
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from transformers import EarlyStoppingCallback, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from sweep.config.schema import LossConfig, TrialConfig
+from sweep.loggers import TrialLogger
 from sweep.losses import learning_rate_mapping
 from sweep.signals import check_stop
-from sweep.tracking.mlflow_client import TrialRun
 from sweep.training.resources import VALIDATION
 
 
@@ -30,7 +30,7 @@ class TrialCallback(TrainerCallback):
     def __init__(
         self,
         trial: optuna.Trial,
-        run: TrialRun,
+        run: TrialLogger,
         loss: torch.nn.Module,
         on_evaluated: Callable[[int], None] | None = None,
         reporters: Sequence[Any] = (),
@@ -129,13 +129,14 @@ def early_stopping(patience: int | None) -> list[TrainerCallback]:
 
 
 def training_arguments(
-    t: DictConfig, loss: DictConfig, output_dir: str, bars: bool
+    t: TrialConfig, max_steps: int, loss: LossConfig, output_dir: str, bars: bool
 ) -> SentenceTransformerTrainingArguments:
-    """The trainer's arguments from the `trial` section (``t``) and the loss's learning rates (the `loss` section)."""
+    """The trainer's arguments from the `trial` section (``t``; `max_steps`: its `trial.max_steps`, or the steps of
+    one pass over the training rows when null) and the loss's learning rates (the `loss` section)."""
     device = t.device
     return SentenceTransformerTrainingArguments(
         output_dir=output_dir,
-        max_steps=t.max_steps,
+        max_steps=max_steps,
         per_device_train_batch_size=t.batch_size,
         per_device_eval_batch_size=t.eval_batch_size,
         learning_rate=t.learning_rate,

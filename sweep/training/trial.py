@@ -16,18 +16,18 @@ import optuna
 import pandas as pd
 import torch
 from datasets import Dataset
-from omegaconf import DictConfig
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from transformers import set_seed
 from transformers.trainer_callback import PrinterCallback
 
-from sweep.config.checks import eval_batch_size, with_values
+from sweep.config.checks import eval_batch_size
 from sweep.errors import DivergenceError
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import grid_sets, log_layer_grid, stsb_layer_grid
 from sweep.evaluation.objective import objective_value
 from sweep.evaluation.predictions import log_predictions
-from sweep.losses import build_loss, schedule_callback, training_callbacks
+from sweep.loggers import TrialLogger
+from sweep.losses import BaseModel, build_loss, schedule_callback, training_callbacks
 from sweep.names import (
     ATTR_COLLAPSED,
     ATTR_TEST_SPEARMAN,
@@ -40,14 +40,13 @@ from sweep.names import (
     TAG_SCALE_ZERO,
 )
 from sweep.stats.collapse import collapse_reason
-from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, loss_scales
-from sweep.tracking import ui_links
-from sweep.tracking.mlflow_client import TrialRun
+from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator
 from sweep.training import model_card
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, TrackedData, device_of, spearman
 from sweep.training.step_clock import StepClock
 from sweep.training.trainer import TrialCallback, early_stopping, show_progress, training_arguments
+from sweep.training.trial_settings import TrialSettings
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +61,7 @@ def probe_at_evaluation(
     max_steps: int,
     model: SentenceTransformer,
     validation: EmbeddingKeepingEvaluator,
-    run: TrialRun,
+    run: TrialLogger,
 ) -> Callable[[int], object] | None:
     """What the probe logs at each evaluation during training: every statistic (``stats.every_eval``), else the
     loss at every grid scale, but not at the last step, ``max_steps`` (the final statistics log those)."""
@@ -103,33 +102,33 @@ class Trained:
     initial_weights: dict[str, torch.Tensor] | None
 
 
-def prepare(cfg: DictConfig, resources: StudyResources, run: TrialRun) -> Prepared:
+def prepare(settings: TrialSettings, resources: StudyResources, run: TrialLogger) -> Prepared:
     """Load the trial's data, evaluators and base model (shared by the study) and log the untrained model's
     validation Spearman, layer grid and statistics at step 0, before the loss can touch the model."""
-    if cfg.trial.torch_threads:
-        torch.set_num_threads(cfg.trial.torch_threads)
-    stats = cfg.stats
+    trial, loss, stats = settings.trial, settings.loss, settings.stats
+    if trial.torch_threads:
+        torch.set_num_threads(trial.torch_threads)
     heldout_pairs = stats.heldout_pairs  # held out with statistics on or off: they never change what is trained
-    splits = resources.datasets(cfg.data, heldout_pairs)
-    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
-    data = resources.tracked_data(cfg.data, heldout_pairs, cfg.eval, batch_size)
+    splits = resources.datasets(settings.data, heldout_pairs)
+    batch_size = eval_batch_size(trial, settings.model.kind)
+    data = resources.tracked_data(settings.data, heldout_pairs, settings.eval, batch_size)
     run.log_inputs(data.inputs)
-    validation, test = resources.evaluators(cfg.data, heldout_pairs, cfg.trial.eval_batch_size)
-    model = resources.model(cfg.model, cfg.trial.seed, device_of(cfg.trial))
+    validation, test = resources.evaluators(settings.data, heldout_pairs, trial.eval_batch_size)
+    model = resources.model(settings.model, trial.seed, device_of(trial))
     probe = None
     if stats.enabled:
         # The softmax statistics use the in-batch scale: `scale`, or AnglE's in-batch-negatives scale.
-        softmax_scale = cfg.loss.scale if "scale" in cfg.loss else cfg.loss.get("ibn_scale", 1.0)
+        softmax_scale = loss.scale if "scale" in loss else loss.get("ibn_scale", 1.0)
         probe = ConcentrationProbe(
             stats,
             splits.get("heldout"),
-            cfg.trial.batch_size,
+            trial.batch_size,
             softmax_scale,
-            cfg.trial.eval_batch_size,
-            similarity=cfg.loss.get("similarity", "cosine"),
-            loss_scales=loss_scales(stats, cfg.study.search_space, cfg.loss),
+            trial.eval_batch_size,
+            similarity=loss.get("similarity", "cosine"),
+            loss_scales=settings.loss_scales,
         )
-    initial = resources.initial_evaluation(cfg, model, validation, splits["validation"], probe)
+    initial = resources.initial_evaluation(settings, model, validation, splits["validation"], probe)
     run.log_metrics({f"{VALIDATION}_spearman": initial.validation_spearman}, step=0)
     if initial.layer_grid is not None:
         log_layer_grid(run, initial.layer_grid, "validation", step=0)
@@ -140,44 +139,46 @@ def prepare(cfg: DictConfig, resources: StudyResources, run: TrialRun) -> Prepar
 
 def train(
     trial: optuna.Trial,
-    cfg: DictConfig,
+    settings: TrialSettings,
     resources: StudyResources,
-    run: TrialRun,
+    run: TrialLogger,
     p: Prepared,
     quiet: bool,
     clock: StepClock,
 ) -> Trained:
     """Fine-tune the model with the trial's loss (scale 0 tagged and its weights kept to show they do not move);
     `clock` marks the first and last training steps."""
-    if cfg.trial.max_steps is None:  # one pass over the training rows: the number of full batches
-        cfg = with_values(cfg, {"trial.max_steps": len(p.splits["train"]) // cfg.trial.batch_size})
-        run.set_tags({TAG_ONE_PASS_STEPS: str(cfg.trial.max_steps)})
-    set_seed(cfg.trial.seed)
-    loss = build_loss(p.model, cfg)
+    trial_section = settings.trial
+    max_steps = trial_section.max_steps
+    if max_steps is None:  # one pass over the training rows: the number of full batches
+        max_steps = len(p.splits["train"]) // trial_section.batch_size
+        run.set_tags({TAG_ONE_PASS_STEPS: str(max_steps)})
+    set_seed(trial_section.seed)
+    loss = build_loss(p.model, settings.loss, BaseModel(settings.model, trial_section.seed))
     initial_weights = None
-    if cfg.loss.get("scale") == 0:
+    if settings.loss.get("scale") == 0:
         run.set_tags({TAG_SCALE_ZERO: SCALE_ZERO_MODE})
         initial_weights = {name: param.detach().clone() for name, param in p.model.named_parameters()}
-    schedule = schedule_callback(loss, cfg.loss)  # None: a constant scale
+    schedule = schedule_callback(loss, settings.loss)  # None: a constant scale
     if p.probe is not None:  # the statistics use the loss's current scale (a learned or scheduled one included)
         p.probe.follow(loss, schedule.current_scale if schedule is not None else None)
-    extra = resources.extra.get(cfg.eval, cfg.data, eval_batch_size(cfg.trial, cfg.model.kind))
+    extra = resources.extra.get(settings.eval, settings.data, eval_batch_size(trial_section, settings.model.kind))
     scorer = extra_sets.TrialScorer(extra, p.model, run.log_metrics)
     every_eval = extra_sets.chain(
-        probe_at_evaluation(p.probe, cfg.stats.every_eval, cfg.trial.max_steps, p.model, p.validation, run),
-        scorer if cfg.eval.extra_every_eval else None,
+        probe_at_evaluation(p.probe, settings.stats.every_eval, max_steps, p.model, p.validation, run),
+        scorer if settings.eval.extra_every_eval else None,
     )
     scheduled = [schedule] if schedule is not None else []
     callback = TrialCallback(trial, run, loss, on_evaluated=every_eval, reporters=scheduled)
-    title = f"{cfg.study.name}, trial {trial.number}: {ui_links.trial_description(cfg.loss, trial.params)}"
-    model_card.describe(
-        p.model, cfg.model, title, p.data.training, cfg.trial.learning_rate
-    )  # before the trainer: its card callback reads it
+    # before the trainer: its card callback reads it
+    model_card.describe(p.model, settings.model, settings.title, p.data.training, trial_section.learning_rate)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = SentenceTransformerTrainer(
             model=p.model,
-            args=training_arguments(cfg.trial, cfg.loss, output_dir, bars=not quiet and sys.stderr.isatty()),
+            args=training_arguments(
+                trial_section, max_steps, settings.loss, output_dir, bars=not quiet and sys.stderr.isatty()
+            ),
             train_dataset=p.splits["train"],
             loss=loss,
             evaluator=p.validation,
@@ -185,7 +186,7 @@ def train(
                 callback,
                 *training_callbacks(loss),
                 *scheduled,
-                *early_stopping(cfg.trial.early_stopping_patience),
+                *early_stopping(trial_section.early_stopping_patience),
                 *member_callbacks(),  # a packed trial takes turns
                 clock,
             ],
@@ -207,7 +208,7 @@ def check_outcome(trained: Trained) -> None:
 
 
 def score(
-    run: TrialRun,
+    run: TrialLogger,
     p: Prepared,
     trained: Trained,
     every_eval: bool,
@@ -250,7 +251,7 @@ def score(
     return val, metrics, grid, collapsed
 
 
-def flag_collapse(trial: optuna.Trial, run: TrialRun, reason: str) -> None:
+def flag_collapse(trial: optuna.Trial, run: TrialLogger, reason: str) -> None:
     """Tag a trial whose model collapsed (its Spearman is noise, not a score) and say so in the log."""
     run.set_tags({TAG_COLLAPSED: "true", TAG_COLLAPSE_REASON: reason})
     trial.set_user_attr(ATTR_COLLAPSED, reason)
@@ -259,9 +260,9 @@ def flag_collapse(trial: optuna.Trial, run: TrialRun, reason: str) -> None:
 
 def train_and_evaluate(
     trial: optuna.Trial,
-    cfg: DictConfig,
+    settings: TrialSettings,
     resources: StudyResources,
-    run: TrialRun,
+    run: TrialLogger,
     quiet: bool,
     clock: StepClock,
     on_trained: OnTrained | None = None,
@@ -272,18 +273,19 @@ def train_and_evaluate(
     if not quiet:
         log.info("trial %d: scoring the untrained model (step 0)", trial.number)
     with clock.span("preparing"):
-        prepared = prepare(cfg, resources, run)
-    trained = train(trial, cfg, resources, run, prepared, quiet, clock)
+        prepared = prepare(settings, resources, run)
+    trained = train(trial, settings, resources, run, prepared, quiet, clock)
     check_outcome(trained)
-    cells = grid_sets(cfg.eval.layer_grid, cfg.model) if cfg.eval.layer_grid.enabled else None
-    batch_size = eval_batch_size(cfg.trial, cfg.model.kind)
+    layer_grid = settings.eval.layer_grid
+    cells = grid_sets(layer_grid, settings.model) if layer_grid.enabled else None
+    batch_size = eval_batch_size(settings.trial, settings.model.kind)
     steps = trained.output.global_step
     with clock.span("final_scoring"):
-        val, metrics, grid, collapsed = score(run, prepared, trained, cfg.stats.every_eval, cells, batch_size)
+        val, metrics, grid, collapsed = score(run, prepared, trained, settings.stats.every_eval, cells, batch_size)
         if collapsed is not None:
             flag_collapse(trial, run, collapsed)
         extra_scores = trained.scorer.final(steps)
-        objective = objective_value(cfg.eval, val, grid, trained.extra, extra_scores)
+        objective = objective_value(settings.eval, val, grid, trained.extra, extra_scores)
         metrics["objective"] = objective
         run.log_metrics(metrics, step=steps)
     trial.set_user_attr(ATTR_VALIDATION_SPEARMAN, val)

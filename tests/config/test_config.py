@@ -9,13 +9,13 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweep.config import search_space
-from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, flatten
+from sweep.config.checks import AUTO_EVAL_BATCH_SIZE, flatten, with_values
 from sweep.config.composition import compose_config
-from sweep.config.scale_temperature import resolve_scale
+from sweep.config.scale_temperature import scale_values
 from sweep.errors import ConfigError
 from sweep.study.lifecycle import open_sweep
-from sweep.study.preflight import validate_trial_config
-from sweep.study.setup import declared_space, validate
+from sweep.study.setup import declared_space
+from sweep.study.validation import check_config, validate_trial_config
 from tests.helpers import EXPERIMENTS
 
 
@@ -25,7 +25,7 @@ def test_every_experiment_composes_and_validates(compose_cfg, experiment):
     assert cfg.name == experiment
     space = search_space.parse(cfg.study.search_space)
     assert space, "an experiment declares a search space"
-    validate(cfg, space)
+    check_config(cfg, load=False)
 
 
 def test_default_experiment_grid_covers_0_20_50(compose_cfg):
@@ -43,7 +43,7 @@ def test_gpu_preset_composes_and_validates(compose_cfg, monkeypatch):
     cfg = compose_cfg("+experiment=mnrl_scale", "preset=gpu", tiny=False)
     assert cfg.model.name_or_path == "microsoft/mpnet-base"
     assert cfg.data.source == "hub" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"
-    validate(cfg, search_space.parse(cfg.study.search_space))
+    check_config(cfg, load=False)
 
 
 @pytest.mark.parametrize(
@@ -58,7 +58,7 @@ def test_scale_and_temperature_are_interchangeable(
     compose_cfg, scale, temperature, expected_scale, expected_temperature
 ):
     cfg = compose_cfg(f"loss.scale={scale}", f"loss.temperature={temperature if temperature is not None else 'null'}")
-    cfg = resolve_scale(cfg)
+    cfg = with_values(cfg, scale_values(cfg.loss))
     assert cfg.loss.scale == pytest.approx(expected_scale)
     assert cfg.loss.temperature == pytest.approx(expected_temperature)
 
@@ -91,7 +91,8 @@ def test_seeds_become_a_trial_seed_axis(compose_cfg):
 
 
 def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
-    cfg = resolve_scale(search_space.apply(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3}))
+    cfg = search_space.apply(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3})
+    cfg = with_values(cfg, scale_values(cfg.loss))
     assert cfg.loss.scale == pytest.approx(20.0) and cfg.trial.seed == 3
     flat = flatten(cfg)
     assert flat["loss.scale"] == pytest.approx(20.0) and flat["loss.temperature"] == 0.05
@@ -126,8 +127,7 @@ def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
 def test_bad_config_is_refused_before_training_naming_the_key(compose_cfg, overrides, key):
     cfg = compose_cfg(*overrides)
     with pytest.raises(ConfigError) as error:
-        space = search_space.parse(cfg.study.search_space)
-        validate(cfg, space)
+        check_config(cfg, load=False)
     assert error.value.key == key
     assert key in str(error.value)
 
@@ -154,7 +154,7 @@ def test_the_schema_refuses_types_and_unknown_keys_in_one_line(override, key, me
 def test_a_grid_value_of_the_wrong_type_names_the_search_space_key(compose_cfg):
     cfg = compose_cfg("+study.search_space.trial.max_steps=[10,ten]")
     with pytest.raises(ConfigError, match="must be an integer") as error:
-        validate(cfg, search_space.parse(cfg.study.search_space))
+        check_config(cfg, load=False)
     assert error.value.key == "study.search_space.trial.max_steps"
 
 
@@ -219,7 +219,7 @@ def test_a_transformer_at_the_static_learning_rates_an_experiment_sweeps_is_refu
     would collapse at each of them: refused before training, naming trial.learning_rate, the grid point and the fix."""
     cfg = compose_cfg(f"+experiment={experiment}", "model=minilm", tiny=False)
     with pytest.raises(ConfigError) as error:
-        validate(cfg, search_space.parse(cfg.study.search_space))
+        check_config(cfg, load=False)
     message = str(error.value)
     assert error.value.key == "trial.learning_rate" and "(grid point " in message and "\n" not in message
     assert "model.learning_rate=2e-05" in message and "use rates <= 0.001" in message

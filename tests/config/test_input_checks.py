@@ -140,4 +140,4 @@ def test_a_race_without_seeds_grid_or_whole_trials_is_refused_before_training(co
     with pytest.raises(ConfigError, match=message) as error:
         open_sweep(compose_cfg(*overrides, "name=race"))
     assert error.value.key == key
-    assert "\n" not in str(error.value)
+    assert all("\n" not in str(found) for found in getattr(error.value, "errors", [error.value])), "a line per key"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import optuna
 
+from sweep.app import multirun_job
 from sweep.config.multirun import shared_study
 from sweep.errors import ConfigError
 from tests.conftest import TINY, Compose
@@ -16,13 +17,15 @@ ONE_POINT = ["stats.enabled=false", "study.seeds=[0]", "++study.search_space.los
 
 def test_jobs_of_one_experiment_share_its_study_unless_the_name_says_what_differs(compose_cfg: Compose):
     steps = [["+experiment=mnrl_scale", f"trial.max_steps={n}"] for n in (2, 4)]
-    refusal = shared_study([(job, compose_cfg(*job)) for job in steps])
+    refusal = shared_study([multirun_job(job, compose_cfg(*job)) for job in steps])
     assert isinstance(refusal, ConfigError) and refusal.key == "name" and refusal.value == "mnrl_scale"
     assert "'name=mnrl_scale_${trial.max_steps}'" in str(refusal), "the fix names the swept key"
     named = [[*job, "name=mnrl_scale_${trial.max_steps}"] for job in steps]
-    assert shared_study([(job, compose_cfg(*job)) for job in named]) is None
+    assert shared_study([multirun_job(job, compose_cfg(*job)) for job in named]) is None
     elsewhere = [[*job, f"paths.root={tmp}"] for job, tmp in zip(steps, ("a", "b"), strict=True)]
-    assert shared_study([(job, compose_cfg(*job)) for job in elsewhere]) is None, "two storages: two studies"
+    assert shared_study([multirun_job(job, compose_cfg(*job)) for job in elsewhere]) is None, (
+        "two storages: two studies"
+    )
 
 
 def test_a_multirun_whose_jobs_share_a_study_is_refused_before_any_job(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sweep.errors import ConfigError
-from sweep.study.setup import absolute_paths
+from sweep.study.setup import make_root
 from tests.conftest import TINY
 from tests.helpers import run_sweep
 
@@ -24,5 +24,5 @@ def test_the_study_refuses_a_root_it_cannot_create(compose_cfg, tmp_path):
     (tmp_path / "a_file").write_text("not a folder")
     cfg = compose_cfg(f"paths.root={tmp_path / 'a_file' / 'runs'}")
     with pytest.raises(ConfigError, match="cannot be created") as error:
-        absolute_paths(cfg)
+        make_root(cfg.paths.root)
     assert error.value.key == "paths.root"

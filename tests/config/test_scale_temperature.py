@@ -8,9 +8,16 @@ import math
 import pytest
 
 from sweep.config import search_space
-from sweep.config.scale_temperature import resolve_scale
+from sweep.config.checks import with_values
+from sweep.config.scale_temperature import scale_values
 from sweep.errors import ConfigError
-from sweep.study.setup import validate
+from sweep.study.validation import check_config
+
+
+def resolve_scale(cfg):
+    """`cfg` with `loss.scale` and `loss.temperature` agreeing (`scale_values`)."""
+    return with_values(cfg, scale_values(cfg.loss))
+
 
 SCALED_LOSSES = ("mnrl", "cached_mnrl", "cosent", "angle", "gist", "learnable_scale")
 
@@ -45,7 +52,6 @@ def test_the_gist_default_and_a_gist_scale_grid(compose_cfg):
     cfg = resolve_scale(compose_cfg("loss=gist"))
     assert cfg.loss.scale == pytest.approx(100.0)
     cfg = compose_cfg("loss=gist", "model=tiny_bert", "+study.search_space.loss.scale=[10,50]")
-    space = search_space.parse({"loss": {"scale": [10, 50]}})
-    validate(cfg, space)
+    check_config(cfg, load=False)
     point = resolve_scale(search_space.apply(cfg, {"loss.scale": 50}))
     assert point.loss.scale == 50.0 and not math.isclose(point.loss.temperature, 0.01)

@@ -91,7 +91,7 @@ def test_grid_of_the_config_metrics_and_objective(tiny):
 
 
 def test_log_layer_grid_logs_metrics_and_table():
-    class Run:  # the TrialRun interface (its writes go through the tracking buffer)
+    class Run:  # a `TrialLogger` (sweep.loggers): what the layer grid logs through
         def log_metrics(self, metrics, step):
             self.metrics, self.step = metrics, step
 

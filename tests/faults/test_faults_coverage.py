@@ -13,12 +13,12 @@ import torch
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from sweep.config.checks import CONFIG_DIR
+from sweep.config.checks import CONFIG_DIR, with_values
 from sweep.inputs.model import build_model
-from sweep.losses import build_loss
 from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_END_REASON, TAG_OPTUNA_STATE
 from sweep.study.lifecycle import finish, open_sweep
-from sweep.study.preflight import resolve_trial_config
+from sweep.study.validation import derived_values
+from tests.helpers import build_trial_loss
 
 SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler}
 
@@ -105,11 +105,12 @@ GOLD = [0.9, 0.85, 0.7, 0.0, 0.95]
 
 
 def weights_after_one_step(compose_cfg, loss: str, key: str, value: float) -> torch.Tensor:
-    cfg = resolve_trial_config(compose_cfg(f"loss={loss}", *NEEDS.get(loss, []), f"loss.{key}={value}"))
+    cfg = compose_cfg(f"loss={loss}", *NEEDS.get(loss, []), f"loss.{key}={value}")
+    cfg = with_values(cfg, derived_values(cfg.loss, cfg.trial, cfg.model.kind))
     torch.manual_seed(0)
     model = build_model(cfg.model, seed=0)
     model.eval()  # no dropout: both scales see the same embeddings
-    criterion = build_loss(model, cfg)
+    criterion = build_trial_loss(model, cfg)
     labels = torch.tensor(GOLD) if loss in SCORED else None
     optimizer = torch.optim.SGD(criterion.parameters(), lr=1.0)
     criterion([model.preprocess(S1), model.preprocess(S2)], labels).backward()

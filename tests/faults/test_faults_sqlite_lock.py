@@ -22,11 +22,11 @@ from omegaconf import OmegaConf
 from sqlalchemy import create_engine, text
 from sqlalchemy import exc as sqlalchemy_exc
 
+from sweep.config.sqlite_lock import is_sqlite_busy
 from sweep.errors import ConfigError
 from sweep.study import setup
 from sweep.study.setup import open_storage
 from sweep.tracking.mlflow_client import open_tracking
-from sweep.tracking.sqlite_lock import is_sqlite_busy
 
 MLFLOW_BUSY_TIMEOUT_S = 5  # sqlite3's default, which MLflow's engine keeps
 

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from sweep.inputs.model import build_model
-from sweep.losses import build_loss, training_callbacks
+from sweep.losses import training_callbacks
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss, ScaleClampCallback
+from tests.helpers import build_trial_loss
 
 ANCHORS = ["A man is playing a guitar.", "A woman is slicing an onion.", "Kids play football.", "A cat sleeps."]
 POSITIVES = ["Someone plays an instrument.", "A person cuts a vegetable.", "Children kick a ball.", "A pet naps."]
@@ -73,6 +74,6 @@ def test_the_forward_pass_does_not_clamp(model):
 
 def test_the_trial_gets_the_clamp_callback_for_a_wrapped_learnable_scale(compose_cfg):
     cfg = compose_cfg("loss=learnable_scale", "loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16'")
-    loss = build_loss(build_model(cfg.model, seed=0), cfg)
+    loss = build_trial_loss(build_model(cfg.model, seed=0), cfg)
     assert [type(c) for c in training_callbacks(loss)] == [ScaleClampCallback]
-    assert training_callbacks(build_loss(build_model(cfg.model, seed=0), compose_cfg())) == []
+    assert training_callbacks(build_trial_loss(build_model(cfg.model, seed=0), compose_cfg())) == []

@@ -14,12 +14,11 @@ from mlflow.tracking import MlflowClient
 from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss, MatryoshkaLoss
 
-from sweep.config import search_space
-from sweep.config.checks import CONFIG_DIR
-from sweep.config.scale_temperature import resolve_scale
+from sweep.config.checks import CONFIG_DIR, with_values
+from sweep.config.scale_temperature import scale_values
 from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
-from sweep.losses import LOSSES, build_loss, learning_rate_mapping, resolve_loss
+from sweep.losses import LOSSES, learning_rate_mapping, loss_values
 from sweep.losses.angle_composite import AnglECompositeLoss
 from sweep.losses.gist import guide_model
 from sweep.losses.learnable_scale import LearnableScaleMultipleNegativesRankingLoss
@@ -28,7 +27,8 @@ from sweep.losses.spec import BaseModel
 from sweep.losses.uniformity import UniformityRegularizedMNRL, uniformity
 from sweep.names import ROLE_TRIAL, TAG_ROLE
 from sweep.study.lifecycle import finish, open_sweep
-from sweep.study.setup import validate
+from sweep.study.validation import check_config
+from tests.helpers import build_trial_loss
 
 LOSS_CONFIGS = sorted(p.stem for p in (Path(CONFIG_DIR) / "loss").glob("*.yaml"))
 SCORED = ("data=stsb_pairs",)
@@ -230,7 +230,7 @@ def test_learnable_scale_is_clamped_at_max_scale(tiny):
 def test_trainer_optimizer_holds_logit_scale_with_its_own_learning_rate(compose_cfg, tmp_path):
     cfg = compose_cfg("loss=learnable_scale", "loss.scale=20", "loss.scale_learning_rate=0.5")
     model = build_model(cfg.model, seed=0)
-    loss = build_loss(model, cfg)
+    loss = build_trial_loss(model, cfg)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(tmp_path),
         report_to="none",
@@ -246,7 +246,7 @@ def test_trainer_optimizer_holds_logit_scale_with_its_own_learning_rate(compose_
 
 def test_a_wrapped_loss_keeps_its_logged_metrics(compose_cfg):
     cfg = compose_cfg("loss=learnable_scale", "loss.wrapper.name=matryoshka", "loss.wrapper.dims='32,16'")
-    loss = build_loss(build_model(cfg.model, seed=0), cfg)
+    loss = build_trial_loss(build_model(cfg.model, seed=0), cfg)
     assert isinstance(loss, MatryoshkaLoss) and loss.matryoshka_dims == (32, 16)
     assert loss.logged_metrics()["learned_scale"] == pytest.approx(20.0)
 
@@ -260,13 +260,14 @@ def test_gist_guide_base_is_a_frozen_copy_of_the_untrained_base_model(compose_cf
 
 
 def test_resolve_loss_expands_the_weights_string(compose_cfg):
-    cfg = resolve_loss(compose_cfg("loss=angle_composite", "data=stsb_pairs", "loss.weights='0.5,1,0'"))
+    cfg = compose_cfg("loss=angle_composite", "data=stsb_pairs", "loss.weights='0.5,1,0'")
+    cfg = with_values(cfg, loss_values(cfg.loss))
     assert (cfg.loss.w1, cfg.loss.w2, cfg.loss.w3) == (0.5, 1.0, 0.0)
 
 
 def refused(cfg) -> ConfigError:
     with pytest.raises(ConfigError) as error:
-        validate(cfg, search_space.parse(cfg.study.search_space))
+        check_config(cfg, load=False)
     return error.value
 
 
@@ -345,5 +346,6 @@ def test_bad_loss_configs_are_refused_naming_the_key_and_value(compose_cfg, over
 
 
 def test_scale_and_temperature_of_gist_are_consistent(compose_cfg):
-    cfg = resolve_scale(compose_cfg("loss=gist"))
+    cfg = compose_cfg("loss=gist")
+    cfg = with_values(cfg, scale_values(cfg.loss))
     assert cfg.loss.scale == pytest.approx(100.0) and cfg.loss.temperature == pytest.approx(0.01)

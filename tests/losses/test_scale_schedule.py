@@ -15,12 +15,11 @@ from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 from sweep.config import search_space
 from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
-from sweep.losses import build_loss, loss_values, schedule_callback
+from sweep.losses import loss_values, schedule_callback
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
 from sweep.losses.scale_schedule import SCHEDULED_SCALE, SCHEDULED_TEMPERATURE, parse_spec
-from sweep.study.preflight import validate_trial_config
-from sweep.study.setup import validate
-from tests.helpers import run_study, trial_runs
+from sweep.study.validation import check_config, validate_trial_config
+from tests.helpers import build_trial_loss, run_study, trial_runs
 
 STEPS = 7
 
@@ -81,7 +80,7 @@ def test_a_wrapped_loss_trains_at_the_scheduled_scale(compose_cfg):
     )
     cfg = validate_trial_config(cfg)
     model = build_model(cfg.model, seed=0).eval()
-    loss = build_loss(model, cfg)
+    loss = build_trial_loss(model, cfg)
     callback = schedule_callback(loss, cfg.loss)
     assert callback is not None and [type(t) for t in callback.targets] == [ScaledMultipleNegativesRankingLoss]
     assert callback.current_scale() == pytest.approx(5.0)  # built at the first step's scale (loss.scale)
@@ -95,7 +94,7 @@ def test_a_wrapped_loss_trains_at_the_scheduled_scale(compose_cfg):
 
 def test_a_cosent_loss_follows_its_schedule(compose_cfg):
     cfg = validate_trial_config(compose_cfg("loss=cosent", "data=stsb_pairs", "loss.scale_schedule.spec=cosine 5-50"))
-    loss = build_loss(build_model(cfg.model, seed=0), cfg)
+    loss = build_trial_loss(build_model(cfg.model, seed=0), cfg)
     callback = schedule_callback(loss, cfg.loss)
     assert callback is not None
     callback.on_step_begin(None, step_state(2, 4), None)  # half a period: the highest scale
@@ -105,10 +104,10 @@ def test_a_cosent_loss_follows_its_schedule(compose_cfg):
 def test_the_constant_default_changes_nothing(compose_cfg):
     cfg = compose_cfg()
     assert loss_values(cfg.loss) == {}  # no derived key: the resolved config, and what trains, as before
-    assert schedule_callback(build_loss(build_model(cfg.model, seed=0), cfg), cfg.loss) is None
+    assert schedule_callback(build_trial_loss(build_model(cfg.model, seed=0), cfg), cfg.loss) is None
     constant = validate_trial_config(compose_cfg("loss.scale_schedule.spec=constant 10"))
     assert constant.loss.scale == 10.0 and constant.loss.temperature == 0.1
-    assert schedule_callback(build_loss(build_model(cfg.model, seed=0), constant), constant.loss) is None
+    assert schedule_callback(build_trial_loss(build_model(cfg.model, seed=0), constant), constant.loss) is None
 
 
 K = "loss.scale_schedule"
@@ -137,7 +136,7 @@ LINEAR_KEYS = (f"{K}.start_scale=5", f"{K}.end_scale=50")
 def test_a_bad_schedule_is_refused_before_training_in_one_line(compose_cfg, overrides, key, message):
     cfg = compose_cfg(*overrides)
     with pytest.raises(ConfigError) as error:
-        validate(cfg, search_space.parse(cfg.study.search_space))
+        check_config(cfg, load=False)
     assert error.value.key == key and message in str(error.value) and "\n" not in str(error.value)
 
 
@@ -147,7 +146,7 @@ def test_the_study_composes_one_grid_of_readable_arms(compose_cfg):
     assert [parse_spec(arm).words() for arm in arms] == arms  # each arm reads back as itself
     space = search_space.parse(cfg.study.search_space)
     assert search_space.grid_size(space) == len(arms) == 5  # one axis: each arm is one grid point
-    validate(cfg, space)  # every arm passes the checks before training
+    check_config(cfg, load=False)  # every arm passes the checks before training
     firsts = [
         validate_trial_config(search_space.apply(cfg, {"loss.scale_schedule.spec": arm})).loss.scale for arm in arms
     ]

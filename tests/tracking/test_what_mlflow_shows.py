@@ -23,7 +23,7 @@ from sweep.training.logged_models import CARD_FOLDER
 from sweep.training.resources import StudyResources
 from tests.conftest import TINY
 from tests.faults.harness import wait_for
-from tests.helpers import mlflow_runs, run_sweep
+from tests.helpers import keeping, mlflow_runs, run_sweep
 
 DATASETS = {  # name: context, for the default data (nli_stsb) and eval=offline_extra
     "nli-triplet": "training",
@@ -130,9 +130,7 @@ def test_the_best_alias_follows_each_new_best_and_the_study_end(compose_cfg):
     def kept(trial: int, value: float) -> TrialRun:
         run = TrialRun(client, exp, "no-parent", "alias", trial, f"trial {trial}")
         run.log_metrics({"objective": value}, step=3)
-        kept_models.keep(
-            kept_models.Keeping.of(cfg), model, value, {"objective": value}, trial_number=trial, run=run, step=3
-        )
+        kept_models.keep(keeping(cfg), model, value, {"objective": value}, trial_number=trial, run=run, step=3)
         return run
 
     def alias() -> str:

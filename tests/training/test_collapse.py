@@ -11,7 +11,7 @@ from sweep.inputs.model import build_model
 from sweep.names import TAG_COLLAPSE_REASON, TAG_COLLAPSED
 from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
 from sweep.training import kept_models
-from tests.helpers import run_study, trial_runs
+from tests.helpers import keeping, run_study, trial_runs
 from tests.training.test_model_store import FakeRun
 
 
@@ -29,9 +29,9 @@ def test_a_collapsed_trial_is_never_the_kept_best_even_with_the_higher_score(com
     monkeypatch.setattr(kept_models, "log_to_mlflow", lambda *args, **kwargs: "")
     cfg = compose_cfg("name=collapsed_store", "trial.save_model=all")
     model = build_model(cfg.model, seed=0, device="cpu")
-    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.1, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.1, {}, trial_number=0, run=FakeRun())
     reason = "cosine std 7.4e-07 < 0.0001: every pair scores about 1.0000"
-    folder = kept_models.keep(kept_models.Keeping.of(cfg), model, 0.9, {}, reason, trial_number=1, run=FakeRun())
+    folder = kept_models.keep(keeping(cfg), model, 0.9, {}, reason, trial_number=1, run=FakeRun())
     best = kept_models.best_path(cfg.paths.root, "collapsed_store")
     assert kept_models.read_meta(best)["trial_number"] == 0
     assert folder is not None and kept_models.read_meta(folder)["collapsed"] == reason  # mode all: kept, not best
@@ -52,7 +52,7 @@ def test_a_study_whose_models_collapse_flags_them_keeps_none_and_ends_with_its_c
         assert child.data.tags[TAG_COLLAPSED] == "true"
         assert child.data.tags[TAG_COLLAPSE_REASON].startswith("cosine std ")
     assert not kept_models.best_path(cfg.paths.root, "collapse").exists()
-    assert kept_models.parent_tags(kept_models.Keeping.of(cfg)) == {}
+    assert kept_models.parent_tags(keeping(cfg)) == {}
     assert parent.data.metrics["n_collapsed_trials"] == 2 and "best_objective" not in parent.data.metrics
 
     text = summary(sweep, table)

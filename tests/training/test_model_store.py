@@ -28,7 +28,7 @@ from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_URI, TAG_MODEL_LOGGE
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.training import kept_models
 from tests.conftest import TINY
-from tests.helpers import run_sweep
+from tests.helpers import keeping, run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -175,7 +175,7 @@ def store_cfg(compose_cfg, monkeypatch):
 
 def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatch):
     cfg, model = store_cfg
-    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
     best = kept_models.best_path(cfg.paths.root, "crash")
 
     def crash(*args):
@@ -184,14 +184,14 @@ def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatc
     with monkeypatch.context() as patch:
         patch.setattr(kept_models.os, "rename", crash)
         with pytest.raises(OSError, match="simulated"):
-            kept_models.keep(kept_models.Keeping.of(cfg), model, 0.9, {}, trial_number=1, run=FakeRun())
+            kept_models.keep(keeping(cfg), model, 0.9, {}, trial_number=1, run=FakeRun())
     assert kept_models.read_meta(best)["trial_number"] == 0
     assert list(best.parent.glob(".tmp-*")), "the half-done save is left behind..."
     SentenceTransformer(str(best))
 
-    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
+    kept_models.keep(keeping(cfg), model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
     assert not list(best.parent.glob(".tmp-*")), "...and removed by the next save"
-    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.7, {}, trial_number=3, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.7, {}, trial_number=3, run=FakeRun())
     assert kept_models.read_meta(best)["trial_number"] == 3
     assert [p.name for p in (best.parent / "trials").iterdir()] == ["trial-003"]
 
@@ -202,7 +202,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from sweep.training import kept_models
 from tests.conftest import TINY
-from tests.helpers import run_sweep
+from tests.helpers import keeping, run_sweep
 from sweep.inputs.model import build_model
 
 cfg = OmegaConf.load(sys.argv[1])
@@ -220,13 +220,13 @@ model.save = slow_save
 class Run:
     run_id = "killed"
 
-kept_models.keep(kept_models.Keeping.of(cfg), model, 0.9, {}, trial_number=1, run=Run())
+kept_models.keep(keeping(cfg), model, 0.9, {}, trial_number=1, run=Run())
 """
 
 
 def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path):
     cfg, model = store_cfg
-    kept_models.keep(kept_models.Keeping.of(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
     best = kept_models.best_path(cfg.paths.root, "crash")
     config, marker, script = tmp_path / "cfg.yaml", tmp_path / "saving", tmp_path / "killed_save.py"
     config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -244,8 +244,6 @@ def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path
     assert Path(marker.read_text()).is_dir(), "a complete-looking temporary folder was left, never published"
     assert kept_models.read_meta(best)["trial_number"] == 0
     SentenceTransformer(str(best))
-    kept_models.keep(
-        kept_models.Keeping.of(cfg), model, 0.6, {}, trial_number=2, run=FakeRun()
-    )  # the lock died with the worker
+    kept_models.keep(keeping(cfg), model, 0.6, {}, trial_number=2, run=FakeRun())  # the lock died with the worker
     assert kept_models.read_meta(best)["trial_number"] == 2
     assert not list(best.parent.glob(".tmp-*"))

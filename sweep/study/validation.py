@@ -1,0 +1,155 @@
+"""The one validation pass: every check of the config, run before any work (no study, no MLflow run, no folder), with
+each error collected so that one run of the command names every bad key (`check_config`); and the checks of one
+trial's config (`validate_trial_config`), which the pass runs on every grid point (or distribution bound).
+
+The checks themselves stay with what they check (the sections' in `sweep.config.checks`, each loss's in its module,
+the extra sets' in `sweep.evaluation.extra_sets`, the statistics' in `sweep.stats.probe`, the sampler's and pruner's
+in `sweep.study.setup`, the race's in `sweep.study.race_settings`); this module is the one place that runs them all.
+A check whose input another check refused does not run (the model's shape is not read from a model config that has
+errors, a data file not looked for in a data section that has errors), so that each error is named once, by the check
+that owns it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from sweep.config import search_space
+from sweep.config.checks import (
+    Problems,
+    eval_batch_size,
+    flatten,
+    require_number,
+    validate_data,
+    validate_learning_rate,
+    validate_model,
+    validate_study,
+    validate_trial,
+    with_values,
+)
+from sweep.config.composition import check_known_keys
+from sweep.config.database_drivers import require_driver
+from sweep.config.devices import place_workers
+from sweep.config.early_checks import check_batch_fits, check_precision, check_seeds, check_study_name
+from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler, check_swept_overrides
+from sweep.config.scale_temperature import scale_values
+from sweep.config.schema import DataConfig, EvalConfig, LossConfig, ModelConfig, SweepConfig, TrialConfig
+from sweep.errors import ConfigError
+from sweep.evaluation import extra_sets
+from sweep.evaluation.layer_grid import validate_layer_grid
+from sweep.inputs import data as data_module
+from sweep.inputs.model import check_available
+from sweep.losses import loss_values, validate_loss
+from sweep.stats.probe import check_stats
+from sweep.study import race_settings
+from sweep.study.setup import check_root, declared_space, make_pruner, make_sampler
+
+
+def derived_values(loss: LossConfig, trial: TrialConfig, model_kind: str) -> dict[str, Any]:
+    """The keys a trial's config derives ({dotted key: value}): `loss.scale` and `loss.temperature` agreeing, the
+    loss's own (AnglE's weights, a schedule's keys) and the evaluation batch size (``auto`` read for `model.kind`)."""
+    return {**scale_values(loss), **loss_values(loss), "trial.eval_batch_size": eval_batch_size(trial, model_kind)}
+
+
+def validate_trial_config(cfg: SweepConfig) -> SweepConfig:
+    """Check one trial's config (its search-space values applied) and return it resolved (`derived_values`; `cfg`
+    is unchanged). Raises `ConfigErrors` with every error found."""
+    problems = Problems()
+    derived = problems.check(derived_values, cfg.loss, cfg.trial, cfg.model.kind)
+    if derived is not None:
+        cfg = with_values(cfg, derived)
+    problems.check(validate_model, cfg.model)
+    problems.check(validate_trial, cfg.trial)
+    problems.check(validate_learning_rate, cfg.trial, cfg.model)
+    problems.check(validate_data, cfg.data)
+    shape_known = not problems.found_in("model")  # the wrapper and the layer grid read the model's shape
+    if shape_known:
+        problems.check(validate_loss, cfg.loss, cfg.model, cfg.trial, list(cfg.data.train.columns))
+    problems.check(extra_sets.validate, cfg.eval)
+    if shape_known and not problems.found_in("eval"):  # the objectives it allows are named by the extra sets
+        problems.check(validate_layer_grid, cfg.eval, cfg.model, cfg.study.pruner)
+    problems.check(check_stats, cfg.stats)
+    problems.check(check_optimizer_and_scheduler, cfg.trial)
+    problems.check(check_device, cfg.trial.device)
+    problems.check(check_batch_fits, cfg.data.train.max_samples, cfg.trial.batch_size)
+    problems.check(check_precision, cfg.trial.precision, cfg.trial.device)
+    problems.raise_any()
+    return cfg
+
+
+def _point_words(point: dict[str, Any]) -> str:
+    where = ", ".join(f"{key}={value}" for key, value in point.items())
+    return f" (grid point {where})" if where else ""
+
+
+def _check_files(data: DataConfig, problems: Problems) -> None:
+    """The local data files of the `data` section exist and hold a value in every cell (unless the section has
+    errors)."""
+    if problems.found_in("data"):
+        return
+    for split in data_module.DATA_SPLITS:
+        source = problems.check(data_module.resolve_source, data, split)
+        if source is not None and source.local_file is not None:
+            columns = list(data_module.split_spec(data, split).columns)
+            problems.check(check_csv, f"data.{split}.local_file", source.local_file, columns)
+
+
+def _check_loads(data: DataConfig, ev: EvalConfig, models: list[ModelConfig], problems: Problems) -> None:
+    """What a study loads before it trains: the base models (`models`), the hub splits of the `data` section and the
+    extra sets of the `eval` section, each only where its section has no error."""
+    for model in models:
+        problems.check(check_available, model)
+    if not problems.found_in("data"):
+        problems.check(data_module.check_available, data)
+        if not problems.found_in("eval"):
+            problems.check(extra_sets.check_sets, ev, data)
+
+
+def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = True) -> None:
+    """The validation pass of the whole config (and of the command-line `overrides` it was composed with), before
+    any work: its keys, the study's folder and databases, the sampler, pruner and race, every grid point, the local
+    data files and, with `load`, what the study loads before it trains (the base models, the hub splits, the extra
+    sets; without: a config meant for another machine). Raises `ConfigErrors` naming every bad key, one line each."""
+    problems = Problems()
+    problems.check(check_study_name, cfg.name)  # a name is a folder: before anything else reads it
+    problems.check(check_study_name, cfg.study.name)
+    problems.check(check_root, cfg.paths.root)
+    declared = problems.check(declared_space, cfg.study)
+    space = None
+    if declared is not None:
+        if overrides:
+            problems.check(check_swept_overrides, overrides, declared, flatten(cfg))
+        space = problems.check(search_space.parse, declared)
+    problems.check(check_known_keys, cfg)
+    problems.check(validate_study, cfg.study)
+    problems.check(check_seeds, cfg.study.seeds)
+    problems.check(require_driver, "study.storage", cfg.study.storage)
+    problems.check(require_driver, "tracking.uri", cfg.tracking.uri)
+    interval = cfg.tracking.system_metrics_interval_s
+    note = "seconds between samples"
+    problems.check(require_number, "tracking.system_metrics_interval_s", interval, low=0, strict=True, note=note)
+    if cfg.study.devices is not None:
+        problems.check(place_workers, cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
+    models: dict[str, ModelConfig] = {}  # the distinct model sections of the points without errors
+    if space is not None:
+        problems.check(make_sampler, cfg.study.sampler, space)
+        problems.check(make_pruner, cfg.study.pruner, cfg.trial.eval_steps)
+        problems.check(race_settings.validate, cfg.study, space, cfg.eval.objective)
+        # every grid point (or distribution bound): an error is named once, with the first point it is found at
+        for point in search_space.candidate_points(space) or [{}]:
+            trial_cfg = problems.check(search_space.apply, cfg, point)
+            try:
+                trial_cfg = validate_trial_config(trial_cfg) if trial_cfg is not None else None
+            except ConfigError as error:
+                problems.add(error, where=_point_words(point))
+                continue
+            if trial_cfg is not None:
+                key = json.dumps(OmegaConf.to_container(trial_cfg.model), sort_keys=True)
+                models.setdefault(key, trial_cfg.model)
+    _check_files(cfg.data, problems)
+    if load:
+        _check_loads(cfg.data, cfg.eval, list(models.values()), problems)
+    problems.raise_any()
