@@ -20,13 +20,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from sweep.config.checks import CONFIG_DIR
 from sweep.names import ATTR_MLFLOW_RUN_ID, ROLE_STUDY, ROLE_TRIAL, TAG_ROLE, TAG_WORKER
 
 REPO = Path(__file__).resolve().parents[1]
-# Every experiment: the package's example (sweep/conf/experiment) and this repository's studies (conf/experiment, found
-# through `hydra.searchpath` from the checkout root, where pytest runs).
-EXPERIMENTS = sorted(p.stem for root in (Path(CONFIG_DIR), REPO / "conf") for p in (root / "experiment").glob("*.yaml"))
 # Environment variables of the user's shell that would send a test's runs or state somewhere real.
 USER_STATE_VARIABLES = ("MLFLOW_TRACKING_URI", "SWEEP_HOME", "SWEEP_TRACKING_URI", "SWEEP_EXPERIMENT")
 

@@ -117,24 +117,24 @@ def _user_folder(root: Path) -> Path:
     return root
 
 
-def test_a_checkout_finds_its_studies_in_its_top_level_conf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert (REPO / "conf" / "experiment" / "mnrl_scale_batch.yaml").is_file()
-    assert not (Path(CONFIG_DIR) / "experiment" / "mnrl_scale_batch.yaml").exists(), "a study is not package data"
-    monkeypatch.chdir(REPO)
-    assert compose_config(["+experiment=mnrl_scale_batch"]).name == "mnrl_scale_batch"
+def test_a_project_finds_its_studies_in_its_top_level_conf(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    _user_folder(project / "conf")
+    monkeypatch.chdir(project)  # a project's conf/ is on Hydra's search path, without --config-dir
+    assert compose_config(["+experiment=mine"]).name == "my_scales"
     assert compose_config(["+experiment=mnrl_scale"]).name == "mnrl_scale"
 
     monkeypatch.chdir(tmp_path)  # no conf/ here: only what the package ships
     assert compose_config(["+experiment=mnrl_scale"]).name == "mnrl_scale"
     with pytest.raises(ConfigError) as refused:
-        compose_config(["+experiment=mnrl_scale_batch"])
+        compose_config(["+experiment=mine"])
     assert refused.value.key == "experiment" and "is not a config of this group: one of mnrl_scale" in str(
         refused.value
     )
 
 
 def test_the_package_configs_name_none_of_the_repository_studies() -> None:
-    studies = {p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")}
+    studies = {p.stem for p in (REPO / "research" / "conf" / "experiment").glob("*.yaml")}
     shipped = {p.stem for p in (Path(CONFIG_DIR) / "experiment").glob("*.yaml")}
     assert "mnrl_scale" in shipped and not shipped & studies
     for path in Path(CONFIG_DIR).rglob("*.yaml"):
@@ -154,7 +154,17 @@ def test_an_editable_install_runs_the_example_anywhere_and_the_studies_from_its_
     assert example.returncode == 0, example.stderr
     assert "name: mnrl_scale" in example.stdout
 
-    study = _run(python, "-m", "sweep", "+experiment=mnrl_scale_batch", "--cfg", "job", cwd=source)
+    study = _run(
+        python,
+        "-m",
+        "sweep",
+        "--config-dir",
+        "research/conf",
+        "+experiment=mnrl_scale_batch",
+        "--cfg",
+        "job",
+        cwd=source,
+    )
     assert study.returncode == 0, study.stderr
     assert "name: mnrl_scale_batch" in study.stdout and "batch_size:" in study.stdout
 
@@ -165,7 +175,7 @@ def test_wheel_ships_the_configs_and_runs_from_any_directory(installed_python: P
     assert str(installed_python.parents[1]) in where.stdout, "the wheel's sweep is imported, not the checkout's"
     package = Path(where.stdout.strip()).parent
     shipped = sorted(p.stem for p in (package / "conf" / "experiment").glob("*.yaml"))
-    studies = {p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")}
+    studies = {p.stem for p in (REPO / "research" / "conf" / "experiment").glob("*.yaml")}
     assert "mnrl_scale" in shipped and not set(shipped) & studies, shipped
     assert not (package.parent / "conf").exists(), "the repository's conf/ is not installed"
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from omegaconf import OmegaConf
-
-from sweep.config.schema import ScaleScheduleConfig, WrapperConfig
 from tests.helpers import REPO, clean_env
 
 
@@ -25,9 +22,3 @@ def test_help_lists_no_schema_as_an_option(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "base_" not in done.stdout.split("== Config ==")[0]
     assert "loss/wrapper: default\n" in done.stdout and "loss/scale_schedule: default\n" in done.stdout
-
-
-def test_the_schemas_still_type_the_wrapper_and_the_schedule(compose_cfg):
-    cfg = compose_cfg("+experiment=mnrl_scale_schedule")
-    assert OmegaConf.get_type(cfg.loss.wrapper) is WrapperConfig
-    assert OmegaConf.get_type(cfg.loss.scale_schedule) is ScaleScheduleConfig

@@ -37,18 +37,24 @@ def test_a_multirun_whose_jobs_share_a_study_is_refused_before_any_job(tmp_path)
 
 
 def test_a_multirun_over_two_experiments_runs_two_studies(tmp_path):
-    names = ["mnrl_scale", "cosent_scale"]
-    done = run_sweep("-m", f"+experiment={','.join(names)}", *TINY, *ONE_POINT, home=tmp_path)
+    names = ["mnrl_scale", "my_scales"]  # the shipped example and a user's own experiment
+    mine = tmp_path / "conf" / "experiment"
+    mine.mkdir(parents=True)
+    (mine / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - /experiment/mnrl_scale\n  - _self_\nname: my_scales\n"
+    )
+    conf = ["--config-dir", str(tmp_path / "conf")]
+    done = run_sweep(*conf, "-m", "+experiment=mnrl_scale,mine", *TINY, *ONE_POINT, home=tmp_path / "runs")
     assert done.returncode == 0, done.stderr[-3000:]
-    storage = f"sqlite:///{tmp_path}/optuna.db"
+    storage = f"sqlite:///{tmp_path}/runs/optuna.db"
     studies = {s.study_name: s.n_trials for s in optuna.get_all_study_summaries(storage)}
     assert studies == dict.fromkeys(names, 1), studies
     for name in names:
-        _, parents, children = mlflow_runs(f"sqlite:///{tmp_path}/mlflow.db", name)
+        _, parents, children = mlflow_runs(f"sqlite:///{tmp_path}/runs/mlflow.db", name)
         assert len(parents) == 1 and len(children) == 1, name
         assert parents[0].info.status == "FINISHED"
         assert f"study {name}: 1 complete trials" in done.stdout
-    (sweep_dir,) = (tmp_path / "hydra" / "multirun").iterdir()
+    (sweep_dir,) = (tmp_path / "runs" / "hydra" / "multirun").iterdir()
     assert sorted(job.name for job in sweep_dir.iterdir() if job.is_dir()) == sorted(names), "a folder per job"
 
 

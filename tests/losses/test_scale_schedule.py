@@ -9,7 +9,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 
 from sweep.config import search_space
@@ -17,7 +16,7 @@ from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
 from sweep.losses import loss_values, schedule_callback
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
-from sweep.losses.scale_schedule import SCHEDULED_SCALE, SCHEDULED_TEMPERATURE, parse_spec
+from sweep.losses.scale_schedule import SCHEDULED_SCALE, SCHEDULED_TEMPERATURE
 from sweep.study.validation import check_config, validate_trial_config
 from tests.helpers import build_trial_loss, run_study, trial_runs
 
@@ -138,19 +137,6 @@ def test_a_bad_schedule_is_refused_before_training_in_one_line(compose_cfg, over
     with pytest.raises(ConfigError) as error:
         check_config(cfg, load=False)
     assert error.value.key == key and message in str(error.value) and "\n" not in str(error.value)
-
-
-def test_the_study_composes_one_grid_of_readable_arms(compose_cfg):
-    cfg = compose_cfg("+experiment=mnrl_scale_schedule", tiny=False)
-    arms = OmegaConf.to_container(cfg.study.search_space.loss.scale_schedule.spec)
-    assert [parse_spec(arm).words() for arm in arms] == arms  # each arm reads back as itself
-    space = search_space.parse(cfg.study.search_space)
-    assert search_space.grid_size(space) == len(arms) == 5  # one axis: each arm is one grid point
-    check_config(cfg, load=False)  # every arm passes the checks before training
-    firsts = [
-        validate_trial_config(search_space.apply(cfg, {"loss.scale_schedule.spec": arm})).loss.scale for arm in arms
-    ]
-    assert firsts == [10.0, 20.0, 5.0, 5.0, 50.0]
 
 
 def test_a_kind_grid_trains_constant_at_loss_scale_and_each_schedule_from_its_keys(compose_cfg):

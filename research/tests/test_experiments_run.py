@@ -1,4 +1,5 @@
-"""Every experiment runs end to end with its own model and loss: two steps on a slice of the data, at the last
+"""Every study of this repository (research/conf/experiment) and the shipped example runs end to end with its own
+model and loss: two steps on a slice of the data, at the last
 value of each grid axis (the one furthest from the defaults: a wrapper on, the largest scale, ...)."""
 
 from __future__ import annotations
@@ -9,12 +10,12 @@ from pathlib import Path
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
+from research.tests.conftest import EXPERIMENTS
 from sweep.config.checks import eval_batch_size
 from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid, validate_layer_grid
 from sweep.inputs.data import load_split
 from sweep.inputs.model import build_model
 from sweep.study.lifecycle import finish, open_sweep
-from tests.helpers import EXPERIMENTS
 
 SHORT = [
     "trial.max_steps=2",
