@@ -250,7 +250,7 @@ def synthetic_folder(root: Path, histories: bool, rates: tuple[float, ...] = ())
         for step in (0, 10, 20, 30, 40, 50):
             value = final - 0.2 * (1 - step / 50) + offset + rng.normal(0, 0.001)
             history.append({"trial_number": number, "state": "COMPLETE", "scale": scale, "step": step, "value": value})
-    folder = root / "results" / "study"
+    folder = root / "research" / "results" / "study"
     folder.mkdir(parents=True)
     pd.DataFrame(trials).to_csv(folder / "trials.csv", index=False)
     pd.concat(predictions).to_csv(folder / "predictions.csv.gz", index=False)

@@ -24,7 +24,7 @@ FILES = {"machine.json", "samples.csv", "static_grid.csv", "transformer_grid.csv
 
 def kit_builder() -> ModuleType:
     """benchmarks/gpu_kit/build.py, which is a script beside the package, not a module of it."""
-    spec = importlib.util.spec_from_file_location("gpu_kit_build", REPO / "tools" / "gpu_kit" / "build.py")
+    spec = importlib.util.spec_from_file_location("gpu_kit_build", REPO / "benchmarks" / "gpu_kit" / "build.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
