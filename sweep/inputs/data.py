@@ -1,8 +1,9 @@
 """Training and evaluation data: from the Hugging Face hub, or from local CSV files with the same columns.
 
-Offline, the local copy (``../shared/data`` beside the repository or the current directory) is found
-without a path; ``data.local_dir`` or the environment variable ``SWEEP_DATA_DIR`` point elsewhere. A relative
-``local_file`` is read from the current directory when it is there, else from the local data directory.
+Offline, the local copy (``shared/data`` in the current directory or a folder above it, as ``../shared/data``
+beside a checkout) is found without a path, never from where the package is installed; ``data.local_dir`` or the
+environment variable ``SWEEP_DATA_DIR`` point elsewhere. A relative ``local_file`` is read from the current directory
+when it is there, else from the local data directory.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from sweep.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DATA_SPLITS = ("train", "validation", "test")  # the splits of `data.*`
 # At most this share of the training file is held out for the statistics (`stats.heldout_pairs`), so a small file
 # of one's own is still mostly trained on. The shipped local training files hold the default 1,024 pairs out
@@ -32,7 +32,8 @@ HELDOUT_SHARE = 0.2
 
 
 def find_local_dir(explicit: str | None) -> Path | None:
-    """The local data directory: the explicit one (which must exist), else ../shared/data near the repo or cwd."""
+    """The local data directory: the explicit one (which must exist), else ``shared/data`` in the current directory
+    or the nearest folder above it that has one."""
     if explicit:
         path = Path(explicit).expanduser().resolve()
         if not path.is_dir():
@@ -42,11 +43,8 @@ def find_local_dir(explicit: str | None) -> Path | None:
                 "is not a directory (set data.local_dir or SWEEP_DATA_DIR to the folder holding nli/ and stsb/)",
             )
         return path
-    for candidate in (
-        REPO_ROOT.parent / "shared" / "data",
-        Path.cwd().parent / "shared" / "data",
-        Path.cwd() / "shared" / "data",
-    ):
+    here = Path.cwd().resolve()
+    for candidate in (folder / "shared" / "data" for folder in (here, *here.parents)):
         if candidate.is_dir():
             return candidate.resolve()
     return None

@@ -1,4 +1,5 @@
-"""What produced a run: the versions of the libraries whose behaviour changes results, Python's and the git commit."""
+"""What produced a run: the versions of the libraries whose behaviour changes results, Python's and the git commit
+of the project the study runs from (the current directory's, not the installed package's)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from importlib import metadata
 from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "sentence-transformers", "optuna", "mlflow", "datasets", "hydra-core", "sweep")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
@@ -24,7 +24,7 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[package] = "not installed"
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path.cwd(), capture_output=True, text=True, timeout=5)
         versions["git_commit"] = commit.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         versions["git_commit"] = "unknown"

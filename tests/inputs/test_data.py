@@ -10,8 +10,9 @@ import pytest
 
 from sweep.errors import ConfigError
 from sweep.inputs import data
+from tests.helpers import REPO
 
-SHARED = Path(data.REPO_ROOT).parent / "shared" / "data"
+SHARED = REPO.parent / "shared" / "data"
 
 
 def test_local_copy_is_found_without_a_path(compose_cfg, monkeypatch):
@@ -20,6 +21,18 @@ def test_local_copy_is_found_without_a_path(compose_cfg, monkeypatch):
     assert data.find_local_dir(None) == SHARED.resolve()
     source = data.resolve_source(cfg.data, "train")
     assert source.local_file == SHARED.resolve() / "nli" / "triplet.csv"
+
+
+def test_the_local_copy_is_found_from_the_current_folder_or_above_never_from_the_package(monkeypatch, tmp_path):
+    monkeypatch.delenv("SWEEP_DATA_DIR", raising=False)
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    nested = tmp_path / "project" / "notebooks"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+    assert data.find_local_dir(None) == (tmp_path / "shared" / "data").resolve()
+    (tmp_path / "shared" / "data").rmdir()
+    found = data.find_local_dir(None)  # whatever a folder above tmp_path holds (/tmp may), never the checkout's
+    assert found is None or any(found == (above / "shared" / "data").resolve() for above in nested.parents)
 
 
 def test_env_variable_overrides_the_location(compose_cfg, monkeypatch, tmp_path):
