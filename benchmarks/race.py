@@ -34,8 +34,8 @@ from benchmarks.settings import Settings
 from benchmarks.table import Row, Stat
 from sweep.report.folder_comparison import shipped_predictions
 from sweep.report.results_folder import HISTORY_CSV, TRIALS_CSV, complete_trials, flat_config, read_csv
+from sweep.stats.bootstrap import paired_bootstrap, seed_comparison
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
-from sweep.stats.paired_bootstrap import paired_bootstrap, seed_comparison
 from sweep.stats.race import RoundDecision, race_round, race_rounds, round_level
 from sweep.study.grid_queue import queue_order
 

@@ -160,8 +160,10 @@ def test_a_lazy_face_knows_where_each_public_name_lives(package):
 
 @pytest.mark.parametrize("package", LAZY_FACES)
 def test_a_public_name_stays_itself_after_its_module_is_imported(package):
-    """`sweep.stats.scale_verdicts` is the function even once the module of the same name was imported (the import
-    system binds a submodule on its package): a fresh interpreter imports every home first, then reads the face."""
+    """`sweep.stats.scale_verdicts` is the function even once every module of the face was imported: no public name
+    is also a submodule's (the import system binds a submodule on its package, over the lazy name; the modules were
+    renamed, `verdicts` and `bootstrap`, instead of swapping the face's class). A fresh interpreter imports every
+    home first, then reads the face."""
     code = (
         f"import importlib, {package} as face\n"
         f"for home in set(face._MODULE_OF.values()): importlib.import_module('{package}.' + home)\n"

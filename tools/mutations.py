@@ -30,8 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 VERDICTS, BOOTSTRAP, INTERACTIONS = (
-    "sweep/stats/scale_verdicts.py",
-    "sweep/stats/paired_bootstrap.py",
+    "sweep/stats/verdicts.py",
+    "sweep/stats/bootstrap.py",
     "sweep/stats/interactions.py",
 )
 # not copied: version control, caches, virtualenvs (CI's .venv is in the tree), run outputs, the published results

@@ -5,7 +5,7 @@ vectors); the transformer arm, ``start_temperature_l1`` and ``start_temperature_
 first layer with every weight re-initialised).
 
 The analysis, fixed before the fine-tuning ran: per start scale, the learning rate of its best (scale, rate) cell by
-mean STSB validation Spearman; at that rate the fine-tuning scales' verdicts (`sweep.stats.scale_verdicts`, the start
+mean STSB validation Spearman; at that rate the fine-tuning scales' verdicts (`sweep.stats.verdicts`, the start
 models' 3 pretraining seeds as blocks, a start's scales paired within it) on validation, where the best is chosen, and
 on test. "Follows" means the best fine-tuning scale moves in the start scale's direction with the confidence sets
 apart; the figure draws the best against the start scale, with the diagonal.

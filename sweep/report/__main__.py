@@ -19,7 +19,7 @@ import pandas as pd
 from sweep.errors import MissingInput, QuestionsError, Refused
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN
+from sweep.stats.verdicts import DEFAULT_MARGIN
 from sweep.tracking.versions import library_versions
 
 T = TypeVar("T")

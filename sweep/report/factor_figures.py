@@ -1,7 +1,7 @@
 """The ``scale_and_condition`` figure of a study that sweeps the scale and one numeric condition (a learning rate, a
 batch size, a data size): the metric against the scale, one line per condition value, beside the metric against the
 condition, one line per scale, on one shared y axis. Which of the two factors moves the metric more is read off the
-spread of the lines; the numbers that answer it are the paired tables' (`sweep.stats.scale_verdicts`)."""
+spread of the lines; the numbers that answer it are the paired tables' (`sweep.stats.verdicts`)."""
 
 from __future__ import annotations
 

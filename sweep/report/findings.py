@@ -5,7 +5,7 @@ one block between ``<!-- findings: generated -->`` and ``<!-- findings: end -->`
 study`` rewrites from the tables it has just written (``spearman_vs_scale``, ``paired_comparison``,
 ``concentration_vs_scale``), so a rerun cannot leave a stale number behind, and ``research/tests/test_results.py``
 rewrites it from the committed CSVs and compares. Per condition (the swept parameters other than scale and seed) it
-gives a table of validation and test Spearman by scale with the paired verdict (`sweep.stats.scale_verdicts`: best,
+gives a table of validation and test Spearman by scale with the paired verdict (`sweep.stats.verdicts`: best,
 equivalent, not distinguishable, worse) and P(best), the answer line with the confidence set for the best, the
 library default against the best, the untrained model, and the random-pair cosines (mean and band width) a
 concentration claim rests on; across conditions, one line of best scales and their confidence sets (whether the
@@ -21,9 +21,9 @@ import pandas as pd
 
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import SPEARMAN_COLUMNS, by_condition
+from sweep.stats.bootstrap import PairedComparison
 from sweep.stats.optimum import Optimum
-from sweep.stats.paired_bootstrap import PairedComparison
-from sweep.stats.scale_verdicts import ELIMINATED_AFTER, eliminated_after
+from sweep.stats.verdicts import ELIMINATED_AFTER, eliminated_after
 
 START, END = "<!-- findings: generated -->", "<!-- findings: end -->"
 BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)

@@ -27,7 +27,7 @@ from sweep.report.paired_table import (
 from sweep.report.results_folder import PAIRED_STEM, PREDICTIONS_CSV, ResultsFolder, load_results_folder
 from sweep.report.study_figures import write_results_folder
 from sweep.report.summaries import complete_trials
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN
+from sweep.stats.verdicts import DEFAULT_MARGIN
 
 SPLITS = ("validation", "test")
 

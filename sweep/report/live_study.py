@@ -19,8 +19,8 @@ from sweep.report.paired_table import confirmation_lines, paired_comparisons, wr
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
 from sweep.report.study_figures import write_study_figures
-from sweep.stats.paired_bootstrap import bullets
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN
+from sweep.stats.bootstrap import bullets
+from sweep.stats.verdicts import DEFAULT_MARGIN
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from sweep.report.gap_figures import write_gap_vs_condition
 from sweep.report.paired_table import confirmation_lines, seed_comparisons
 from sweep.report.study_context import config_value
 from sweep.report.summaries import markdown_table
-from sweep.stats.paired_bootstrap import bullets
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN
+from sweep.stats.bootstrap import bullets
+from sweep.stats.verdicts import DEFAULT_MARGIN
 
 OBJECTIVE_STEM = "objective_comparison"
 

@@ -2,7 +2,7 @@
 in a study that sweeps other keys instead of the scale, which grid points: a temperature schedule's in words).
 
 Read from MLflow (each COMPLETE trial's ``predictions/stsb_validation.csv``) and computed by
-:func:`sweep.stats.paired_bootstrap.paired_bootstrap`; written by ``python -m sweep.report study`` as
+:func:`sweep.stats.bootstrap.paired_bootstrap`; written by ``python -m sweep.report study`` as
 ``paired_comparison.csv`` and ``paired_comparison.md``, and logged on the parent run at the end of
 ``python -m sweep`` (`sweep.report.live_study.log_study_report`). A scale whose model collapsed is left out of its
 condition's comparison, its row saying why (``not_scoreable``).
@@ -33,7 +33,7 @@ from sweep.report.summaries import (
     markdown_table,
     swept_scales,
 )
-from sweep.stats.paired_bootstrap import (
+from sweep.stats.bootstrap import (
     DETAIL_INDENT,
     PairedComparison,
     bullets,
@@ -41,7 +41,7 @@ from sweep.stats.paired_bootstrap import (
     seed_comparison,
 )
 from sweep.stats.race import round_level
-from sweep.stats.scale_verdicts import (
+from sweep.stats.verdicts import (
     DEFAULT_MARGIN,
     ELIMINATED_AFTER,
     LINE_WORDS,
@@ -265,7 +265,7 @@ def seed_comparisons(
     margin: float = DEFAULT_MARGIN,
     metric: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """`paired_comparisons` from one number per trial alone (`sweep.stats.paired_bootstrap.seed_comparison`): the
+    """`paired_comparisons` from one number per trial alone (`sweep.stats.bootstrap.seed_comparison`): the
     split's STSB Spearman for a results folder that ships no per-pair predictions, or any other ``metric`` column
     (an ``eval.objective``), its lines then named after it."""
     groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")

@@ -27,7 +27,7 @@ from sweep.names import (
     TAG_ROLE,
     TAG_TRIAL_NUMBER,
 )
-from sweep.stats.scale_verdicts import ELIMINATED_AFTER, RACE_ROUNDS
+from sweep.stats.verdicts import ELIMINATED_AFTER, RACE_ROUNDS
 
 log = logging.getLogger(__name__)
 

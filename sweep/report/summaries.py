@@ -14,8 +14,8 @@ import pandas as pd
 
 from sweep.evaluation.extra_sets import KINDS
 from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
-from sweep.stats.scale_verdicts import ELIMINATED_AFTER
 from sweep.stats.seed_paired import mean_interval
+from sweep.stats.verdicts import ELIMINATED_AFTER
 
 SCALE = "param.loss.scale"
 SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from sweep import lazy_face
 
 if TYPE_CHECKING:
+    from sweep.stats.bootstrap import PairedComparison, paired_bootstrap
     from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
     from sweep.stats.concentration import concentration_statistics, in_batch_statistics, pair_cosines
     from sweep.stats.early_stop import StopDecision, stop_early
@@ -28,13 +29,12 @@ if TYPE_CHECKING:
         interaction_test,
     )
     from sweep.stats.optimum import Optimum, locate_optimum
-    from sweep.stats.paired_bootstrap import PairedComparison, paired_bootstrap
     from sweep.stats.pooling import Pooled, drop_duplicates, paired_differences, pool
     from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
     from sweep.stats.race import RoundDecision, race_round
-    from sweep.stats.scale_verdicts import DEFAULT_MARGIN, VERDICTS, Verdicts, scale_verdicts
     from sweep.stats.seed_paired import comparison_line, mean_interval, seed_paired_comparison
     from sweep.stats.tuned_condition import TunedComparison, tuned_comparison
+    from sweep.stats.verdicts import DEFAULT_MARGIN, VERDICTS, Verdicts, scale_verdicts
 
 __all__ = [
     "COLLAPSE_STD",
@@ -87,11 +87,11 @@ _HOMES = {
         "interaction_test",
     ),
     "optimum": ("Optimum", "locate_optimum"),
-    "paired_bootstrap": ("PairedComparison", "paired_bootstrap"),
+    "bootstrap": ("PairedComparison", "paired_bootstrap"),
     "pooling": ("Pooled", "drop_duplicates", "paired_differences", "pool"),
     "probe": ("ConcentrationProbe", "EmbeddingKeepingEvaluator", "Encodings"),
     "race": ("RoundDecision", "race_round"),
-    "scale_verdicts": ("DEFAULT_MARGIN", "VERDICTS", "Verdicts", "scale_verdicts"),
+    "verdicts": ("DEFAULT_MARGIN", "VERDICTS", "Verdicts", "scale_verdicts"),
     "seed_paired": ("comparison_line", "mean_interval", "seed_paired_comparison"),
     "tuned_condition": ("TunedComparison", "tuned_comparison"),
 }

@@ -7,7 +7,7 @@ finite. Healthy models spread far wider, trained or not: measured on 300 STSB va
 (`model=tiny_bert`) 0.020, MiniLM's first layer 0.064, the static CPU model 0.11; all-MiniLM-L6-v2 trained at the
 static model's learning rate 0.05 gives every pair the cosine 1.0 up to float32 rounding (a spread near 1e-7). A
 collapsed trial's Spearman is noise (e.g. 0.004), not a score: the trial is flagged, never kept as the study's best
-(`sweep.training.kept_models`) and left out of the paired comparison (`sweep.stats.paired_bootstrap`).
+(`sweep.training.kept_models`) and left out of the paired comparison (`sweep.stats.bootstrap`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Most of those points are far behind long before their last step, so in those fir
 validation from what the study has logged so far, its *history*: one row per trial and evaluation (``point``,
 ``seed``, ``step``, ``value``; the trial's own rows included).
 
-**The comparison at step t** (the verdict method's model, `sweep.stats.scale_verdicts`): the values at t of the points
+**The comparison at step t** (the verdict method's model, `sweep.stats.verdicts`): the values at t of the points
 x seeds are point + seed + error, the error's variance sigma_u^2 the point x seed interaction's, estimated from the
 points logged at t on every seed of a block of >= 2 seeds (`seed_variance`, (points - 1)(seeds - 1) df). The trial's
 point c is compared with each other point q logged at t on all of c's seeds S_c, *paired* within seed:
@@ -25,7 +25,7 @@ about catching the best. With no such lead how far a lead shrinks is unknown and
 stop the trial when some point's predicted lead clears the equivalence margin (`stats.paired.margin`: a point within
 it of the best is as good in practice, so the final answer keeps it) by a whole interval:
 max_q d_q (1 - rho_t) - t_crit * se > margin. The margin also stands for the evaluation pairs' noise, which the final
-answer adds (`sweep.stats.paired_bootstrap`) and a validation's one number per trial cannot show. It never stops at
+answer adds (`sweep.stats.bootstrap`) and a validation's one number per trial cannot show. It never stops at
 step 0 (the untrained model) nor at the last step (nothing is saved). A stopped trial is evidence that its point
 cannot enter the set for the best, never a score. The rule trusts the finished curves: a point whose curve has a
 shape none of them had (a slow start no finished pair showed) is not protected; `tests/stats/test_early_stop.py`
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN, seed_variance
+from sweep.stats.verdicts import DEFAULT_MARGIN, seed_variance
 
 HISTORY_COLUMNS = ["point", "seed", "step", "value"]
 

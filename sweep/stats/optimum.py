@@ -1,9 +1,9 @@
 """The best scale as a continuous quantity: a parabola in log scale near the grid's peak, with an interval.
 
-Beside the verdicts on grid points (`sweep.stats.scale_verdicts`), this says where between the grid points the
+Beside the verdicts on grid points (`sweep.stats.verdicts`), this says where between the grid points the
 optimum lies: ``optimum near scale 12 [9, 17]``. Input, for one condition: the swept ``scales``, the point estimates
 ``point`` (S,) (mean STSB Spearman over seeds) and ``draws`` (S, B), B joint resamples of that statistic (every scale
-on the same drawn seeds and pairs, `sweep.stats.paired_bootstrap`), so that the draws carry the correlation of the
+on the same drawn seeds and pairs, `sweep.stats.bootstrap`), so that the draws carry the correlation of the
 scales' estimates.
 
 **Method.** On x = ln(scale), over the scales > 0 only (scale 0 is the untrained control, not a point of the curve):
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sweep.stats.scale_verdicts import DEFAULT_MARGIN
+from sweep.stats.verdicts import DEFAULT_MARGIN
 
 MIN_SCALES = 3  # a parabola needs three points
 LOW_EDGE, HIGH_EDGE, FLAT, TOO_FEW = "peak at the low edge", "peak at the high edge", "flat", "needs"

@@ -2,8 +2,8 @@
 
 A race (Birattari et al.'s F-race, Maron & Moore's Hoeffding races) trains every point with a few seeds, drops
 those the statistics already reject, and adds a seed only for the survivors. Each round compares the survivors on
-the seeds they all have with the study's own verdict engine (`sweep.stats.scale_verdicts`, through
-`sweep.stats.paired_bootstrap`: seeds as blocks plus the evaluation pairs' bootstrap, max-t simultaneous intervals
+the seeds they all have with the study's own verdict engine (`sweep.stats.verdicts`, through
+`sweep.stats.bootstrap`: seeds as blocks plus the evaluation pairs' bootstrap, max-t simultaneous intervals
 over every pair of survivors), or, for an objective known only as one number per trial, the seeds alone
 (`seed_comparison`).
 
@@ -22,7 +22,7 @@ the true best with probability >= level overall, whatever rounds came before. Th
 round, so points leave a little later.
 
 **The end.** The race ends for a family of points when one point is left, when every remaining point is
-*equivalent* to the best (its interval within +-margin: `sweep.stats.scale_verdicts`), or when the seeds run out.
+*equivalent* to the best (its interval within +-margin: `sweep.stats.verdicts`), or when the seeds run out.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sweep.stats.scale_verdicts import BEST, EQUIVALENT
+from sweep.stats.verdicts import BEST, EQUIVALENT
 
 ONE_LEFT = "one point left"
 ALL_EQUIVALENT = "the remaining points are equivalent within +-{margin:g}"

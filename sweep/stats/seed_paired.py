@@ -1,11 +1,11 @@
 """Scales compared by one score per trial, paired by seed: the per-scale mean with its interval over seeds, and each
 scale's verdict against the best one.
 
-The STSB Spearman is compared by the paired bootstrap over pairs and seeds (`sweep.stats.paired_bootstrap`), since
+The STSB Spearman is compared by the paired bootstrap over pairs and seeds (`sweep.stats.bootstrap`), since
 every trial logs its per-pair predictions. An objective named by ``eval.objective`` (an extra set's retrieval metric,
 the layer grid's mean) is known only as one number per trial, so its comparison can only be over seeds: for each
 scale, the mean of the per-seed differences *best minus that scale* (the same seed trains on the same batches, hence
-paired) with the verdict engine's simultaneous interval (`sweep.stats.scale_verdicts`: seeds as blocks, the scale x
+paired) with the verdict engine's simultaneous interval (`sweep.stats.verdicts`: seeds as blocks, the scale x
 seed error pooled over every scale) and its words *equivalent* / *not distinguishable* / *worse*. With one seed
 there is no interval, and the table says so rather than pretending to a verdict.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sweep.stats.scale_verdicts import (
+from sweep.stats.verdicts import (
     BEST,
     DEFAULT_MARGIN,
     WORSE,
@@ -96,7 +96,7 @@ def seed_paired_comparison(
 
 def comparison_line(table: pd.DataFrame, metric: str, level: float, margin: float = DEFAULT_MARGIN) -> str:
     """``<metric>, mean over 3 seeds: best scale 10 (0.412); cannot tell apart: 15; worse: 1 (3 seeds, one score per
-    trial, 95%)``: the words of the STSB answer line (`sweep.stats.scale_verdicts.LINE_WORDS`), or with one seed a
+    trial, 95%)``: the words of the STSB answer line (`sweep.stats.verdicts.LINE_WORDS`), or with one seed a
     line that says there is no interval."""
     best = table.loc[table["best"]].iloc[0]
     n_seeds = int(best["n_seeds"])

@@ -12,9 +12,9 @@ the lowest is taken and the others named. The chosen value's place among the val
 reported: at the lowest or highest tried, the optimum is not bracketed and the scale may do better outside the grid.
 
 **The comparison.** For each scale, the per-seed differences best minus it (each at its chosen value), their mean and
-the verdict engine's simultaneous interval (`sweep.stats.scale_verdicts`: seeds as blocks, max-t over every pair of
+the verdict engine's simultaneous interval (`sweep.stats.verdicts`: seeds as blocks, max-t over every pair of
 chosen cells), on validation and on test. Verdicts from the interval of best - this
-(`sweep.stats.scale_verdicts`'s words): *equivalent* when the whole interval lies within +-margin, *worse* when it
+(`sweep.stats.verdicts`'s words): *equivalent* when the whole interval lies within +-margin, *worse* when it
 lies above 0, *not distinguishable* otherwise; on test also *better* when it lies below 0 (the best was chosen on
 validation, so on test another scale can beat it).
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sweep.stats.scale_verdicts import (
+from sweep.stats.verdicts import (
     BEST,
     DEFAULT_MARGIN,
     EQUIVALENT,
@@ -140,7 +140,7 @@ def against_reference(
     per_seed: np.ndarray, reference: int, level: float = 0.95, margin: float = DEFAULT_MARGIN
 ) -> pd.DataFrame:
     """Per row of ``per_seed`` (scales, seeds): the mean of reference - it, its simultaneous interval from the verdict
-    engine (`sweep.stats.scale_verdicts`: seeds as blocks, max-t over every pair of rows), and the verdict (`BEST`
+    engine (`sweep.stats.verdicts`: seeds as blocks, max-t over every pair of rows), and the verdict (`BEST`
     for the reference, NaN bounds there; NaN bounds and *not distinguishable* everywhere with one seed)."""
     per_seed = np.asarray(per_seed, dtype=float)
     engine = scale_verdicts(per_seed, None, level, margin, reference=reference).table

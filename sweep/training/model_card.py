@@ -20,7 +20,7 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerModelC
 from sweep.config.checks import CONFIG_DIR
 from sweep.config.schema import ModelConfig
 from sweep.inputs.model import resolve_path, saved_static_module
-from sweep.stats.paired_bootstrap import bullets
+from sweep.stats.bootstrap import bullets
 
 README = "README.md"
 # The study's section of a kept model's card, between these markers so that a later verdict replaces it.

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.stats.bootstrap import paired_bootstrap
 
 
 def noisy(gold: np.ndarray, noise: float, seed: int) -> np.ndarray:

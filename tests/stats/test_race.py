@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.stats.bootstrap import paired_bootstrap
 from sweep.stats.race import ALL_EQUIVALENT, NONE_SCOREABLE, ONE_LEFT, SEEDS_USED, race_round
-from sweep.stats.scale_verdicts import BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE
+from sweep.stats.verdicts import BEST, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE
 from tests.stats.verdict_simulation import DESIGN, EQUAL, LEVEL, monte_carlo_sd, race_rates
 
 MARGIN = 0.01

@@ -18,7 +18,7 @@ import pytest
 import statsmodels.formula.api as smf
 from scipy import stats
 
-from sweep.stats.scale_verdicts import (
+from sweep.stats.verdicts import (
     BEST,
     DEFAULT_MARGIN,
     EQUIVALENT,

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweep.stats.scale_verdicts import scale_verdicts
 from sweep.stats.tuned_condition import (
     ALL_TIED,
     BETTER,
@@ -18,6 +17,7 @@ from sweep.stats.tuned_condition import (
     ONLY_ONE,
     tuned_comparison,
 )
+from sweep.stats.verdicts import scale_verdicts
 
 LRS = (0.001, 0.01, 0.1)
 BEST_LR = {1.0: 0.1, 10.0: 0.01, 20.0: 0.01, 50.0: 0.001}  # the truth: each scale's own best learning rate

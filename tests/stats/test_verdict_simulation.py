@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sweep.stats.paired_bootstrap import pair_resamples, paired_bootstrap
-from sweep.stats.scale_verdicts import EQUIVALENT, LOWER_ON_PAIRS, WORSE, scale_verdicts, simultaneous_intervals
+from sweep.stats.bootstrap import pair_resamples, paired_bootstrap
+from sweep.stats.verdicts import EQUIVALENT, LOWER_ON_PAIRS, WORSE, scale_verdicts, simultaneous_intervals
 from tests.stats.verdict_simulation import LEVEL, expected_spearman, monte_carlo_sd, pair_study
 
 TRUTH = np.array([0.85, 0.85, 0.84, 0.75])

@@ -31,7 +31,7 @@ from functools import cache
 import numpy as np
 
 from sweep.stats.race import race_round, race_rounds, round_level
-from sweep.stats.scale_verdicts import EQUIVALENT, WORSE, scale_verdicts, simultaneous_intervals
+from sweep.stats.verdicts import EQUIVALENT, WORSE, scale_verdicts, simultaneous_intervals
 
 LEVEL = 0.95
 MARGIN = 0.01

@@ -11,7 +11,7 @@ instead of one scale (AnglE's three scales, its weights) compares its grid point
 2. ``n_resamples`` bootstrap resamples draw the evaluation pairs with replacement, one draw shared by every scale
    and seed (the pairing); from them, the covariance across scales of the pairs' error that the seeds share (the
    covariance between *different* seeds' resampled Spearman), or with one seed the whole pairs-only covariance;
-3. `sweep.stats.scale_verdicts` combines it with the scale x seed error of ``per_seed`` into one set of joint draws
+3. `sweep.stats.verdicts` combines it with the scale x seed error of ``per_seed`` into one set of joint draws
    of the seed means, and from them the confidence set for the best, P(best), simultaneous intervals of best - this
    and the words; `sweep.stats.optimum` locates the optimum between grid points from the same draws.
 
@@ -36,7 +36,7 @@ from scipy.stats import rankdata
 
 from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
 from sweep.stats.optimum import MIN_SCALES, Optimum, locate_optimum
-from sweep.stats.scale_verdicts import (
+from sweep.stats.verdicts import (
     COLUMNS,
     DEFAULT_MARGIN,
     ELIMINATED_AFTER,
@@ -78,7 +78,7 @@ def share(p: float) -> str:
 @dataclass(frozen=True)
 class PairedComparison:
     """The result for one condition: ``table`` has one row per scale or grid point (``scale, spearman``, the
-    `sweep.stats.scale_verdicts.COLUMNS`, ``best, indistinguishable, not_scoreable``; ``indistinguishable`` is
+    `sweep.stats.verdicts.COLUMNS`, ``best, indistinguishable, not_scoreable``; ``indistinguishable`` is
     "in the confidence set", ``not_scoreable`` is empty for a scale that was compared, else why it was left out)."""
 
     table: pd.DataFrame
@@ -136,7 +136,9 @@ class PairedComparison:
             text += f" ({ONE_SEED_WARNING})" if one_seed else f" ({data}, {percent(self.level)})"
         else:
             text = f"no best {'scale' if self.numeric else 'point'}: none is scoreable"
-        excluded = self.table[self.table["not_scoreable"].fillna("") != ""]["scale"]  # a CSV read back: NaN
+        excluded = self.table[self.table["not_scoreable"].astype(object).fillna("") != ""][
+            "scale"
+        ]  # a CSV read back: NaN
         if not excluded.empty:
             text += (
                 f"; not scoreable (collapsed: cosine std < {COLLAPSE_STD:g} with some seed): "

@@ -190,7 +190,7 @@ def scale_verdicts(
 ) -> Verdicts:
     """The verdicts of the module docstring. ``per_seed`` (scales, seeds): each trial's score on all evaluation pairs;
     ``pair_covariance`` (scales, scales) or None: Sigma_e with several seeds, the whole pairs-only covariance of the
-    one seed's scores with one seed (`sweep.stats.paired_bootstrap` estimates it); ``reference``: the scale compared
+    one seed's scores with one seed (`sweep.stats.bootstrap` estimates it); ``reference``: the scale compared
     with (default: the highest mean)."""
     per_seed = np.asarray(per_seed, dtype=float)
     if per_seed.ndim != 2 or not per_seed.size or np.isnan(per_seed).any():
