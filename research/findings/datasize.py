@@ -126,7 +126,13 @@ def write_gap_figure(results: Path, name: str, out_dir: Path) -> list[Path]:
     folders = [results / STEPS] if name == STEPS else [results / PASS, results / STEPS]
     rows = pd.concat([_own_rate_rows(folder, arm_of[name].rates) for folder in folders], ignore_index=True)
     rows = rows.drop_duplicates(["condition", "scale"])  # the fixed-step arm's cells the one-pass arm lacks only
-    return write_gap_vs_condition(rows, out_dir)
+    return write_gap_vs_condition(rows, out_dir, note=f"{held_words(results, name)}; each size at its own rate")
+
+
+def held_words(results: Path, name: str) -> str:
+    """What the arm ``name`` holds fixed as the data grow, in words from its config: the steps, or one pass."""
+    steps = flat_config(results / name).get("trial.max_steps")
+    return f"{steps} steps at every size (fixed)" if steps else "one pass at each size (steps grow with the data)"
 
 
 def moves(did: DifferenceInDifferences) -> bool:

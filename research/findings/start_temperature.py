@@ -123,7 +123,27 @@ def write_headline_figure(results: Path, out_dir: Path, arm: Arm = STATIC) -> li
     found = start_verdicts(results, arm)
     if found is None:
         return []
-    return write_best_scale_vs_condition(comparison_table(found[0]), out_dir, diagonal=True)
+    table = comparison_table(found[0])
+    return write_best_scale_vs_condition(table, out_dir, diagonal=True, replicates=replicate_words(results, arm))
+
+
+def finetuning_seeds(results: Path, arm: Arm = STATIC) -> int:
+    """The fewest fine-tuning seeds any start model of the arm was fine-tuned with (per scale and rate)."""
+    trials = complete_trials(results / arm.finetune)
+    keys = ["model.name_or_path", "trial.learning_rate", "loss.scale"]
+    return int(trials.groupby(keys)["trial.seed"].nunique().min())
+
+
+def replicate_words(results: Path, arm: Arm = STATIC) -> str:
+    """What the verdicts' replicates are: the start models (pretraining seeds) per start scale, and the fine-tuning
+    seeds each was fine-tuned with."""
+    trials = _with_starts(complete_trials(results / arm.finetune))
+    starts = int(trials.groupby("start")["replicate"].nunique().min())
+    seeds = finetuning_seeds(results, arm)
+    return (
+        f"{starts} start models per start scale (pretraining seeds),\n{seeds} fine-tuning seed"
+        f"{'s' if seeds != 1 else ''} each"
+    )
 
 
 def starts_words(said: ArmLines) -> str:
