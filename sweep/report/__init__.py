@@ -10,8 +10,9 @@ that each subcommand of ``python -m sweep.report`` still imports only what it ne
   ``write_best_scale_vs_condition``, ``write_gap_vs_condition``, ``mechanism_summary`` (the sim_* mechanism table),
   ``concentration_summary`` (the random-pair cosine table), ``spearman_summary``, ``metric_words``;
 - comparisons over folders: ``pooled_report`` (scale a vs b pooled over distinct conditions), ``tuned_report``
-  (each scale at its own best value of a condition), ``folder_frame`` (a folder as the tidy frame of
-  ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
+  (each scale at its own best value of a condition), ``seed_contrasts`` and ``write_forest`` (contrasts such as
+  best - 20 paired over seeds, one forest-plot row per study condition), ``folder_frame`` (a folder as the tidy
+  frame of ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
 - figures redrawn: ``redraw_results_folder`` (a results folder's figures from its CSVs), ``write_live_study`` (a
   study's figures from MLflow), the analytic loss vs scale (``DEFAULT_PROFILES``, ``parse_scales``,
   ``profile_label``, ``loss_table``, ``write_loss_vs_scale``);
@@ -20,15 +21,14 @@ that each subcommand of ``python -m sweep.report`` still imports only what it ne
   ``Control``, ``lowest`` over an answer's claims, ``regrade``, ``strength_rule``, the labels), ``scope``, the
   readers ``table``, ``present``, ``status``, ``objective``, ``best_row``, ``row_at``, ``against_best``,
   ``by_number``, ``untested`` and the formatters ``num``, ``signed``, ``interval``, ``temperature``, ``plural``;
-  ``questions_page`` / ``write_questions_page`` answer a YAML file of
-  questions (``read_questions``; its errors, like every error of sweep, are in `sweep.errors`; ``python -m sweep.report
-  findings --questions FILE``).
+  ``questions_page`` / ``write_questions_page`` answer a YAML file of questions (``read_questions``; its errors, like
+  every error of sweep, are in `sweep.errors`; ``python -m sweep.report findings --questions FILE``).
 
 Modules (``sweep.report.<name>``): ``loss_curves`` and ``loss_figures`` (analytic loss vs scale), ``runs`` (MLflow),
 ``summaries`` (the tables behind the figures), ``axes`` (drawing helpers), ``study_context``, ``scale_figures``,
 ``history_figures``, ``mechanism_figures``, ``convergence_figures``, ``grid_figures``, ``study_figures``,
-``results_folder``, ``pooled``, ``tuned``, ``findings`` (a results README's generated block), ``grading``, ``evidence``,
-``question_file`` and ``answers`` (findings pages). CLI: ``python -m sweep.report --help``.
+``results_folder``, ``pooled``, ``tuned``, ``forest``, ``findings`` (a results README's generated block), ``grading``,
+``evidence``, ``question_file`` and ``answers`` (findings pages). CLI: ``python -m sweep.report --help``.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     )
     from sweep.report.findings import findings_block
     from sweep.report.folder_comparison import redraw_results_folder
+    from sweep.report.forest import FOREST_COLUMNS, seed_contrasts, write_forest
     from sweep.report.gap_figures import write_gap_vs_condition
     from sweep.report.grading import (
         CONFOUNDED,
@@ -120,6 +121,7 @@ __all__ = [
     "DEFAULT_PROFILES",
     "EDGE",
     "FIXED",
+    "FOREST_COLUMNS",
     "HISTORY_CSV",
     "INHERITED",
     "LABELS",
@@ -178,6 +180,7 @@ __all__ = [
     "render",
     "row_at",
     "scope",
+    "seed_contrasts",
     "signed",
     "spearman_summary",
     "status",
@@ -190,6 +193,7 @@ __all__ = [
     "tuned_report",
     "untested",
     "write_best_scale_vs_condition",
+    "write_forest",
     "write_gap_vs_condition",
     "write_live_study",
     "write_loss_vs_scale",
@@ -201,6 +205,7 @@ __all__ = [
 _HOMES = {
     "answers": ("questions_page", "write_questions_page"),
     "best_scale_figures": ("metric_words", "write_best_scale_vs_condition"),
+    "forest": ("FOREST_COLUMNS", "seed_contrasts", "write_forest"),
     "gap_figures": ("write_gap_vs_condition",),
     "grading": (
         "CONFOUNDED",
