@@ -7,6 +7,7 @@ on it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,9 +46,10 @@ def bound(value: float) -> str:
     """A bound to 3 decimals, or to its first significant digit when that would print a nonzero bound as 0.000 (an
     interval that excludes 0 by less than 0.0005 must not read as one that touches it)."""
     text = f"{value:.3f}"
-    if value != 0 and float(text) == 0:
-        return f"{value:.1g}" if abs(value) >= 1e-4 else f"{value:.1e}"
-    return text
+    if value == 0 or float(text) != 0:
+        return text
+    digits = -math.floor(math.log10(abs(value)))
+    return f"{value:.{digits}f}"
 
 
 def interval(low: float, high: float) -> str:

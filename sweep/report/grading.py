@@ -60,26 +60,24 @@ class Design:
     start_scale: float | None = None  # the scale a contrastively trained start model was trained at
     scales: tuple[float, ...] = ()  # the scales compared (the start's scale is a confound when among them)
 
-    def confounds(self, name: str) -> list[tuple[str, str]]:
-        """(kind, words) of each confound this design implies, for the folder ``name``."""
-        where = f" (`{name}`)"
+    def confounds(self) -> list[tuple[str, str]]:
+        """(kind, words) of each confound this design implies."""
         found = []
         if self.start_scale is not None and (
             not self.scales or min(self.scales) <= self.start_scale <= max(self.scales)
         ):
             found.append(
-                (START, f"the start model was trained at scale {self.start_scale:g}, among the scales compared{where}")
+                (START, f"the start model was trained at scale {self.start_scale:g}, among the scales compared")
             )
         words = f" ({self.rate_words})" if self.rate_words else ""
         if self.rate == FIXED:
-            found.append((RATE, f"the learning rate: one value{words}, not tuned{where}"))
+            found.append((RATE, f"the learning rate: one value{words}, not tuned"))
         elif self.rate == EDGE:
-            edge = f"the learning rate chosen at the edge of the rates tried{words}: not bracketed{where}"
-            found.append((RATE, edge))
+            found.append((RATE, f"the learning rate chosen at the edge of the rates tried{words}: not bracketed"))
         if self.passes is not None and self.passes > 1.05:
-            found.append((REPEATED, f"the data repeated ({self.passes:.1f} passes){where}"))
+            found.append((REPEATED, f"the data repeated ({self.passes:.1f} passes)"))
         if self.steps is not None and self.steps < SHORT_RUN:
-            found.append((SHORT, f"a short run ({self.steps} steps, fewer than {SHORT_RUN}){where}"))
+            found.append((SHORT, f"a short run ({self.steps} steps, fewer than {SHORT_RUN})"))
         return found
 
 
@@ -162,7 +160,12 @@ def strength(
     conditions = f"{distinct} distinct condition{'s' if distinct != 1 else ''}"
     held = f"{seeds}, {METHOD_WORDS[method]}, test confirms, {conditions}"
     held += " (unpaired: moderate at most)" if distinct >= 2 and method != PAIRED else ""
-    found = [pair for f in facts for pair in f.design.confounds(f.name)] + [(NAMED, c) for c in confounds]
+    where: dict[tuple[str, str], list[str]] = {}
+    for f in facts:
+        for pair in f.design.confounds():
+            where.setdefault(pair, []).append(f"`{f.name}`")
+    found = [(kind, f"{words} ({', '.join(names)})") for (kind, words), names in where.items()]
+    found += [(NAMED, c) for c in confounds]
     kept, lifted = [], []
     for kind, words in dict.fromkeys(found):
         mine = [c for c in controls if c.kind in (kind, words)]
@@ -171,7 +174,8 @@ def strength(
             lifted.append(f"{words}: controlled by `{good[0].name}` ({good[0].strength.label})")
             continue
         failed = "".join(
-            f"; `{c.name}` does not control it ({'it disagrees' if not c.agrees else c.strength.label})" for c in mine
+            f"; `{c.name}` does not control it ({c.strength.label}{', and it disagrees' if not c.agrees else ''})"
+            for c in mine
         )
         kept.append(words + failed)
     controlled = f"; controlled: {'; '.join(lifted)}" if lifted else ""
