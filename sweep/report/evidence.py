@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -186,7 +187,8 @@ def _rate_setting(trials: pd.DataFrame, metric: str, config: dict[str, object]) 
     chosen = set()
     for _, group in groups:
         means = group.groupby([RATE_COLUMN, *points], dropna=False)[metric].mean()
-        chosen.add(float(means.idxmax()[0]))
+        best_cell = cast(tuple[float, ...], means.idxmax())  # a MultiIndex label: (rate, point...)
+        chosen.add(float(best_cell[0]))
     span = f"{rates[0]:g}-{rates[-1]:g}"
     picked = ", ".join(f"{r:g}" for r in sorted(chosen))
     at_edge = [r for r in chosen if r in (rates[0], rates[-1])]

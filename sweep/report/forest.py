@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from io import BytesIO
 from pathlib import Path
+from typing import cast
 
 import matplotlib as mpl
 import numpy as np
@@ -45,7 +46,8 @@ def _values(trials: pd.DataFrame, chosen_on: str, tune: str | None, per: str) ->
     if per == "scale":
         return {s: float(means[s].idxmax()) for s in scales}
     if per == "condition":
-        return dict.fromkeys(scales, float(means.idxmax()[1]))
+        best_cell = cast(tuple[float, float], means.idxmax())  # a MultiIndex label: (scale, value)
+        return dict.fromkeys(scales, float(best_cell[1]))
     raise ValueError(f"per must be 'scale' or 'condition'; got {per!r}")
 
 

@@ -51,7 +51,7 @@ def side_colours(scales: list[float], best: float) -> dict[float, tuple[float, f
     library default 20, in light grey)."""
     warm = sorted((s for s in scales if s < best), reverse=True)  # nearest the best first: the lightest red
     cold = sorted(s for s in scales if s >= best)
-    colours = {}
+    colours: dict[float, tuple[float, float, float, float]] = {}
     for side, members in (("Reds", warm), ("Blues", cold)):
         shades = np.linspace(0.45, 0.95, len(members)) if len(members) > 1 else [0.75]
         colours |= {scale: tuple(mpl.colormaps[side](shade)) for scale, shade in zip(members, shades, strict=True)}
