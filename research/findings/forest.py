@@ -23,6 +23,7 @@ from sweep.report import (
     present,
     seed_contrasts,
     signed,
+    table,
     test_metric,
     write_forest,
 )
@@ -112,19 +113,19 @@ def entry_rows(results: Path, entry: Entry) -> list[dict[str, object]]:
     )
     rows = []
     for value, part in parts:
-        table = seed_contrasts(part, chosen_on, read_on, CONTRASTS, entry.tune, entry.per, LEVEL)
-        if table.empty:
+        contrasts = seed_contrasts(part, chosen_on, read_on, CONTRASTS, entry.tune, entry.per, LEVEL)
+        if contrasts.empty:
             continue
-        best = table.loc[table["contrast"].str.startswith(BEST), "a"]
-        chosen = {float(v) for v in table[["a_value", "b_value"]].to_numpy().ravel() if pd.notna(v)}
+        best = contrasts.loc[contrasts["contrast"].str.startswith(BEST), "a"]
+        chosen = {float(v) for v in contrasts[["a_value", "b_value"]].to_numpy().ravel() if pd.notna(v)}
         rate, rate_tag = _rate_words(entry, part, chosen, fixed)
-        n = int(table["n"].min())
+        n = int(contrasts["n"].min())
         condition = "" if value is None else _condition_words(str(entry.by), value)
         best_words = f" (best {best.iloc[0]:g})" if len(best) else ""
         label = f"{entry.folder}" + (f", {condition}" if condition else "") + best_words
         metric = metric_words(read_on).replace(f" {split} ", " ").replace(" Spearman", "")
         tags = f"{entry.words}; {rate_tag}; n={n}; {split}: {metric}"
-        for record in table.to_dict("records"):
+        for record in contrasts.to_dict("records"):
             rows.append(
                 {
                     "row": f"{label}\n{tags}",
@@ -246,11 +247,10 @@ def lead_lines(results: Path) -> list[str]:
         "",
     ]
     links = []
-    loss = results / "loss_vs_scale" / "loss_vs_scale.csv"
-    if loss.is_file():
-        table = pd.read_csv(loss)
-        confident = max(table["profile"].unique(), key=lambda p: float(str(p).split(",")[0]))
-        at = table[table["profile"] == confident].set_index("scale")["loss"]
+    loss = table(results / "loss_vs_scale", "loss_vs_scale")  # the product's reader, whatever the file's form
+    if not loss.empty:
+        confident = max(loss["profile"].unique(), key=lambda p: float(str(p).split(",")[0]))
+        at = loss[loss["profile"] == confident].set_index("scale")["loss"]
         links.append(
             f"{ST_3054_TABLE} is reproduced by `research/results/loss_vs_scale/` (the analytic loss of four "
             f"similarity profiles and its gradient; the confident one, {confident}, costs {at[0.0]:.4f} = ln 4 at "

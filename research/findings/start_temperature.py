@@ -20,7 +20,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweep.report import Facts, Strength, complete_trials, present, signed, strength, write_best_scale_vs_condition
+from sweep.report import (
+    Facts,
+    Strength,
+    complete_trials,
+    present,
+    signed,
+    strength,
+    write_best_scale_vs_condition,
+)
+from sweep.report import table as results_table
 from sweep.stats import scale_verdicts
 
 from .design import facts_of
@@ -234,7 +243,7 @@ def gain_line(results: Path, arm: Arm = STATIC) -> str:
     (its untrained row of ``spearman_vs_scale``), mean over the pretraining seeds: fine-tuning that barely moves a
     start says little about which scale suits it."""
     folder = results / arm.finetune
-    summary = pd.read_csv(folder / "spearman_vs_scale.csv")
+    summary = results_table(folder, "spearman_vs_scale")
     own = summary[(summary["scale"] == 0) & (summary["split"] == "validation")]
     own = own.groupby(summary.columns[0])["mean"].first()
     trials = _with_starts(complete_trials(folder))
