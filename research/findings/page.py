@@ -181,7 +181,8 @@ def scope_paragraph(results: Path) -> str:
         f"{min(steps):,} to {max(steps):,} optimizer steps, on {', '.join(data)} data; STSB validation or in-domain "
         "retrieval chose, their test splits confirm. "
         + (
-            f"The real transformer at a tuned learning rate: {', '.join(tuned_real)}."
+            "The real transformer at a tuned learning rate: "
+            f"{', '.join(f'`{name}`' for name in tuned_real)} (its row and grade lead the page)."
             if tuned_real
             else "No answer rests on a real transformer fine-tuned at a tuned learning rate yet."
         )

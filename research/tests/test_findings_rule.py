@@ -9,13 +9,15 @@ import ast
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from omegaconf import OmegaConf
 
 from research.findings import forest
 from research.findings.page import QUESTIONS
 from research.findings.summary import practitioners_summary
-from sweep.report import LABELS, flat_config, regrade, strength
+from sweep.report import LABELS, WEAK, flat_config, regrade, strength
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "research" / "results"
@@ -86,9 +88,52 @@ def test_the_forest_plot_leads_the_page_from_the_trials_with_the_answer_and_the_
         assert group["model"].nunique() == 1 and "n=" in group["row"].iloc[0] and "test:" in group["row"].iloc[0]
 
 
-def test_adding_a_studys_row_is_one_entry(tmp_path: Path) -> None:
-    """The real transformer at tuned rates (issue 51, item 4) is an entry already: its folder's arrival is its row."""
-    assert any(entry.folder == "mnrl_finetune_minilm_lr" for entry in forest.ENTRIES)
-    (tmp_path / "mnrl_finetune_minilm_lr").symlink_to(RESULTS / "mnrl_scale_lr_tuned")
-    rows = forest.forest_rows(tmp_path)
-    assert set(rows["folder"]) == {"mnrl_finetune_minilm_lr"} and "rate tuned" in rows["row"].iloc[0]
+def simulated_real_tuned(results: Path, compose_cfg, seeds: int) -> Path:
+    """A simulated ``mnrl_finetune_minilm_lr`` folder as the pre-registered study would leave it (its composed
+    config; every scale x learning rate of its grid for the first ``seeds`` seeds), its scores made up here: the
+    layout is what is tested, not a result."""
+    cfg = compose_cfg("+experiment=mnrl_finetune_minilm_lr", tiny=False)
+    folder = results / "mnrl_finetune_minilm_lr"
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    space, rng = cfg.study.search_space, np.random.default_rng(0)
+    rows = [
+        {"state": "COMPLETE", "loss.scale": float(scale), "trial.learning_rate": float(rate), "trial.seed": float(seed)}
+        | {
+            # best at scale 15 and at the middle rate 3e-5 (inside the bracket), plus seed noise
+            f"captions30k_{split}_ndcg_at_10": 0.75
+            - 0.02 * abs(np.log(scale / 15))
+            - 0.01 * abs(np.log10(rate / 3e-5))
+            + rng.normal(0, 0.002)
+            for split in ("val", "test")
+        }
+        | {"stsb_validation_spearman": 0.86, "stsb_test_spearman": 0.82}
+        for seed in list(cfg.study.seeds)[:seeds]
+        for rate in space.trial.learning_rate
+        for scale in space.loss.scale
+    ]
+    pd.DataFrame(rows).to_csv(folder / "trials.csv", index=False)
+    return folder
+
+
+def test_the_real_transformer_at_tuned_rates_is_a_row_graded_by_the_rule(tmp_path: Path, compose_cfg) -> None:
+    """Issue 51, item 4: when `mnrl_finetune_minilm_lr` arrives, with only seed 0 finished, it is a row of the forest
+    plot with its learning rate tuned per scale and a point without an interval, counted apart in the answer line,
+    and the rule grades it *weak* at the top of the page; with 3 seeds the row has its interval."""
+    assert any(entry.folder == "mnrl_finetune_minilm_lr" and entry.tune for entry in forest.ENTRIES)
+    one = tmp_path / "one"
+    simulated_real_tuned(one, compose_cfg, seeds=1)
+    rows = forest.forest_rows(one)
+    assert set(rows["folder"]) == {"mnrl_finetune_minilm_lr"}
+    assert "rate tuned" in rows["row"].iloc[0] and "n=1" in rows["row"].iloc[0]
+    assert (rows["n"] == 1).all() and rows["ci_low"].isna().all() and rows["ci_high"].isna().all()
+    assert rows["model"].iloc[0] == forest.SIX and (rows["split"] == "test").all()
+    assert "1 ran one seed (a point, no interval)" in forest.answer_line(one)
+    graded = forest.real_tuned_lines(one)[0]
+    assert f"Strength by the rule: **{WEAK}** (1 seed; no interval" in graded, graded
+    assert "learning rate tuned per scale" in graded and "itself trained at 20" in graded
+    three = tmp_path / "three"
+    simulated_real_tuned(three, compose_cfg, seeds=3)
+    rows = forest.forest_rows(three)
+    assert (rows["n"] == 3).all() and rows["ci_low"].notna().all()
+    assert forest.write_forest_figure(three, tmp_path / "figure")
