@@ -14,8 +14,10 @@ from sweep.report import (
     Section,
     against_best,
     best_row,
+    complete_trials,
     flat_config,
     folder_facts,
+    interval,
     num,
     present,
     row_at,
@@ -24,8 +26,10 @@ from sweep.report import (
     table,
     untested,
 )
+from sweep.stats import mean_interval
 
-from .literature import ANGLE_PAPER, ANGLE_RELEASED, ANGLE_SOURCE, DEFAULT
+from .design import facts_of, versus_best
+from .literature import ANGLE_DEFAULTS, ANGLE_PAPER, ANGLE_RELEASED, ANGLE_SOURCE, DEFAULT
 
 RERUN = "angle_weights_lr"  # the weight triples at learning rates where CoSENT trains
 SCALES_RERUN = "angle_scales_lr"  # the three scale sets at the same learning rates
@@ -111,7 +115,7 @@ def _old_answer(results: Path) -> Section:
 
 
 @functools.cache  # the page's (c) section and its summary both read it; the folder does not change meanwhile
-def rerun_lines(folder: Path) -> tuple[list[str], dict[str, tuple[str, bool]], bool]:
+def rerun_lines(folder: Path) -> tuple[list[str], dict[str, tuple[str, bool]], bool, dict[str, bool]]:
     """Per learning rate of the rerun (its points are "weights=w1,w2,w3, learning_rate=r", all in one verdict over
     every point): the best triple at that rate, plain CoSENT, the paper's 1, 1, 1, and the score ranges with and
     without the cosine term. Returns the lines, per rate whether every triple without the cosine term scores above
@@ -119,7 +123,8 @@ def rerun_lines(folder: Path) -> tuple[list[str], dict[str, tuple[str, bool]], b
     paired = table(folder, "paired_comparison")
     parts = paired["point"].str.extract(r"weights=(?P<w>[\d.,]+), learning_rate=(?P<rate>[\d.]+)")
     rows = paired.assign(w=parts["w"], rate=parts["rate"].astype(float))
-    lines, apart = [], {}
+    untrained = float(table(folder, "angle_weights_heatmap")["untrained"].iloc[0])
+    lines, apart, trains = [], {}, {}
     for rate, at in rows.groupby("rate", sort=True):
         top = at.loc[at["spearman"].idxmax()]
         on = at.set_index("w")
@@ -127,12 +132,14 @@ def rerun_lines(folder: Path) -> tuple[list[str], dict[str, tuple[str, bool]], b
         alone, paper = on.loc[COSENT_ONLY.removeprefix("weights=")], on.loc[PAPER.removeprefix("weights=")]
         key = f"learning_rate={rate:g}"
         apart[key] = (str(top["w"]), bool(without["spearman"].min() > with_cos["spearman"].max()))
+        trains[key] = bool(alone["spearman"] > untrained)
         lines.append(
             f"`{folder.name}` {key}: best w = {top['w']} ({num(top['spearman'])}); without the cosine term (w1 = 0) "
             f"{num(without['spearman'].min())}-{num(without['spearman'].max())}, with it "
             f"{num(with_cos['spearman'].min())}-{num(with_cos['spearman'].max())}; plain CoSENT (1, 0, 0) "
-            f"{num(alone['spearman'])}, the paper's 1, 1, 1 {num(paper['spearman'])}; against the study's best point "
-            f"(all {len(rows)} points in one verdict): CoSENT {_against(alone)}, 1, 1, 1 {_against(paper)}"
+            f"{num(alone['spearman'])} ({'above' if trains[key] else 'at or below'} the untrained model's "
+            f"{num(untrained)}), the paper's 1, 1, 1 {num(paper['spearman'])}; against the study's best point (all "
+            f"{len(rows)} points in one verdict): CoSENT {_against(alone)}, 1, 1, 1 {_against(paper)}"
         )
     held = rows.loc[rows["in_confidence_set"].astype(bool), "point"]
     out = not held.str.contains(r"weights=(?:0\.5|1),").any()
@@ -140,7 +147,7 @@ def rerun_lines(folder: Path) -> tuple[list[str], dict[str, tuple[str, bool]], b
         f"`{folder.name}`: 95% confidence set for the best point: {'; '.join(held)}; every point with w1 > 0 "
         + ("is out of it (worse)" if out else "is not out of it")
     )
-    return lines, apart, out
+    return lines, apart, out, trains
 
 
 def scales_rerun_lines(folder: Path) -> tuple[list[str], str]:
@@ -152,21 +159,41 @@ def scales_rerun_lines(folder: Path) -> tuple[list[str], str]:
     rows = paired.assign(scales=parts["scales"], rate=parts["rate"].astype(float))
     lines, words = [], []
     paper, released = _scales_point(ANGLE_PAPER[1]), _scales_point(ANGLE_RELEASED[1])
+    trials = complete_trials(folder)
     for rate, at in rows.groupby("rate", sort=True):
         top, on = at.loc[at["spearman"].idxmax()], at.set_index("scales")
+        within = _within_rate(trials, float(rate), str(top["scales"]), paper)
         lines.append(
             f"`{folder.name}` learning_rate={rate:g}: best {top['scales']} ({num(top['spearman'])}); the paper's "
-            f"({paper}) {num(on.loc[paper, 'spearman'])}, {_against(on.loc[paper])}; the released ({released}) "
-            f"{num(on.loc[released, 'spearman'])}, {_against(on.loc[released])} (all {len(rows)} points in one verdict)"
+            f"({paper}) {num(on.loc[paper, 'spearman'])}, {within} below this rate's best (validation, paired t "
+            f"over seeds); against the study's best point (all {len(rows)} points in one verdict): the paper's "
+            f"{_against(on.loc[paper], rows)}, the released ({released}) {num(on.loc[released, 'spearman'])}, "
+            f"{_against(on.loc[released], rows)}"
         )
-        words.append(f"at {rate:g} the best is {top['scales']} and the paper's {_against(on.loc[paper])}")
+        words.append(
+            f"at {rate:g} the best is {top['scales']} and the paper's scales are {within} below it (against the "
+            f"study's best point, at another rate where it is not this one: {_against(on.loc[paper], rows)})"
+            if not bool(top["best"])
+            else f"at {rate:g} the best is {top['scales']} and the paper's {_against(on.loc[paper], rows)}"
+        )
     held = rows.loc[rows["in_confidence_set"].astype(bool), "point"]
     lines.append(f"`{folder.name}`: 95% confidence set for the best point: {'; '.join(held)}")
     return lines, "; ".join(words)
 
 
-def _against(row: pd.Series) -> str:
-    return "the best" if bool(row["best"]) else against_best(row)
+def _against(row: pd.Series, rows: pd.DataFrame | None = None) -> str:
+    if bool(row["best"]):
+        return "the best"
+    return versus_best(rows, row, "point") if rows is not None else against_best(row)
+
+
+def _within_rate(trials: pd.DataFrame, rate: float, best: str, other: str) -> str:
+    """``best - other`` at one learning rate, paired over seeds, with its t interval: ``0.093 [0.050, 0.136]``."""
+    at = trials[trials["trial.learning_rate"] == rate]
+    key = at.apply(lambda r: _scales_point((r["loss.cos_scale"], r["loss.ibn_scale"], r["loss.angle_scale"])), axis=1)
+    wide = at.assign(point=key).pivot_table(index="trial.seed", columns="point", values="stsb_validation_spearman")
+    mean, low, high = mean_interval((wide[best] - wide[other]).dropna().to_numpy(), 0.95)
+    return f"{num(mean)} {interval(low, high)}"
 
 
 def question_e(results: Path) -> Section:
@@ -176,22 +203,37 @@ def question_e(results: Path) -> Section:
     folder = results / RERUN
     if not present(folder):
         return old
-    lines, per_rate, out = rerun_lines(folder)
-    facts = folder_facts(folder)
+    lines, per_rate, out, trains = rerun_lines(folder)
+    facts = facts_of(folder)
     scales = results / SCALES_RERUN
     scales_lines, scales_words = scales_rerun_lines(scales) if present(scales) else ([], "")
-    without = [rate for rate, (w, _) in per_rate.items() if w.startswith("0,")]
-    apart = [rate for rate, (_, is_apart) in per_rate.items() if is_apart]
-    cosent = present(results / "cosent_scale_lr")
-    bests = "; ".join(f"{w} at {rate}" for rate, (w, _) in per_rate.items())
+    clean = [rate for rate in per_rate if trains[rate]]  # the rates where plain CoSENT beats the untrained model
+    without = [rate for rate in clean if per_rate[rate][0].startswith("0,")]
+    apart = [rate for rate in clean if per_rate[rate][1]]
+    failed = [rate for rate in per_rate if not trains[rate]]
+    bests = "; ".join(f"{per_rate[rate][0]} at {rate}" for rate in clean)
+    passes = facts.design.passes
     answer = (
-        ("Drop the cosine term, still" if out and len(without) == len(per_rate) else "Not shown")
-        + f": at the learning rates where CoSENT trains (`{RERUN}`, {facts.n_seeds} seeds) the best triple has no "
-        f"cosine term at {len(without)} of {len(per_rate)} rates ({bests}), and every triple with it, plain CoSENT "
-        f"and the paper's 1, 1, 1 included, is {'out of' if out else 'not all out of'} the confidence set for the "
-        f"best point; every triple without the term beats every triple with it at {len(apart)} of {len(per_rate)} "
-        "rates. But these run 300 steps, about 3.3 passes over the STSB pairs"
-        + (", where plain CoSENT did well at one pass (`cosent_scale_lr`)" if cosent else "")
+        ("Drop the cosine term, still" if out and clean and len(without) == len(clean) else "Not shown")
+        + f": CoSENT alone trains (scores above the untrained model) at {len(clean)} of {len(per_rate)} learning "
+        f"rates of `{RERUN}` ({facts.n_seeds} seeds)"
+        + (
+            f"; at {', '.join(failed)} plain CoSENT and every triple with a cosine term sit at or below the untrained "
+            "model, so that rate says nothing about the term"
+            if failed
+            else ""
+        )
+        + f". At the {'rate' if len(clean) == 1 else 'rates'} where it trains the best triple has no cosine term "
+        f"({bests}), and every triple with it, plain CoSENT and the paper's 1, 1, 1 included, is "
+        f"{'out of' if out else 'not all out of'} the confidence set for the best point; every triple without the "
+        f"term beats every triple with it at {len(apart)} of {len(clean)}. But these run "
+        f"{facts.design.steps} steps"
+        + (f", {passes:.1f} passes over the STSB pairs" if passes is not None else "")
+        + (
+            ", where plain CoSENT did well at one pass (`cosent_scale_lr`)"
+            if present(results / "cosent_scale_lr")
+            else ""
+        )
         + ": the cosine term's cost may be a cost of repeated data. "
         + (
             f"The three AnglE scales at the same rates (`{SCALES_RERUN}`, {folder_facts(scales).n_seeds} seeds): "
@@ -201,17 +243,28 @@ def question_e(results: Path) -> Section:
         )
     )
     earlier = "the earlier studies at lr 0.05, where CoSENT alone diverges (the scales part withdrawn):"
+    released = "; ".join(
+        f"{when}: w {'/'.join(f'{w:g}' for w in weights)}, {words}" for when, weights, words in ANGLE_DEFAULTS
+    )
+    dropped = [when for when, weights, _ in ANGLE_DEFAULTS if weights[0] == 0]
     return Section(
         old.question,
         answer,
-        strength([facts], out, len(without), ["data repeated (300 steps, about 3.3 passes over the pairs)"]),
+        strength([facts], out and bool(clean), len(without)),
         [*lines, *scales_lines, earlier, *old.evidence],
         [scope(folder, facts.n_seeds), *([scope(scales, folder_facts(scales).n_seeds)] if present(scales) else [])]
         + old.scope,
-        old.literature,
+        [
+            f"AnglE paper (Li and Li 2023): w 1, 1, 1 and temperatures 0.05 / 0.05 / 1.0 (scales "
+            f"{_scales_point(ANGLE_PAPER[1])}): disagrees here, the paper's 1, 1, 1 is out of the confidence set",
+            f"{ANGLE_SOURCE}, four changes: {released}; the cosine term is dropped from {dropped[0]} on: agrees with "
+            "the rerun's best triples"
+            if dropped
+            else f"{ANGLE_SOURCE}: {released}",
+        ],
         [
             ", ".join(
-                ["the weights at one pass (no repeated data)"]
+                ["the weights at one pass (no repeated data)", "a third learning rate where CoSENT trains"]
                 + ([] if present(scales) else ["the three AnglE scales at a stable learning rate"])
                 + ["a transformer"]
             )

@@ -17,7 +17,6 @@ import pandas as pd
 from sweep.report import (
     Facts,
     Section,
-    against_best,
     by_number,
     complete_trials,
     flat_config,
@@ -37,6 +36,7 @@ from sweep.report import (
 )
 from sweep.stats import DifferenceInDifferences, difference_in_differences, gap_by_condition
 
+from .design import facts_of, versus_best
 from .literature import DEFAULT, MINILM_SCALE, ST_3054
 from .training import did_line
 
@@ -54,6 +54,9 @@ class Arm:
     name: str
     rates: dict[int, float]
     sides: dict[str, DifferenceInDifferences]
+    near: DifferenceInDifferences  # the near-optimum gap 10 - 20, the one #3054 asks about
+    tried: tuple[float, ...]  # the learning rates tried
+    steps: dict[int, int]  # per size, the fewest optimizer steps a trial took
 
 
 def _size_words(size: float | str) -> str:
@@ -90,7 +93,10 @@ def arm(name: str, trials: pd.DataFrame) -> Arm:
         side: difference_in_differences(frame, NEAR, other, conditions[0], conditions[-1])
         for side, other in (("cold", COLD), ("warm", WARM))
     }
-    return Arm(name, rates, sides)
+    near = difference_in_differences(frame, NEAR, DEFAULT, conditions[0], conditions[-1])
+    tried = tuple(sorted(float(r) for r in trials[RATE].unique()))
+    steps = trials.groupby(SIZE)["trained_steps"].min() if "trained_steps" in trials else pd.Series(dtype=float)
+    return Arm(name, rates, sides, near, tried, {int(float(str(k))): int(v) for k, v in steps.items()})
 
 
 @functools.cache  # the page asks for them from four places; the folders do not change while it is written
@@ -103,7 +109,7 @@ def arms(results: Path) -> tuple[list[Arm], list[Facts]] | None:
     fixed = complete_trials(steps)
     shared = fixed[fixed[SIZE] == fixed[SIZE].max()]  # 468 steps over 30,000 pairs: one pass
     passes = pd.concat([complete_trials(one_pass), shared], ignore_index=True)
-    return [arm("fixed steps (468)", fixed), arm("one pass", passes)], [folder_facts(steps), folder_facts(one_pass)]
+    return [arm("fixed steps (468)", fixed), arm("one pass", passes)], [facts_of(steps), facts_of(one_pass)]
 
 
 def _own_rate_rows(folder: Path, rates: dict[int, float]) -> pd.DataFrame:
@@ -126,7 +132,13 @@ def write_gap_figure(results: Path, name: str, out_dir: Path) -> list[Path]:
     folders = [results / STEPS] if name == STEPS else [results / PASS, results / STEPS]
     rows = pd.concat([_own_rate_rows(folder, arm_of[name].rates) for folder in folders], ignore_index=True)
     rows = rows.drop_duplicates(["condition", "scale"])  # the fixed-step arm's cells the one-pass arm lacks only
-    return write_gap_vs_condition(rows, out_dir)
+    return write_gap_vs_condition(rows, out_dir, note=f"{held_words(results, name)}; each size at its own rate")
+
+
+def held_words(results: Path, name: str) -> str:
+    """What the arm ``name`` holds fixed as the data grow, in words from its config: the steps, or one pass."""
+    steps = flat_config(results / name).get("trial.max_steps")
+    return f"{steps} steps at every size (fixed)" if steps else "one pass at each size (steps grow with the data)"
 
 
 def moves(did: DifferenceInDifferences) -> bool:
@@ -148,7 +160,24 @@ def evidence_lines(results: Path) -> list[str]:
     lines = []
     for one in found[0]:
         rates = "; ".join(f"{_size_words(size)}: {rate:g}" for size, rate in one.rates.items())
-        lines.append(f"{one.name}: the learning rate each size trains best at (validation NDCG@10): {rates}")
+        edge = [r for r in one.rates.values() if r in (one.tried[0], one.tried[-1])]
+        bracket = (
+            f" (of {', '.join(f'{r:g}' for r in one.tried)}: every choice at the edge of the rates tried, not "
+            "bracketed)"
+            if len(edge) == len(one.rates)
+            else ""
+        )
+        lines.append(f"{one.name}: the learning rate each size trains best at (validation NDCG@10): {rates}{bracket}")
+        if one.steps and len(set(one.steps.values())) > 1:
+            steps = "; ".join(f"{_size_words(size)}: {n}" for size, n in one.steps.items())
+            lines.append(f"{one.name}: optimizer steps by size: {steps}")
+        did = one.near
+        lines.append(
+            f"{one.name}, near the optimum (10 - 20, the gap #3054 asks about; captions30k test NDCG@10): "
+            f"{signed(did.gap1)} at {_size_words(did.cond1)}, {signed(did.gap2)} at {_size_words(did.cond2)}; "
+            f"difference in differences {signed(did.estimate)} {interval(did.ci_low, did.ci_high)} ({did.design} t "
+            f"over {did.n1} seeds)"
+        )
         for side, did in one.sides.items():
             lines.append(
                 f"{one.name}, {side} side ({did.a:g} - {did.b:g}, captions30k test NDCG@10): {signed(did.gap1)} at "
@@ -173,7 +202,8 @@ def answer_apart(results: Path) -> tuple[str, bool, int, list[Facts]] | None:
     arm_list, facts = found
     parts = [
         f"{one.name}, from {_size_words(one.sides['cold'].cond1)} to {_size_words(one.sides['cold'].cond2)}, the "
-        f"cold-side gap {side_words(one.sides['cold'])} and the warm-side gap {side_words(one.sides['warm'])}"
+        f"cold-side gap {side_words(one.sides['cold'])}, the warm-side gap {side_words(one.sides['warm'])} and "
+        f"the near-optimum gap {side_words(one.near)}"
         for one in arm_list
     ]
     directions = [(side, did.estimate < 0) for one in arm_list for side, did in one.sides.items() if moves(did)]
@@ -313,7 +343,7 @@ def _pretrained_line(folder: Path) -> list[str]:
     if not present(folder):
         return []
     rows = table(folder, "paired_comparison")
-    parts = [f"{r['scale']:g}: {against_best(r)}" for _, r in rows[rows["scale"] != 0].iterrows()]
+    parts = [f"{r['scale']:g}: {versus_best(rows, r)}" for _, r in rows[rows["scale"] != 0].iterrows()]
     steps = flat_config(folder).get("trial.max_steps")
     return [
         f"far beyond these sizes, a model already trained at scale {MINILM_SCALE:g} on about a billion pairs and "

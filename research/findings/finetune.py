@@ -10,13 +10,14 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.report import (
+    START,
     STSB_TEST,
     STSB_VALIDATION,
     TRIALS_CSV,
+    Control,
     Section,
     against_best,
     best_row,
-    flat_config,
     folder_facts,
     interval,
     metric_words,
@@ -35,16 +36,18 @@ from sweep.report import (
 )
 from sweep.stats import mean_interval
 
+from .design import facts_of, versus_best
 from .literature import (
     BGE_ADVICE,
     BGE_ADVICE_SOURCE,
     BGE_TRAINED,
+    BGE_V15,
     FLAG_README,
     FLAG_README_SOURCE,
     MINILM_SCALE,
     START_MODEL,
 )
-from .start_temperature import starts_words, study_lines
+from .start_temperature import starts_words, study_lines, study_strength
 
 FINETUNE = "mnrl_finetune_minilm"
 FINETUNE_FOLDERS = ((FINETUNE, ""), ("gist_temperature_guide", ""), ("matryoshka2d", "wrapper.name=None"))
@@ -74,7 +77,8 @@ def advice_line(folder: Path, condition: str) -> tuple[str, float, bool]:
     best = best_row(paired, condition)
     low, high = 1 / BGE_ADVICE[1], 1 / BGE_ADVICE[0]
     rows = paired[(paired["condition"].astype("string").fillna("") == condition) & paired["scale"].between(low, high)]
-    parts = [f"{temperature(r['scale'])} (scale {r['scale']:g}): {against_best(r)}" for _, r in rows.iterrows()]
+    mine = paired[paired["condition"].astype("string").fillna("") == condition]
+    parts = [f"{temperature(r['scale'])} (scale {r['scale']:g}): {versus_best(mine, r)}" for _, r in rows.iterrows()]
     coldest = rows.loc[rows["scale"].idxmax()] if not rows.empty else None
     holds = bool(low <= best["scale"] <= high and coldest is not None and coldest["verdict"] == "worse")
     label = f"`{folder.name}`" + (f" ({condition})" if condition else "")
@@ -154,15 +158,6 @@ def _side(bests: tuple[float, ...], default: float) -> str:
     return "colder than" if all(t < default for t in temperatures) else "at or around"
 
 
-def _fixed_rate(folder: Path) -> list[str]:
-    """The learning-rate confound of the fine-tuning study: one rate, not tuned per temperature."""
-    if not present(folder):
-        return []
-    rate = float(str(flat_config(folder)["trial.learning_rate"]))
-    steps = int(table(folder, "trials")["trained_steps"].max())
-    return [f"the learning rate, one value ({rate:g}, {steps} steps) in `{folder.name}`, not tuned per temperature"]
-
-
 # study 2 (static starts pretrained at scales 10, 20 and 50, then fine-tuned), by `follows`' word
 CONTROLLED_WORDS = {
     "follows": "the best fine-tuning scale follows the start's",
@@ -210,26 +205,28 @@ def question_d(results: Path) -> Section:
         + (f"; in `{SHORT_FINETUNE}`, a short fine-tune, {moved}" if moved else "")
         + f"; but {START_MODEL}, so this may only say 'keep the start model's temperature'"
         + "".join(
-            f". With the start's temperature controlled (`{said.arm.finetune}`: {starts_words(said)}), "
+            f". With the start's temperature controlled (`{said.arm.finetune}`: {starts_words(said)}; "
+            f"*{study_strength(said).label}* by the rule: {study_strength(said).reason}), "
             f"{CONTROLLED_WORDS[said.word]}: {said.own_scale}"
             for said in controlled
         )
         + "."
     )
-    facts = [folder_facts(folder) for folder, _ in used]
+    facts = [facts_of(folder) for folder, _ in used]
     scopes = [scope(folder, fact.n_seeds) for (folder, _), fact in zip(used, facts, strict=True)]
     scopes += [scope(results / said.arm.finetune, said.facts[0].n_seeds) for said in controlled]
+    controls = [Control(START, said.arm.finetune, study_strength(said), said.word == "follows") for said in controlled]
     return Section(
         question,
         answer,
-        strength(facts, all(holds), sum(holds), [START_MODEL, *_fixed_rate(finetune)]),
+        strength(facts, all(holds), sum(holds), controls=controls),
         evidence,
         scopes + ([scope(short, folder_facts(short).n_seeds)] if present(short) else []),
         [
-            f"{BGE_ADVICE_SOURCE}: fine-tune at temperature {BGE_ADVICE[0]:g}-{BGE_ADVICE[1]:g} (BGE's models "
-            f"were trained at {BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "
+            f"{BGE_ADVICE_SOURCE} (BGE's models were trained at {BGE_TRAINED[0]:g}-{BGE_TRAINED[1]:g}): "
             f"{'agrees at the warm end only' if inside else 'disagrees'} for a model trained at "
             f"{1 / MINILM_SCALE:g}",
+            f"{BGE_V15}: the release moved the way these fine-tunes prefer, to a warmer temperature",
             f"{FLAG_README_SOURCE}: temperature {FLAG_README[0]:g}-{FLAG_README[1]:g}, default {FLAG_README[2]:g}: "
             f"the best here ({', '.join(sorted({temperature(b) for b in bests}))}) is "
             f"{'inside' if all(FLAG_README[0] <= 1 / b <= FLAG_README[1] for b in bests) else 'not always inside'} "

@@ -13,9 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep.report import (
+    TUNED,
+    UNPAIRED,
     Section,
     best_row,
-    folder_facts,
+    flat_config,
+    folder_design,
     interval,
     num,
     plural,
@@ -31,11 +34,14 @@ from sweep.report import (
 from .angle import question_e
 from .concentration import question_c
 from .datasize import question_b
+from .design import facts_of
 from .finetune import question_d
+from .forest import lead_lines, write_forest_figure
 from .literature import (
     ST_ADAPTIVE,
+    ST_ADAPTIVE_LAYERS,
     ST_ADAPTIVE_ONE_LAYER,
-    START_MODEL,
+    ST_ADAPTIVE_SOURCE,
     STRENGTH_RULE,
 )
 from .mnrl import question_a
@@ -95,7 +101,9 @@ def question_f(results: Path) -> Section:
         f"`matryoshka2d` layer_grid_heatmap.csv, STSB test at the wrapper's best validation scale {scale:g}: "
         "Matryoshka2d (its gain over plain MNRL):\n\n  " + "\n  ".join(rows) + "\n",
         f"{plural(one[0], 'layer')} x {one[1]:g} dims keeps {share['matryoshka2d']:.1%} of the "
-        f"{full[0]:g} x {full[1]:g} cell's test score with the wrapper, {share['None']:.1%} without{floor_words}",
+        f"{full[0]:g} x {full[1]:g} cell's test score with the wrapper, {share['None']:.1%} without{floor_words} "
+        "(point estimates from the cells' means over seeds: the study kept no per-seed grid, so these shares have no "
+        "interval)",
         f"gain at {plural(cell[0], 'layer')} x {cell[1]:g} dims by scale {gains}; seed intervals "
         f"{interval(at.loc[cell, ('ci_low', 'matryoshka2d')], at.loc[cell, ('ci_high', 'matryoshka2d')])} vs "
         f"{interval(at.loc[cell, ('ci_low', 'None')], at.loc[cell, ('ci_high', 'None')])} (unpaired t over seeds: "
@@ -108,7 +116,8 @@ def question_f(results: Path) -> Section:
     pays = bool(at.loc[full, ("ci_high", "matryoshka2d")] < at.loc[full, ("ci_low", "None")])
     kept = (
         f"keeps {gain_share['matryoshka2d']:.0%} of the gain over static token embeddings "
-        f"({gain_share['None']:.0%} without the wrapper; {share['matryoshka2d']:.1%} of the raw score)"
+        f"({gain_share['None']:.0%} without the wrapper; {share['matryoshka2d']:.1%} of the raw score; point "
+        "estimates, no interval)"
         if floor is not None
         else f"keeps {share['matryoshka2d']:.1%} of the score ({share['None']:.1%} without the wrapper)"
     )
@@ -117,20 +126,21 @@ def question_f(results: Path) -> Section:
         f"wrapper lifts {plural(cell[0], 'layer')} x {cell[1]:g} dims by {signed(gain[cell])} and changes "
         f"{full[0]:g} x {full[1]:g} by {signed(gain[full])}, while {plural(one[0], 'layer')} {kept}."
     )
-    facts = [folder_facts(folder)]
+    facts = [facts_of(folder)]
     held = [s for s in scales if separates_at(s)]
     return Section(
         question,
         answer,
-        strength(facts, separates_at(scale), len(held), [START_MODEL]),
+        strength(facts, separates_at(scale), len(held), method=UNPAIRED),
         evidence,
         [scope(folder, facts[0].n_seeds) + " (the grid: each cell's Spearman with t-intervals over seeds)"],
         [
-            f"sentence-transformers adaptive-layer docs (not the 2DMSE paper): about {ST_ADAPTIVE_ONE_LAYER:.0%} "
-            f"of the full performance from one layer: here {share['matryoshka2d']:.1%} of a {full[0]:g}-layer model's "
-            "raw score, less of its gain over static embeddings",
-            f"sentence-transformers docs: mpnet-base on AllNLI {ST_ADAPTIVE[0]:g} full, about {ST_ADAPTIVE[1]:g} with "
-            f"half the layers ({ST_ADAPTIVE[1] / ST_ADAPTIVE[0]:.1%})",
+            f"{ST_ADAPTIVE_SOURCE}: about {ST_ADAPTIVE_ONE_LAYER:.0%} of the full performance from one layer, "
+            f"{ST_ADAPTIVE[0]:g} with all {ST_ADAPTIVE_LAYERS} layers and about {ST_ADAPTIVE[1]:g} with half "
+            f"({ST_ADAPTIVE[1] / ST_ADAPTIVE[0]:.1%}): another loss on a {ST_ADAPTIVE_LAYERS / full[0]:g}x deeper "
+            "model, so only the ratio compares; "
+            f"here one of {full[0]:g} layers of a Matryoshka2d cut keeps {share['matryoshka2d']:.1%} of the raw score, "
+            "less of its gain over static embeddings",
         ],
         [
             "the uncut 6-layer model, an untrained layer x dim grid, paired per-cell differences, more steps, a start "
@@ -142,16 +152,57 @@ def question_f(results: Path) -> Section:
 QUESTIONS = (question_a, question_b, question_c, question_d, question_e, question_f, question_g)
 
 
+def scope_paragraph(results: Path) -> str:
+    """What every answer on the page stands on, read from the folders' configs and trials: the models, the run
+    lengths, the data; and that no answer rests yet on a real transformer at a tuned learning rate."""
+    folders = [f for f in sorted(results.iterdir()) if f.is_dir() and present(f) and (f / "config.yaml").is_file()]
+    configs = {f: flat_config(f) for f in folders}
+    cuts = sorted({int(str(c["model.num_layers"])) for c in configs.values() if c.get("model.num_layers")})
+    steps = [s for f in folders if (s := folder_design(f).steps) is not None]
+    data = sorted({str(c.get("data.train.local_file")).split("/")[0] for c in configs.values()})
+    tuned_real = [
+        f.name
+        for f in folders
+        if configs[f].get("model.kind") == "transformer"
+        and not configs[f].get("model.num_layers")
+        and folder_design(f).rate == TUNED
+    ]
+    if not steps:
+        return "**Scope of every answer below.** No study has run yet."
+    return (
+        "**Scope of every answer below.** Small models on a CPU: static embeddings built from "
+        "all-MiniLM-L6-v2's token embeddings (most studies), "
+        + (
+            f"that model cut to {' or '.join(str(c) for c in cuts)} layer{'s' if cuts[-1] != 1 else ''}, "
+            if cuts
+            else ""
+        )
+        + "or the whole model fine-tuned briefly at one untuned learning rate; "
+        f"{min(steps):,} to {max(steps):,} optimizer steps, on {', '.join(data)} data; STSB validation or in-domain "
+        "retrieval chose, their test splits confirm. "
+        + (
+            "The real transformer at a tuned learning rate: "
+            f"{', '.join(f'`{name}`' for name in tuned_real)} (its row and grade lead the page)."
+            if tuned_real
+            else "No answer rests on a real transformer fine-tuned at a tuned learning rate yet."
+        )
+        + " Each section and each summary line names its own studies' scope."
+    )
+
+
 def findings_page(results: Path) -> str:
     """The markdown of ``FINDINGS.md`` from the results folders under ``results``."""
     lines = [
         "# Findings: which temperature, and why?",
         "",
+        *lead_lines(results),
         "Generated by `python -m research.findings` (this repository's research code on the public `sweep.report` and"
         " `sweep.stats` API) from the CSVs of the results folders (no number typed by hand; the literature values are"
         " constants of `research/findings/literature.py` with their source). Scale = "
         "1/temperature. All studies ran on a 2-core CPU with small models: they say what this set-up shows, not what "
         "full-size training would find.",
+        "",
+        scope_paragraph(results),
         "",
         STRENGTH_RULE,
         "",
@@ -164,6 +215,8 @@ def findings_page(results: Path) -> str:
 
 
 def write_findings_page(results: Path, out: Path) -> Path:
+    """The page and the figure it leads with (`forest.write_forest_figure`, beside the page)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(findings_page(results))
+    write_forest_figure(results, out.parent)
     return out

@@ -13,6 +13,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from sweep.report import (
+    START,
+    Control,
     Facts,
     best_row,
     by_number,
@@ -23,10 +25,12 @@ from sweep.report import (
     present,
     row_at,
     signed,
+    strength,
     table,
 )
 from sweep.stats import DEFAULT_MARGIN
 
+from .design import facts_of, versus_best
 from .literature import DEFAULT
 
 FOLDER = "mnrl_scale_lr_tuned"
@@ -60,6 +64,10 @@ class Reanchor:
     best_rate: float  # the best scale's own learning rate
     lr_effect: float  # how far the learning rate moves the default scale's test score (max - min over the rates)
     scale_effect: float  # how far the plateau's scales differ at the best rate (test)
+    best: float  # the best scale on test, each scale at its own best rate
+    control: Control | None  # the random start, a control of the start model's scale (None when it has not run)
+    lr_change: Contrast | None = None  # 20 at its best rate minus at its worst, paired over seeds (test)
+    widest: Contrast | None = None  # the pre-registered contrast farthest from 0: the plateau's largest difference
 
 
 def contrasts(trials: pd.DataFrame, rates: pd.Series, level: float = 0.95) -> list[Contrast]:
@@ -95,7 +103,7 @@ def reanchor(results: Path) -> Reanchor | None:
         bests[condition] = float(top["scale"])
         lines.append(
             f"`{FOLDER}` {condition}: best scale {top['scale']:g} ({num(top['spearman'])}); 95% confidence set "
-            f"{held}; 20: {_versus(at20)}"
+            f"{held}; 20: {_versus(rows, at20)}"
         )
     own = table(folder, "own_best_learning_rate")
     top = own[own["verdict on test"] == "best"].iloc[0]
@@ -126,7 +134,17 @@ def reanchor(results: Path) -> Reanchor | None:
         f"on test, the learning rate moves scale 20 by {num(by_rate.max() - by_rate.min())} (lr "
         f"{by_rate.idxmin():g} to {by_rate.idxmax():g}); at lr {top['best learning rate']:g} the scales "
         f"{PLATEAU[0]:g}-{PLATEAU[1]:g} span {num(plateau_spread.max() - plateau_spread.min())}, all "
-        f"{len(at_best_rate)} scales {num(at_best_rate.max() - at_best_rate.min())} (`scale_and_condition.png`)"
+        f"{len(at_best_rate)} scales {num(at_best_rate.max() - at_best_rate.min())}"
+    )
+    figure = table(folder, "scale_and_condition")  # the figure draws validation (it chose the rates)
+    drawn = figure.set_index(["scale", "condition_value"])["mean"]
+    on_figure = drawn.xs(DEFAULT, level=0)
+    spread = drawn.xs(float(top["best learning rate"]), level=1).loc[PLATEAU[0] : PLATEAU[1]]
+    lines.append(
+        f"on validation, as `{FOLDER}/scale_and_condition.png` draws it (the split that chose the rates): the "
+        f"learning rate moves scale 20 by {num(on_figure.max() - on_figure.min())} (lr {on_figure.idxmin():g} to "
+        f"{on_figure.idxmax():g}); at lr {top['best learning rate']:g} the scales {PLATEAU[0]:g}-{PLATEAU[1]:g} span "
+        f"{num(spread.max() - spread.min())}"
     )
     plateau = verdicts.get(DEFAULT) in ("best", "equivalent")
     moves = len(set(bests.values())) > 1
@@ -151,23 +169,54 @@ def reanchor(results: Path) -> Reanchor | None:
     as_good = sorted(scale for scale, verdict in verdicts.items() if verdict in ("best", "equivalent"))
     best_rate = float(top["best learning rate"])
     isotropic = results / "mnrl_scale_isotropic"
+    control = None
     if present(isotropic):  # the start-model confound: the same set-up from random token embeddings
         rows = table(isotropic, "paired_comparison")
+        at20 = row_at(rows, DEFAULT)
+        verdict = str(at20["verdict"]) if at20 is not None else ""
+        iso_facts = facts_of(isotropic)
+        graded = strength([iso_facts], verdict in ("worse", "equivalent", "best"), 1)
+        control = Control(START, isotropic.name, graded, agrees=verdict in ("best", "equivalent"))
         lines.append(
             f"the start embeddings come from all-MiniLM-L6-v2, trained at scale {DEFAULT:g}; from a random start "
-            f"(`{isotropic.name}`, lr not tuned) the best scale is {best_row(rows)['scale']:g} and 20 is "
-            f"{_versus(row_at(rows, DEFAULT))}"
+            f"(`{isotropic.name}`, learning rate {iso_facts.design.rate_words}, not tuned) the best "
+            f"scale is {best_row(rows)['scale']:g} and 20 is {_versus(rows, at20)}: as a control of the start "
+            f"model's scale it is *{graded.label}* by the rule ({graded.reason})"
         )
+    change = _rate_change(trials, by_rate)
+    widest = max(tested, key=lambda c: abs(c.estimate))
+    lines.append(
+        f"the learning rate's effect on 20 (test, lr {change.b:g} to {change.a:g}): {signed(change.estimate)} "
+        f"{interval(change.low, change.high)} (paired t over {change.n} seeds, 95%), against the plateau's largest "
+        f"pre-registered difference, {widest.a:g} - {widest.b:g}: {signed(widest.estimate)} "
+        f"{interval(widest.low, widest.high)}"
+    )
     return Reanchor(
         lines,
         f"{opening}: {summary[0].lower()}{summary[1:]}",
-        folder_facts(folder),
+        facts_of(folder),
         plateau,
         as_good,
         best_rate,
         lr_effect,
         scale_effect,
+        float(top["scale"]),
+        control,
+        change,
+        widest,
     )
+
+
+def _rate_change(trials: pd.DataFrame, by_rate: pd.Series) -> Contrast:
+    """Scale 20 at its best learning rate minus at its worst (test means), paired over seeds: a t interval."""
+    at20 = trials[trials["loss.scale"] == DEFAULT].pivot_table(
+        index="trial.seed", columns=RATE, values="stsb_test_spearman"
+    )
+    high, low = float(str(by_rate.idxmax())), float(str(by_rate.idxmin()))
+    d = (at20[high] - at20[low]).dropna().to_numpy()
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    p = float(stats.ttest_1samp(d, 0.0).pvalue)
+    return Contrast(high, low, float(d.mean()), float(d.mean() - half), float(d.mean() + half), p, len(d))
 
 
 def _contrast(c: Contrast) -> str:
@@ -175,9 +224,9 @@ def _contrast(c: Contrast) -> str:
     return f"{signed(c.estimate)} {interval(c.low, c.high)}, Holm-adjusted p {p}"
 
 
-def _versus(row: pd.Series | None) -> str:
+def _versus(rows: pd.DataFrame, row: pd.Series | None) -> str:
     if row is None:
         return "not run"
     if bool(row["best"]):
         return f"best ({num(row['spearman'])})"
-    return f"{num(row['diff_to_best'])} below {interval(row['ci_low'], row['ci_high'])}, {row['verdict']}"
+    return versus_best(rows, row).replace(" below the best ", " below ", 1)

@@ -10,10 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.report import (
+    INHERITED,
     Section,
-    against_best,
     flat_config,
-    folder_facts,
     num,
     present,
     scope,
@@ -22,6 +21,10 @@ from sweep.report import (
     table,
     untested,
 )
+
+from .design import facts_of, versus_best
+from .reanchor import FOLDER as TUNED_RATES
+from .reanchor import reanchor
 
 FOLDER = "mnrl_scale_schedule"
 TUNED = "mnrl_scale_schedule_tuned"  # the same set-up at the tuned learning rate, cool-downs ending at 15 and 20
@@ -54,7 +57,9 @@ def _arms_answer(folder: Path) -> tuple[str, bool, list[str], pd.DataFrame]:
     evidence = [
         f"`{name}` (learning rate {rate:g}): best arm {best} ({num(arms.loc[best, 'spearman'])}); "
         + "; ".join(
-            f"{a}: {num(arms.loc[a, 'spearman'])}, {against_best(arms.loc[a])}" for a in arms.index if a != best
+            f"{a}: {num(arms.loc[a, 'spearman'])}, {versus_best(arms.reset_index(), arms.loc[a], 'point')}"
+            for a in arms.index
+            if a != best
         ),
         f"`{name}` on test: best arm {test.index[test['best'].astype(bool)][0]}; in its 95% confidence set: "
         + ", ".join(str(a) for a in test.index[test["in_confidence_set"].astype(bool)]),
@@ -93,27 +98,44 @@ def question_g(results: Path) -> Section:
         f"`{FOLDER}`: the constant arms re-run `mnrl_scale`'s scales with the same seeds (deterministic re-runs, "
         "not replications)"
     )
-    facts = [folder_facts(folder) for folder in folders]
-    same = len({answer.split(" ", 1)[0] for answer, _, _, _ in answers}) == 1
+    tuned = reanchor(results)
+    rate_from = f"{tuned.best_rate:g}, the best rate of `{TUNED_RATES}` on the same set-up" if tuned is not None else ""
+    facts = [
+        facts_of(folder, INHERITED, rate_from) if folder.name == TUNED and tuned is not None else facts_of(folder)
+        for folder in folders
+    ]
     separating = [separates for _, separates, _, _ in answers]
-    arms = answers[-1][3]  # the default-rate study's arms hold the cool-down Jeong et al. describe
+    lead = answers[0][3]  # the lead study's arms (the tuned rate's, where it ran) hold the cool-down it tests
+    cool = [str(a) for a in lead.index if _cools(str(a))]
     return Section(
         question,
         ". ".join(answer for answer, _, _, _ in answers) + ".",
         strength(
-            facts,
+            facts[:1],
             separating[0],
-            sum(separating) if same else 1,
+            1,
             ["the run length (120 steps; a schedule may need a longer run)"],
         ),
         evidence,
         [scope(folder, fact.n_seeds) for folder, fact in zip(folders, facts, strict=True)],
-        [f"{KUKLEVA}: not tested on that data here", f"{JEONG}: the cool-down {_verdict(arms, 'linear 5-50')} here"],
+        [
+            f"{KUKLEVA}: not tested on that data here",
+            f"{JEONG}: in `{folders[0].name}` (learning rate {flat_config(folders[0]).get('trial.learning_rate'):g}) "
+            + ("; ".join(f"the cool-down {arm} {_verdict(lead, arm)}" for arm in cool) or "no cool-down was run"),
+        ],
         [
             "longer training (a schedule has more room over thousands of steps), other periods of the cosine, "
             f"schedules on a transformer ({status(results / 'mnrl_finetune_minilm')})",
         ],
     )
+
+
+def _cools(arm: str) -> bool:
+    """A linear schedule from a lower to a higher scale: from a high temperature to a low one (a cool-down)."""
+    if not arm.startswith("linear "):
+        return False
+    start, end = (float(x) for x in arm.removeprefix("linear ").split("-"))
+    return start < end
 
 
 def _listed(names: list[str]) -> str:
@@ -122,8 +144,13 @@ def _listed(names: list[str]) -> str:
 
 
 def _verdict(arms: pd.DataFrame, arm: str) -> str:
-    """How the named arm fared against the best arm, in words (``not run`` when the study lacks it)."""
+    """How the named arm fared against the best arm, in words (``was not run`` when the study lacks it)."""
     if arm not in arms.index:
         return "was not run"
     verdict = str(arms.loc[arm, "verdict"])
-    return "is the best arm" if verdict == "best" else f"is {verdict} from the best arm"
+    words = {
+        "best": "is the best arm",
+        "equivalent": "is equivalent to the best arm (within the margin), not better",
+        "worse": "is worse than the best arm",
+    }
+    return words.get(verdict, f"is {verdict} from the best arm")

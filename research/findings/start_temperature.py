@@ -14,14 +14,25 @@ apart; the figure draws the best against the start scale, with the diagonal.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from sweep.report import Facts, complete_trials, folder_facts, present, signed, write_best_scale_vs_condition
+from sweep.report import (
+    Facts,
+    Strength,
+    complete_trials,
+    present,
+    signed,
+    strength,
+    write_best_scale_vs_condition,
+)
+from sweep.report import table as results_table
 from sweep.stats import scale_verdicts
+
+from .design import facts_of
 
 VALIDATION, TEST = "stsb_validation_spearman", "stsb_test_spearman"
 START = re.compile(r"(?:static|l1)_scale(?P<scale>[0-9.]+)_seed(?P<seed>\d+)$")
@@ -93,11 +104,13 @@ def start_verdicts(results: Path, arm: Arm = STATIC) -> tuple[list[StartVerdict]
         return None
     trials = _with_starts(complete_trials(folder))
     found = [start_verdict(trials[trials["start"] == s], s) for s in sorted(trials["start"].unique())]
-    facts = [folder_facts(folder)]
+    starts = int(trials.groupby("start")["replicate"].nunique().min())
+    words = f"fine-tuning seeds per start model ({starts} start models per start scale)"
+    facts = [replace(facts_of(folder, start=False), n_seeds=finetuning_seeds(results, arm), seed_words=words)]
     scratch = results / arm.scratch
     if present(scratch):
         found.append(start_verdict(complete_trials(scratch).rename(columns={"trial.seed": "replicate"}), None))
-        facts.append(folder_facts(scratch))
+        facts.append(facts_of(scratch))
     return found, facts
 
 
@@ -123,7 +136,27 @@ def write_headline_figure(results: Path, out_dir: Path, arm: Arm = STATIC) -> li
     found = start_verdicts(results, arm)
     if found is None:
         return []
-    return write_best_scale_vs_condition(comparison_table(found[0]), out_dir, diagonal=True)
+    table = comparison_table(found[0])
+    return write_best_scale_vs_condition(table, out_dir, diagonal=True, replicates=replicate_words(results, arm))
+
+
+def finetuning_seeds(results: Path, arm: Arm = STATIC) -> int:
+    """The fewest fine-tuning seeds any start model of the arm was fine-tuned with (per scale and rate)."""
+    trials = complete_trials(results / arm.finetune)
+    keys = ["model.name_or_path", "trial.learning_rate", "loss.scale"]
+    return int(trials.groupby(keys)["trial.seed"].nunique().min())
+
+
+def replicate_words(results: Path, arm: Arm = STATIC) -> str:
+    """What the verdicts' replicates are: the start models (pretraining seeds) per start scale, and the fine-tuning
+    seeds each was fine-tuned with."""
+    trials = _with_starts(complete_trials(results / arm.finetune))
+    starts = int(trials.groupby("start")["replicate"].nunique().min())
+    seeds = finetuning_seeds(results, arm)
+    return (
+        f"{starts} start models per start scale (pretraining seeds),\n{seeds} fine-tuning seed"
+        f"{'s' if seeds != 1 else ''} each"
+    )
 
 
 def starts_words(said: ArmLines) -> str:
@@ -188,12 +221,29 @@ def own_scale_words(verdicts: list[StartVerdict]) -> str:
     return words + (f", not for {'; '.join(lost)}" if lost else "")
 
 
+def own_gap_line(verdicts: list[StartVerdict]) -> str:
+    """Per start, fine-tuning at the start's own scale minus the best other fine-tuning scale (mean over the start
+    models; positive: the own scale is ahead), on validation, which chose, and on test: how far apart the choice is."""
+    parts = []
+    for verdict in (v for v in verdicts if v.start is not None):
+        gaps = []
+        for table in (verdict.validation, verdict.test):
+            means = table.set_index("scale")["mean"]
+            own = float(means.get(verdict.start, float("nan")))
+            gaps.append(signed(own - float(means.drop(verdict.start, errors="ignore").max())))
+        parts.append(f"{verdict.start:g}: {gaps[0]} / {gaps[1]}")
+    return (
+        "fine-tuning at the start's own scale minus the best other fine-tuning scale (validation / test; one "
+        "fine-tuning seed per start model, no interval): " + "; ".join(parts)
+    )
+
+
 def gain_line(results: Path, arm: Arm = STATIC) -> str:
     """Per start scale, how much the best fine-tuning cell (on validation) moves the start's own validation score
     (its untrained row of ``spearman_vs_scale``), mean over the pretraining seeds: fine-tuning that barely moves a
     start says little about which scale suits it."""
     folder = results / arm.finetune
-    summary = pd.read_csv(folder / "spearman_vs_scale.csv")
+    summary = results_table(folder, "spearman_vs_scale")
     own = summary[(summary["scale"] == 0) & (summary["split"] == "validation")]
     own = own.groupby(summary.columns[0])["mean"].first()
     trials = _with_starts(complete_trials(folder))
@@ -224,7 +274,14 @@ def study_lines(results: Path) -> list[ArmLines]:
         found = start_verdicts(results, arm)
         if found is not None:
             verdicts, facts = found
-            lines = [*map(start_line, verdicts), gain_line(results, arm)]
+            lines = [*map(start_line, verdicts), own_gap_line(verdicts), gain_line(results, arm)]
             starts = [v.start for v in verdicts if v.start is not None]
             said.append(ArmLines(arm, starts, lines, follows(verdicts), own_scale_words(verdicts), facts))
     return said
+
+
+def study_strength(said: ArmLines) -> Strength:
+    """The rule's grade of one arm of study 2 as evidence on whether fine-tuning should keep the start's scale: its
+    verdict separates when the word is `follows` or `not followed` (a start's own scale out of its set), in as many
+    conditions as it has starts."""
+    return strength(said.facts, said.word in ("follows", "not followed"), len(said.starts))

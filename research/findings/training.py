@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 
 from sweep.report import (
-    against_best,
     best_row,
     by_number,
     folder_facts,
@@ -29,6 +28,7 @@ from sweep.report import (
 )
 from sweep.stats import difference_in_differences, gap_by_condition
 
+from .design import versus_best
 from .literature import DEFAULT
 
 BATCH, CONVERGENCE, SHORT = "mnrl_scale_batch", "mnrl_scale_convergence", "mnrl_scale"
@@ -136,7 +136,9 @@ def convergence_evidence(results: Path) -> Evidence | None:
         f"new best, cap 1,200), per scale min-max over seeds: {_steps_by_scale(folder)}",
         f"`{CONVERGENCE}`: best scale {best['scale']:g} ({num(best['spearman'])}); "
         + "; ".join(
-            f"{s:g}: {against_best(row)}" for s in (DEFAULT, 30.0, 50.0) if (row := row_at(paired, s)) is not None
+            f"{s:g}: {versus_best(paired, row)}"
+            for s in (DEFAULT, 30.0, 50.0)
+            if (row := row_at(paired, s)) is not None
         ),
     ]
     at20 = row_at(paired, DEFAULT)

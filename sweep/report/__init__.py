@@ -10,23 +10,25 @@ that each subcommand of ``python -m sweep.report`` still imports only what it ne
   ``write_best_scale_vs_condition``, ``write_gap_vs_condition``, ``mechanism_summary`` (the sim_* mechanism table),
   ``concentration_summary`` (the random-pair cosine table), ``spearman_summary``, ``metric_words``;
 - comparisons over folders: ``pooled_report`` (scale a vs b pooled over distinct conditions), ``tuned_report``
-  (each scale at its own best value of a condition), ``folder_frame`` (a folder as the tidy frame of
-  ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
+  (each scale at its own best value of a condition), ``seed_contrasts`` and ``write_forest`` (contrasts such as
+  best - 20 paired over seeds, one forest-plot row per study condition), ``folder_frame`` (a folder as the tidy
+  frame of ``sweep.stats``), ``tidy`` (condition, scale, seed, value);
 - figures redrawn: ``redraw_results_folder`` (a results folder's figures from its CSVs), ``write_live_study`` (a
   study's figures from MLflow), the analytic loss vs scale (``DEFAULT_PROFILES``, ``parse_scales``,
   ``profile_label``, ``loss_table``, ``write_loss_vs_scale``);
-- a findings page: ``Section`` and ``render`` (a question's six parts in markdown), ``strength`` with ``Facts``
-  (``folder_facts``) and ``strength_rule``, ``scope``, the readers ``table``, ``present``, ``status``, ``objective``,
-  ``best_row``, ``row_at``, ``against_best``, ``by_number``, ``untested`` and the formatters ``num``, ``signed``,
-  ``interval``, ``temperature``, ``plural``; ``questions_page`` / ``write_questions_page`` answer a YAML file of
-  questions (``read_questions``; its errors, like every error of sweep, are in `sweep.errors`; ``python -m sweep.report
-  findings --questions FILE``).
+- a findings page: ``Section`` and ``render`` (a question's six parts in markdown), the strength rule written once
+  (`sweep.report.grading`: ``strength`` with ``Facts`` (``folder_facts``), ``Design`` (``folder_design``) and
+  ``Control``, ``lowest`` over an answer's claims, ``regrade``, ``strength_rule``, the labels), ``scope``, the
+  readers ``table``, ``present``, ``status``, ``objective``, ``best_row``, ``row_at``, ``against_best``,
+  ``by_number``, ``untested`` and the formatters ``num``, ``signed``, ``interval``, ``temperature``, ``plural``;
+  ``questions_page`` / ``write_questions_page`` answer a YAML file of questions (``read_questions``; its errors, like
+  every error of sweep, are in `sweep.errors`; ``python -m sweep.report findings --questions FILE``).
 
 Modules (``sweep.report.<name>``): ``loss_curves`` and ``loss_figures`` (analytic loss vs scale), ``runs`` (MLflow),
 ``summaries`` (the tables behind the figures), ``axes`` (drawing helpers), ``study_context``, ``scale_figures``,
 ``history_figures``, ``mechanism_figures``, ``convergence_figures``, ``grid_figures``, ``study_figures``,
-``results_folder``, ``pooled``, ``tuned``, ``findings`` (a results README's generated block), ``evidence``,
-``question_file`` and ``answers`` (findings pages). CLI: ``python -m sweep.report --help``.
+``results_folder``, ``pooled``, ``tuned``, ``forest``, ``findings`` (a results README's generated block), ``grading``,
+``evidence``, ``question_file`` and ``answers`` (findings pages). CLI: ``python -m sweep.report --help``.
 """
 
 from __future__ import annotations
@@ -39,20 +41,14 @@ if TYPE_CHECKING:
     from sweep.report.answers import questions_page, write_questions_page
     from sweep.report.best_scale_figures import metric_words, write_best_scale_vs_condition
     from sweep.report.evidence import (
-        CONFOUNDED,
-        MODERATE,
         PARTS,
-        STRONG,
         STSB_TEST,
         STSB_VALIDATION,
-        UNTESTED,
-        WEAK,
-        Facts,
         Section,
-        Strength,
         against_best,
         best_row,
         by_number,
+        folder_design,
         folder_facts,
         interval,
         num,
@@ -64,8 +60,6 @@ if TYPE_CHECKING:
         scope,
         signed,
         status,
-        strength,
-        strength_rule,
         table,
         temperature,
         test_metric,
@@ -74,7 +68,35 @@ if TYPE_CHECKING:
     )
     from sweep.report.findings import findings_block
     from sweep.report.folder_comparison import redraw_results_folder
+    from sweep.report.forest import FOREST_COLUMNS, seed_contrasts, write_forest
     from sweep.report.gap_figures import write_gap_vs_condition
+    from sweep.report.grading import (
+        CONFOUNDED,
+        EDGE,
+        FIXED,
+        INHERITED,
+        LABELS,
+        MODERATE,
+        NO_INTERVAL,
+        PAIRED,
+        RATE,
+        REPEATED,
+        SHORT,
+        START,
+        STRONG,
+        TUNED,
+        UNPAIRED,
+        UNTESTED,
+        WEAK,
+        Control,
+        Design,
+        Facts,
+        Strength,
+        lowest,
+        regrade,
+        strength,
+        strength_rule,
+    )
     from sweep.report.live_study import write_live_study
     from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, profile_label
     from sweep.report.loss_figures import write_loss_vs_scale
@@ -97,16 +119,31 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFOUNDED",
     "DEFAULT_PROFILES",
+    "EDGE",
+    "FIXED",
+    "FOREST_COLUMNS",
     "HISTORY_CSV",
+    "INHERITED",
+    "LABELS",
     "MODERATE",
+    "NO_INTERVAL",
+    "PAIRED",
     "PAIRED_TEST_CSV",
     "PARTS",
+    "RATE",
+    "REPEATED",
+    "SHORT",
+    "START",
     "STRONG",
     "STSB_TEST",
     "STSB_VALIDATION",
     "TRIALS_CSV",
+    "TUNED",
+    "UNPAIRED",
     "UNTESTED",
     "WEAK",
+    "Control",
+    "Design",
     "Facts",
     "PooledReport",
     "Section",
@@ -119,11 +156,13 @@ __all__ = [
     "concentration_summary",
     "findings_block",
     "flat_config",
+    "folder_design",
     "folder_facts",
     "folder_frame",
     "interval",
     "load_results_folder",
     "loss_table",
+    "lowest",
     "mechanism_summary",
     "metric_words",
     "num",
@@ -137,9 +176,11 @@ __all__ = [
     "read_csv",
     "read_questions",
     "redraw_results_folder",
+    "regrade",
     "render",
     "row_at",
     "scope",
+    "seed_contrasts",
     "signed",
     "spearman_summary",
     "status",
@@ -152,6 +193,7 @@ __all__ = [
     "tuned_report",
     "untested",
     "write_best_scale_vs_condition",
+    "write_forest",
     "write_gap_vs_condition",
     "write_live_study",
     "write_loss_vs_scale",
@@ -163,22 +205,44 @@ __all__ = [
 _HOMES = {
     "answers": ("questions_page", "write_questions_page"),
     "best_scale_figures": ("metric_words", "write_best_scale_vs_condition"),
+    "forest": ("FOREST_COLUMNS", "seed_contrasts", "write_forest"),
     "gap_figures": ("write_gap_vs_condition",),
-    "evidence": (
+    "grading": (
         "CONFOUNDED",
+        "EDGE",
+        "FIXED",
+        "INHERITED",
+        "LABELS",
         "MODERATE",
-        "PARTS",
+        "NO_INTERVAL",
+        "PAIRED",
+        "RATE",
+        "REPEATED",
+        "SHORT",
+        "START",
         "STRONG",
-        "STSB_TEST",
-        "STSB_VALIDATION",
+        "TUNED",
+        "UNPAIRED",
         "UNTESTED",
         "WEAK",
+        "Control",
+        "Design",
         "Facts",
-        "Section",
         "Strength",
+        "lowest",
+        "regrade",
+        "strength",
+        "strength_rule",
+    ),
+    "evidence": (
+        "PARTS",
+        "STSB_TEST",
+        "STSB_VALIDATION",
+        "Section",
         "against_best",
         "best_row",
         "by_number",
+        "folder_design",
         "folder_facts",
         "interval",
         "num",
@@ -190,8 +254,6 @@ _HOMES = {
         "scope",
         "signed",
         "status",
-        "strength",
-        "strength_rule",
         "table",
         "temperature",
         "test_metric",

@@ -1,6 +1,6 @@
 """``python -m sweep.report findings --questions FILE``: a findings page for anyone's studies. Each question of the file
 (`sweep.report.question_file`) is answered by its comparison, with evidence read from the folders' ``trials.csv``
-and the strength of `sweep.report.evidence.strength`:
+and the strength of `sweep.report.grading.strength`:
 
 - ``best_scale``: the best scale of one folder per condition, the scales it cannot be told from (the verdict engine
   over seeds, `sweep.stats.seed_paired`), and a ``reference`` scale read against it;
@@ -30,11 +30,10 @@ from sweep.report.evidence import (
     render,
     scope,
     signed,
-    strength,
-    strength_rule,
     test_metric,
     tidy,
 )
+from sweep.report.grading import strength, strength_rule
 from sweep.report.pooled import pooled_report
 from sweep.report.question_file import BEST_SCALE, INTERACTION, POOLED, TUNED, Question, read_questions
 from sweep.report.tuned import condition_words, tuned_report

@@ -109,11 +109,14 @@ def best_scale_table(comparison: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path, diagonal: bool = False) -> list[Path]:
+def write_best_scale_vs_condition(
+    comparison: pd.DataFrame, out_dir: Path, diagonal: bool = False, replicates: str = ""
+) -> list[Path]:
     """The figure and its CSV from a comparison table (``objective_comparison`` or ``paired_comparison``); nothing
     unless the study has at least two values of one numeric condition. ``diagonal``: the condition is itself a scale
     (the one a start model was trained at): draw best = condition, the line a best scale that follows it would lie
-    on."""
+    on. ``replicates``: what the table's ``n_seeds`` counts, in words for the title, when it is not one training seed
+    each (e.g. "3 start models per start scale, 1 fine-tuning seed each"); default "n=K seeds per scale"."""
     data = best_scale_table(comparison)
     if data.empty or data["condition_value"].nunique() < 2:
         return []
@@ -151,7 +154,7 @@ def write_best_scale_vs_condition(comparison: pd.DataFrame, out_dir: Path, diago
         ax.yaxis.set_major_formatter(plain_number)
         ax.set_xlabel(key_words(name))
         ax.set_ylabel("scale (1/temperature)")
-        seeds = f"{n_label(data['n_seeds'])} seeds per scale"
+        seeds = replicates or f"{n_label(data['n_seeds'])} seeds per scale"
         ax.set_title(f"Best scale by {key_words(name)}\nchosen on {metric_words(metric)}, {seeds}")
         legend_below(ax, "", columns=2)
         return save_figure(fig, data, out_dir, STEM)

@@ -1,83 +1,38 @@
-"""What a findings page stands on: the strength rule, the facts of a results folder that the rule reads (seeds,
-whether test confirms the validation choice), a question's `Section` and its markdown (`render`), and small readers
-of the folders (`table`, `best_row`, `row_at`, `tidy`, `scope`). Public through `sweep.report`; the generic page of
+"""What a findings page stands on: the facts of a results folder that the strength rule (`sweep.report.grading`)
+reads (seeds, whether test confirms the validation choice, and on request the design of its trainings), a question's
+`Section` and its markdown (`render`), and small readers of the folders (`table`, `best_row`, `row_at`, `tidy`,
+`scope`). Public through `sweep.report`; the generic page of
 `sweep.report.question_file` and a project's own page code (such as this repository's ``research/findings``) build
 on it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
+from sweep.report.grading import (
+    EDGE,
+    FIXED,
+    TUNED,
+    Design,
+    Facts,
+    Strength,
+    strength,
+    strength_rule,
+)
 from sweep.report.pooled import folder_frame
-from sweep.report.results_folder import PAIRED_TEST_CSV, TRIALS_CSV, flat_config, read_csv
+from sweep.report.results_folder import PAIRED_TEST_CSV, TRIALS_CSV, complete_trials, flat_config, read_csv
 from sweep.stats.seed_paired import seed_paired_comparison
 
 STSB_VALIDATION, STSB_TEST = "stsb_validation_spearman", "stsb_test_spearman"
 
-UNTESTED, WEAK, CONFOUNDED, MODERATE, STRONG = "untested", "weak", "confounded", "moderate", "strong"
-
-
-def strength_rule(
-    confounds: str = "the learning rate, a start model trained at the scale compared, data size tied to steps",
-    reruns: str = "the same configuration and seed run twice",
-) -> str:
-    """The rule `strength` applies, in words for the top of a page; ``confounds`` and ``reruns``: examples of a
-    named confound and of deterministic re-runs, in the words of the studies the page reads."""
-    return (
-        "**Strength rule** (the lowest label that applies): *untested*: no study. *weak*: fewer than 3 seeds, or the "
-        "verdict the claim rests on does not separate (its interval includes 0: not distinguishable), or test does "
-        "not confirm the choice made on validation (the chosen scale outside test's confidence set for the best). "
-        f"*confounded*: moderate or strong otherwise, but a named confound ({confounds}) is not controlled. "
-        "*moderate*: 3 or more seeds, a paired verdict that separates, test confirms, in one condition. *strong*: "
-        f"the same, replicated in at least two distinct conditions (deterministic re-runs, such as {reruns}, count "
-        "once)."
-    )
-
-
 STRENGTH_RULE = strength_rule()
 NOT_YET_RUN = "not yet run"
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the strength rule needs from one results folder."""
-
-    name: str
-    n_seeds: int
-    confirmed: bool
-
-
-@dataclass(frozen=True)
-class Strength:
-    label: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"**{self.label}** ({self.reason})"
-
-
-def strength(facts: Sequence[Facts], separates: bool, distinct: int, confounds: Sequence[str] = ()) -> Strength:
-    """`STRENGTH_RULE` applied to the folders a claim uses, whether its verdict separates, in how many distinct
-    conditions it holds, and the confounds it leaves uncontrolled."""
-    if not facts:
-        return Strength(UNTESTED, "no study")
-    seeds = min(f.n_seeds for f in facts)
-    unconfirmed = [f.name for f in facts if not f.confirmed]
-    problems = [f"{seeds} seed{'s' if seeds != 1 else ''}"] if seeds < 3 else []
-    problems += [] if separates else ["the verdict does not separate (not distinguishable)"]
-    problems += [f"test does not confirm the validation choice in {', '.join(unconfirmed)}"] if unconfirmed else []
-    if problems:
-        return Strength(WEAK, "; ".join(problems))
-    base = STRONG if distinct >= 2 else MODERATE
-    held = f"{seeds} seeds, paired verdict separates, test confirms, {distinct} distinct condition"
-    held += "s" if distinct != 1 else ""
-    if confounds:
-        return Strength(CONFOUNDED, f"{base} by the rule otherwise: {held}; not controlled: {'; '.join(confounds)}")
-    return Strength(base, held)
 
 
 def num(value: float) -> str:
@@ -88,8 +43,18 @@ def signed(value: float) -> str:
     return f"{value:+.3f}"
 
 
+def bound(value: float) -> str:
+    """A bound to 3 decimals, or to its first significant digit when that would print a nonzero bound as 0.000 (an
+    interval that excludes 0 by less than 0.0005 must not read as one that touches it)."""
+    text = f"{value:.3f}"
+    if value == 0 or float(text) != 0:
+        return text
+    digits = -math.floor(math.log10(abs(value)))
+    return f"{value:.{digits}f}"
+
+
 def interval(low: float, high: float) -> str:
-    return f"[{low:.3f}, {high:.3f}]" if pd.notna(low) else "(no interval)"
+    return f"[{bound(low)}, {bound(high)}]" if pd.notna(low) else "(no interval)"
 
 
 def temperature(scale: float) -> str:
@@ -199,6 +164,54 @@ def folder_facts(folder: Path) -> Facts:
     frame = tidy(folder, metric)
     seeds = int(frame.groupby(["condition", "scale"])["seed"].nunique().min())
     return Facts(folder.name, seeds, seeds > 1 and _confirmed_by_seeds(folder, metric))
+
+
+RATE_COLUMN, SCALE_COLUMN, SEED_COLUMN = "trial.learning_rate", "loss.scale", "trial.seed"
+
+
+def _rate_setting(trials: pd.DataFrame, metric: str, config: dict[str, object]) -> tuple[str, str]:
+    """(how the learning rate was set, in words): one value is FIXED; a swept rate is chosen per value of the other
+    swept conditions as the rate of the best (rate, scale) cell by mean ``metric``, EDGE when any choice is the lowest
+    or highest rate tried, else TUNED."""
+    if RATE_COLUMN not in trials or trials[RATE_COLUMN].nunique() < 2:
+        rate = trials[RATE_COLUMN].iloc[0] if RATE_COLUMN in trials else config.get(RATE_COLUMN)
+        return FIXED, f"{float(str(rate)):g}"
+    rates = sorted(float(r) for r in trials[RATE_COLUMN].unique())
+    swept = [c for c in trials.columns if "." in c and c not in (RATE_COLUMN, SEED_COLUMN)]
+    # the grid's points are its scales, the other swept keys conditions; a grid without a scale (AnglE's weights) is
+    # one set of points
+    points = [SCALE_COLUMN] if SCALE_COLUMN in trials else [c for c in swept if c != SCALE_COLUMN]
+    others = [c for c in swept if c not in points]
+    trained = trials[trials[SCALE_COLUMN] > 0] if SCALE_COLUMN in trials else trials
+    groups = trained.groupby(others, dropna=False) if others else [((), trained)]
+    chosen = set()
+    for _, group in groups:
+        means = group.groupby([RATE_COLUMN, *points], dropna=False)[metric].mean()
+        best_cell = cast(tuple[float, ...], means.idxmax())  # a MultiIndex label: (rate, point...)
+        chosen.add(float(best_cell[0]))
+    span = f"{rates[0]:g}-{rates[-1]:g}"
+    picked = ", ".join(f"{r:g}" for r in sorted(chosen))
+    at_edge = [r for r in chosen if r in (rates[0], rates[-1])]
+    if at_edge:
+        return EDGE, f"{picked} chosen, of {span}"
+    return TUNED, f"{picked} chosen, inside {span}"
+
+
+def folder_design(folder: Path, start_scale: float | None = None, passes: float | None = None) -> Design:
+    """The `Design` of a folder's COMPLETE trials for `sweep.report.grading.strength`: the fewest optimizer steps of a
+    trained scale (``trained_steps`` where logged, else ``trial.max_steps``), how the learning rate was set
+    (`_rate_setting`, on the study's objective) and the scales compared. ``start_scale`` (the scale a contrastively
+    trained start model was trained at) and ``passes`` (passes over the training data) are the caller's: a folder
+    records neither."""
+    config, trials = flat_config(folder), complete_trials(folder)
+    trained = trials[trials[SCALE_COLUMN] > 0] if SCALE_COLUMN in trials else trials  # scale 0 does not learn
+    if "trained_steps" in trained and trained["trained_steps"].notna().any():
+        steps: int | None = int(trained["trained_steps"].min())
+    else:
+        steps = int(str(config["trial.max_steps"])) if config.get("trial.max_steps") is not None else None
+    rate, words = _rate_setting(trials, objective(folder), config)
+    scales = tuple(sorted(float(s) for s in trials[SCALE_COLUMN].unique() if s > 0)) if SCALE_COLUMN in trials else ()
+    return Design(steps, passes, rate, words, start_scale, scales)
 
 
 def scope(folder: Path, seeds: int) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
-from sweep.report.objective_table import objective_comparison, write_objective_comparison
+from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
 from sweep.report.paired_table import (
     PredictionSource,
     confirmation_lines,
@@ -98,7 +98,9 @@ def redraw_results_folder(
         folder.tables[PAIRED_STEM] = validation
     level = options.get("level", 0.95)
     objective = write_objective_comparison(
-        *objective_comparison(folder.trials, level, options.get("margin", DEFAULT_MARGIN)), out_dir
+        *objective_comparison(folder.trials, level, options.get("margin", DEFAULT_MARGIN)),
+        out_dir,
+        run_length(folder.trials),
     )
     written = write_results_folder(folder, out_dir) + write_paired_comparison(validation, lines, out_dir, test)
     return written + objective

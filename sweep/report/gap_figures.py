@@ -45,8 +45,23 @@ def gap_table(comparison: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def write_gap_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """The figure and its CSV from a comparison table (``objective_comparison`` or ``paired_comparison``)."""
+def side_colours(scales: list[float], best: float) -> dict[float, tuple[float, float, float, float]]:
+    """A saturated colour per scale: reds for the scales warmer than the best (lower scale, deeper the further), blues
+    for the colder ones; none is grey or near white (the diverging map's middle drew a scale next to the best, the
+    library default 20, in light grey)."""
+    warm = sorted((s for s in scales if s < best), reverse=True)  # nearest the best first: the lightest red
+    cold = sorted(s for s in scales if s >= best)
+    colours: dict[float, tuple[float, float, float, float]] = {}
+    for side, members in (("Reds", warm), ("Blues", cold)):
+        shades = np.linspace(0.45, 0.95, len(members)) if len(members) > 1 else [0.75]
+        colours |= {scale: tuple(mpl.colormaps[side](shade)) for scale, shade in zip(members, shades, strict=True)}
+    return colours
+
+
+def write_gap_vs_condition(comparison: pd.DataFrame, out_dir: Path, note: str = "") -> list[Path]:
+    """The figure and its CSV from a comparison table (``objective_comparison`` or ``paired_comparison``); ``note``:
+    what the conditions hold fixed or let vary, in words (e.g. that the steps are the same at every data size), for
+    the title."""
     data = gap_table(comparison)
     if data.empty:
         return []
@@ -55,19 +70,21 @@ def write_gap_vs_condition(comparison: pd.DataFrame, out_dir: Path) -> list[Path
     values = sorted(data["condition_value"].unique())
     others = data[data["scale"] != data["best_scale"]]
     scales = sorted(others["scale"].unique())
+    best = float(data["best_scale"].median())
     with mpl.rc_context(PAPER_RC):
         fig = new_figure(3.8, 3.2)
         ax = fig.add_subplot()
-        colours = mpl.colormaps["coolwarm_r"](np.linspace(0.0, 1.0, len(scales)))  # low scale: warm (red)
-        for colour, scale in zip(colours, scales, strict=True):
+        colours = side_colours(scales, best)
+        for scale in scales:
             line = others[others["scale"] == scale].sort_values("condition_value")
-            interval_line(ax, line["condition_value"], line, colour, f"scale {plain_number(scale)}", "o")
+            interval_line(ax, line["condition_value"], line, colours[scale], f"scale {plain_number(scale)}", "o")
         ax.axhline(0.0, color="0.35", lw=0.8, linestyle=":", label="no gap (the best scale)", zorder=0)
         format_condition_axis(ax, values, name)
         ax.set_xlabel(key_words(name))
         ax.set_ylabel(f"best minus this scale\n({metric_words(str(data['metric'].iloc[0]))})")
         bests = ", ".join(sorted({plain_number(b) for b in data["best_scale"]}))
-        ax.set_title(f"Gap to each condition's best scale ({bests})\n{n_label(data['n'])} seeds per scale")
+        title = f"Gap to each condition's best scale ({bests})\n{n_label(data['n'])} seeds per scale"
+        ax.set_title(f"{title}\n{note}" if note else title)
         bars = "bars: simultaneous 95% interval (verdict method)" if (data["n"] > 1).all() else "one seed: no interval"
         legend_below(ax, f"red: warmer (lower scale), blue: colder (higher scale); {bars}", columns=3)
         return save_figure(fig, data, out_dir, STEM)

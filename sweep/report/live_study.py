@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON, TAG_RUN_DESCRIPTION
 from sweep.report.folder_comparison import export_predictions
-from sweep.report.objective_table import objective_comparison, write_objective_comparison
+from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
 from sweep.report.paired_table import confirmation_lines, paired_comparisons, write_paired_comparison
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
@@ -55,7 +55,9 @@ def write_live_study(
     config = download_study_config(client, out_dir, experiment, parent_run_id)
     shipped = export_predictions(trials, client, out_dir)  # so --from-csv recomputes every statistic
     objective = write_objective_comparison(
-        *objective_comparison(trials, options.get("level", 0.95), options.get("margin", DEFAULT_MARGIN)), out_dir
+        *objective_comparison(trials, options.get("level", 0.95), options.get("margin", DEFAULT_MARGIN)),
+        out_dir,
+        run_length(trials),
     )
     return figures + write_paired_comparison(paired, lines, out_dir, test) + objective + shipped + config
 

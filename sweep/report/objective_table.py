@@ -51,14 +51,22 @@ def objective_comparison(
     return pd.concat(tables, ignore_index=True), lines
 
 
-def write_objective_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path) -> list[Path]:
+def run_length(trials: pd.DataFrame) -> str:
+    """How long each trial trained, in words for a figure across conditions: ``N steps at every value (fixed)`` when
+    ``trial.max_steps`` is set, else ``one pass at each value (steps vary)``."""
+    steps = config_value(trials, "trial.max_steps")
+    return f"{steps} steps at every value (fixed)" if steps else "one pass at each value (steps vary)"
+
+
+def write_objective_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path, note: str = "") -> list[Path]:
     """``objective_comparison.csv`` and ``.md``, and the best scale and the gaps to it by condition where the study
-    has a numeric condition (`sweep.report.best_scale_figures`, `sweep.report.gap_figures`); nothing for an empty
-    table."""
+    has a numeric condition (`sweep.report.best_scale_figures`, `sweep.report.gap_figures`; ``note``, e.g.
+    `run_length`, titles the gaps); nothing for an empty table."""
     if table.empty:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, markdown = out_dir / f"{OBJECTIVE_STEM}.csv", out_dir / f"{OBJECTIVE_STEM}.md"
     table.to_csv(csv, index=False)
     markdown.write_text("\n".join([bullets(lines), "", *markdown_table(table), ""]))
-    return [csv, markdown, *write_best_scale_vs_condition(table, out_dir), *write_gap_vs_condition(table, out_dir)]
+    gaps = write_gap_vs_condition(table, out_dir, note)
+    return [csv, markdown, *write_best_scale_vs_condition(table, out_dir), *gaps]

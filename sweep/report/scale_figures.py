@@ -137,6 +137,32 @@ def _spearman_panel(
     mark_default(ax, *library_default(trials))
 
 
+def spread_pooled_untrained(summary: pd.DataFrame, conditions: list[str]) -> pd.DataFrame:
+    """The summary with each *pooled* untrained row (scale 0, under a combination of the condition columns that has
+    no trained row, such as a sibling's value with every condition empty) copied into every trained condition that
+    has no untrained row of its split, and dropped itself: one untrained model stands in every panel, and no panel
+    holds nothing but a baseline (it drew an empty "learning rate nan" panel, and test points over a validation
+    baseline alone)."""
+    if not conditions:
+        return summary
+    keys = summary[conditions].astype("string").fillna("<NA>").apply(tuple, axis=1)
+    untrained = summary["scale"] == UNTRAINED_SCALE
+    trained_keys = set(keys[~untrained])
+    pooled = untrained & ~keys.isin(trained_keys)
+    if not pooled.any():
+        return summary
+    combos = summary.loc[~untrained, conditions].assign(_key=keys[~untrained]).drop_duplicates("_key")
+    have = set(zip(keys[untrained & ~pooled], summary.loc[untrained & ~pooled, "split"], strict=True))
+    copies = [
+        row.to_frame().T.assign(**{c: combo[c] for c in conditions})
+        for _, row in summary[pooled].iterrows()
+        for _, combo in combos.iterrows()
+        if (combo["_key"], row["split"]) not in have
+    ]
+    kept = summary[~pooled]
+    return pd.concat([kept, *copies], ignore_index=True).astype(summary.dtypes.to_dict()) if copies else kept
+
+
 @mpl.rc_context(PAPER_RC)
 def write_spearman_vs_scale(
     summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path, reference: FixedScaleReference | None = None
@@ -146,7 +172,9 @@ def write_spearman_vs_scale(
     learnable-scale study is compared to (grey, in every panel; not in the CSV)."""
     if summary.empty or summary.loc[summary["scale"] != UNTRAINED_SCALE, "scale"].nunique() < 2:
         return []
-    groups = by_condition(summary, _conditions(summary, SPEARMAN_COLUMNS))
+    conditions = _conditions(summary, SPEARMAN_COLUMNS)
+    drawn = spread_pooled_untrained(summary, conditions)
+    groups = [(label, rows) for label, rows in by_condition(drawn, conditions) if (rows["scale"] > 0).any()]
     panels = merge_identical(groups, ["scale", "split", "n", IN_CONFIDENCE_SET])  # arms of one loss: drawn once
     fig, axes = facets(len(panels), height=2.0 + 0.25 * max(len(labels) - 1 for labels, _ in panels), max_columns=2)
     for ax, (conditions, rows) in zip(axes, panels, strict=True):

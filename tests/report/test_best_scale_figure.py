@@ -83,3 +83,20 @@ def test_a_condition_that_is_a_scale_gets_the_diagonal_only_when_asked(tmp_path,
     if diagonal:
         assert list(lines[label].get_xdata()) == list(lines[label].get_ydata()) == [10.0, 20.0, 50.0]
     assert ax.get_xlabel() == "scale the start model was trained at"
+
+
+def test_the_title_says_what_the_replicates_are_when_they_are_not_training_seeds(tmp_path, monkeypatch):
+    """Issue 51: start_temperature_static's figure said "n=3 seeds" of 3 start models (pretraining seeds) each
+    fine-tuned with one seed."""
+    drawn = []
+    monkeypatch.setattr(
+        best_scale_figures, "save_figure", lambda fig, *args: drawn.append(fig) or axes.save_figure(fig, *args)
+    )
+    conditions = ["start_scale=10", "start_scale=20", "start_scale=50"]
+    table = comparison(conditions, dict.fromkeys(conditions, 10.0), {c: {10.0, 20.0} for c in conditions})
+    words = "3 start models per start scale (pretraining seeds), 1 fine-tuning seed each"
+    write_best_scale_vs_condition(table, tmp_path, diagonal=True, replicates=words)
+    title = drawn[0].axes[0].get_title()
+    assert words in title and "n=3 seeds" not in title
+    write_best_scale_vs_condition(table, tmp_path)
+    assert "n=3 seeds per scale" in drawn[1].axes[0].get_title()

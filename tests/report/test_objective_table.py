@@ -61,3 +61,12 @@ def test_test_does_not_confirm_when_another_scale_wins_there_clearly() -> None:
 def test_the_stsb_objective_has_no_table_of_its_own() -> None:
     table, lines = objective_comparison(trials(10.0).assign(**{"param.eval.objective": "full"}))
     assert table.empty and lines == []
+
+
+def test_the_gap_figure_says_whether_the_steps_were_fixed_across_conditions() -> None:
+    """Issue 51: a data-size figure at a fixed step count did not say so (more data there only means fewer repeats)."""
+    from sweep.report.objective_table import run_length
+
+    fixed = trials(10.0).assign(**{"param.trial.max_steps": 468})
+    assert run_length(fixed) == "468 steps at every value (fixed)"
+    assert run_length(trials(10.0)) == "one pass at each value (steps vary)"

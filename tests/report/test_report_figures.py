@@ -315,6 +315,27 @@ def test_the_siblings_untrained_split_stands_in_every_condition(tmp_path: Path) 
     assert test["mean"].nunique() == 1
 
 
+def test_a_pooled_untrained_row_stands_in_every_panel_and_draws_no_panel_of_its_own(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """Issue 51: mnrl_scale_lr_tuned and normalize ship a test untrained row with every condition empty (a sibling's
+    value); the figure drew it as an empty "learning rate nan" panel and left the test points of every other panel
+    over a validation baseline alone."""
+    low, high = summary(3).assign(learning_rate=0.002), shifted(summary(3), 0.01).assign(learning_rate=0.005)
+    table = pd.concat([low, high], ignore_index=True)
+    table = table[~((table["scale"] == 0.0) & (table["split"] == "test"))]
+    pooled = pd.DataFrame([{"learning_rate": np.nan, "scale": 0.0, "split": "test", "n": 3, "mean": 0.509}])
+    table = pd.concat([table, pooled], ignore_index=True)
+    scale_figures.write_spearman_vs_scale(table, context(), tmp_path)
+    axes = [ax for ax in captured["spearman_vs_scale"].axes if ax.get_visible() and ax.get_subplotspec()]
+    assert [ax.get_title() for ax in axes] == ["learning rate 0.002", "learning rate 0.005"]
+    for ax in axes:
+        labels = ax.get_legend_handles_labels()[1]
+        assert "untrained, test" in labels and "untrained, validation" in labels
+        (test_line,) = [line for line in ax.get_lines() if line.get_label() == "untrained, test"]
+        assert list(test_line.get_ydata()) == [0.509, 0.509]
+
+
 def test_schedule_figure_says_which_split_has_no_untrained_line(captured: dict[str, Figure], tmp_path: Path) -> None:
     trials = pd.DataFrame(
         [
@@ -396,6 +417,26 @@ def test_gap_vs_condition_draws_each_scale_below_its_conditions_best(
     assert list(lines["scale 2"]) == [0.06, 0.11] and list(lines["scale 30"]) == [0.06, 0.02]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2,000", "all"]
     assert "best" in ax.get_title() and "n=3" in ax.get_title()
+
+
+def test_gap_vs_condition_colours_every_scale_by_its_side_and_says_what_is_held_fixed(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """Issue 51: scale 20, next to the best 10, took the diverging map's light grey middle; and the fixed-steps arm's
+    figure did not say that the steps were the same at every size."""
+    from matplotlib.colors import rgb_to_hsv, to_rgb
+
+    table = comparison((2000, 8000, 30000), {5.0: (0.01, 0.01, 0.03), 20.0: (0.03, 0.03, 0.01), 50.0: (0.09,) * 3})
+    gap_figures.write_gap_vs_condition(table, tmp_path)
+    (ax,) = captured["gap_vs_condition"].axes
+    colours = {c.get_label(): rgb_to_hsv(to_rgb(c.lines[0].get_color())) for c in ax.containers}
+    assert set(colours) == {"scale 5", "scale 20", "scale 50"}
+    assert all(saturation > 0.35 and value < 0.95 for _, saturation, value in colours.values()), colours
+    hue = {label: h for label, (h, _, _) in colours.items()}
+    assert hue["scale 5"] < 0.1 or hue["scale 5"] > 0.9  # warmer than the best: red
+    assert 0.5 < hue["scale 20"] < 0.7 and 0.5 < hue["scale 50"] < 0.7  # colder: blue
+    gap_figures.write_gap_vs_condition(table, tmp_path, note="468 steps at every size")
+    assert captured["gap_vs_condition"].axes[0].get_title().splitlines()[-1] == "468 steps at every size"
 
 
 def test_gap_vs_condition_needs_a_numeric_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
