@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -93,6 +94,14 @@ def require_choice(key: str, value: Any, choices: Iterable[str]) -> None:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+MAX_WORKERS = 64  # worker processes of one study, whatever the machine: each holds a model and a database connection
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity: a SLURM task's or a container's share, not the host's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def require_int(key: str, value: Any, minimum: int = 1, maximum: int | None = None, note: str = "") -> int:
@@ -260,7 +269,9 @@ def validate_study(study: StudyConfig) -> None:
             problems.check(require_int, f"study.{key}", value, note="or null")
     if study.timeout is not None:
         problems.check(require_number, "study.timeout", study.timeout, low=0, strict=True, note="seconds, or null")
-    problems.check(require_int, "study.n_workers", study.n_workers)
+    cores = usable_cores()
+    note = f"each worker is a process: at most the {cores} CPU cores this process may use, {MAX_WORKERS} in all"
+    problems.check(require_int, "study.n_workers", study.n_workers, maximum=min(cores, MAX_WORKERS), note=note)
     problems.check(require_int, "study.max_retries", study.max_retries, minimum=0)
     problems.check(require_int, "study.pack", study.pack, minimum=1)
     problems.check(require_int, "study.heartbeat_interval", study.heartbeat_interval, note="seconds")

@@ -39,13 +39,26 @@ def parse(node: Mapping[str, Any], prefix: str = "study.search_space") -> Space:
         if isinstance(leaf, list):
             if not leaf:
                 raise ConfigError(where, leaf, "a grid needs at least one value")
-            for value in leaf:
-                if not isinstance(value, GridValue.__args__):
-                    raise ConfigError(where, leaf, "grid values must be numbers, strings, booleans or null")
+            _check_grid(where, leaf)
             space[name] = list(leaf)
         else:
             space[name] = _distribution(where, leaf)
     return space
+
+
+def _check_grid(where: str, grid: list[Any]) -> None:
+    """Each grid value a number, string, boolean or null; a number finite; no value listed twice (a grid point
+    trains once, so a repeat would silently be one trial fewer than the list reads)."""
+    seen: set[tuple[bool, Any]] = set()
+    for value in grid:
+        if not isinstance(value, GridValue.__args__):
+            raise ConfigError(where, grid, "grid values must be numbers, strings, booleans or null")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(where, grid, f"{value} is not a finite number: list finite values only")
+        key = (isinstance(value, bool), value)  # True is not the number 1 here, 1 and 1.0 are one value
+        if key in seen:
+            raise ConfigError(where, grid, f"lists {value!r} twice: list each value once (a point trains once)")
+        seen.add(key)
 
 
 def _leaves(node: dict, prefix: str):

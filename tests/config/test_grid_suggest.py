@@ -10,7 +10,10 @@ import pytest
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from sweep.config import search_space
+from sweep.config.checks import MAX_WORKERS, usable_cores
+from sweep.errors import ConfigError
 from sweep.study.grid_queue import grid_point
+from sweep.study.validation import check_config
 
 
 def ask_enqueued(
@@ -73,3 +76,34 @@ def test_lists_stay_categorical_outside_a_grid_and_where_the_study_has_them_so()
     assert study.trials[0].distributions["loss.scale"] == CategoricalDistribution([0, 20])
     _, legacy = ask_enqueued(space, {"loss.scale": 20}, categorical=frozenset({"loss.scale"}))
     assert legacy.distributions["loss.scale"] == CategoricalDistribution([0, 20])
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ("[10,inf]", "inf is not a finite number"),  # was accepted: its trials diverged until killed (issue 52)
+        ("[10,-inf]", "-inf is not a finite number"),
+        ("[10,20,10]", "lists 10 twice"),  # was trained once, and no line said it was listed twice
+        ("[10,10.0]", "lists 10.0 twice"),
+    ],
+)
+def test_a_grid_that_would_not_train_as_listed_is_refused_before_any_work(compose_cfg, grid, message):
+    cfg = compose_cfg("+experiment=mnrl_scale", f"study.search_space.loss.scale={grid}")
+    with pytest.raises(ConfigError) as error:
+        check_config(cfg, load=False)
+    assert error.value.key == "study.search_space.loss.scale" and message in str(error.value), str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_boolean_and_the_number_one_are_two_grid_values():
+    space = search_space.parse({"model": {"normalize": [True, 1]}})
+    assert space["model.normalize"] == [True, 1]
+
+
+def test_more_workers_than_cores_are_refused_before_any_work(compose_cfg):
+    """`study.n_workers=1000` started 999 processes (issue 52): the count is bounded by the usable cores."""
+    cores = usable_cores()
+    check_config(compose_cfg(f"study.n_workers={min(cores, MAX_WORKERS)}"), load=False)
+    with pytest.raises(ConfigError) as error:
+        check_config(compose_cfg("study.n_workers=1000"), load=False)
+    assert error.value.key == "study.n_workers" and f"the {cores} CPU cores" in str(error.value)
