@@ -65,9 +65,7 @@ def config_error(error: BaseException, overrides: Sequence[str] = ()) -> ConfigE
         expected = next((words for marker, words in EXPECTED if marker in message), message)
         return ConfigError(cause.full_key, cause.value, f"{expected} ({SCHEMA_NOTE})")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
-        return ConfigError(
-            cause.full_key, given.get(cause.full_key), "is not a key of the config (see `python -m sweep --cfg job`)"
-        )
+        return ConfigError(cause.full_key, given.get(cause.full_key), not_a_key(cause.full_key))
     if isinstance(error, MissingConfigException) and error.missing_cfg_file:
         group, _, option = error.missing_cfg_file.rpartition("/")
         options = [name for name in error.options or () if not name.startswith("base_")]
@@ -104,7 +102,29 @@ def check_known_keys(node: object) -> None:
     unknown = unknown_keys(node)
     if unknown:  # found in a DictConfig (`unknown_keys`)
         value = OmegaConf.select(cast(DictConfig, node), unknown[0])
-        raise ConfigError(unknown[0], value, "is not a key of the config (see `python -m sweep --cfg job`)")
+        raise ConfigError(unknown[0], value, not_a_key(unknown[0]))
+
+
+def schema_keys(node: object = None, prefix: str = "") -> list[str]:
+    """Every dotted key the schema declares (`SweepConfig`, its sections' fields and their own)."""
+    node = OmegaConf.structured(SweepConfig) if node is None else node
+    keys = []
+    for key in cast(DictConfig, node).keys():
+        dotted = f"{prefix}{key}"
+        keys.append(dotted)
+        child = cast(DictConfig, node)._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            keys.extend(schema_keys(child, f"{dotted}."))
+    return keys
+
+
+def not_a_key(key: str) -> str:
+    """The message for a key the schema does not declare, with the nearest declared key when one is close."""
+    import difflib
+
+    nearest = difflib.get_close_matches(key, schema_keys(), n=1, cutoff=0.8)
+    hint = f"did you mean {nearest[0]}? " if nearest else ""
+    return f"is not a key of the config ({hint}see `python -m sweep --cfg job`)"
 
 
 def unknown_keys(node: object, prefix: str = "") -> list[str]:

@@ -8,6 +8,7 @@ import pytest
 import transformers.utils
 from mlflow.utils.validation import _validate_metric_name
 
+from sweep.config.composition import check_known_keys, compose_config
 from sweep.errors import ConfigError
 from sweep.report.summaries import LOSS_AT_SCALE
 from sweep.stats.concentration import loss_metric
@@ -110,3 +111,17 @@ def test_on_the_command_line_each_is_one_line_and_exit_code_2(tmp_path, args, ke
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"sweep: invalid config: {key}=")
     assert not (tmp_path / "optuna.db").exists(), "refused before any study was opened"
+
+
+@pytest.mark.parametrize(
+    ("override", "nearest"),
+    [("study.seed=[0,1]", "study.seeds"), ("+trial.max_stepz=5", "trial.max_steps"), ("trial.lerning_rate=1", None)],
+)
+def test_an_unknown_key_names_the_nearest_known_one(override, nearest):
+    """`study.seed=[0,1]` said only `is not a key of the config` (issue 52): a close key is suggested."""
+    with pytest.raises(ConfigError) as error:  # Hydra refuses the first while composing, the schema the second
+        check_known_keys(compose_config([override]))
+    message = str(error.value)
+    assert "is not a key of the config" in message and "\n" not in message
+    if nearest:
+        assert f"did you mean {nearest}?" in message, message
