@@ -110,7 +110,7 @@ def schema_keys(node: object = None, prefix: str = "") -> list[str]:
     node = OmegaConf.structured(SweepConfig) if node is None else node
     keys = []
     for key in cast(DictConfig, node).keys():
-        dotted = f"{prefix}{key}"
+        dotted = prefix + str(key)
         keys.append(dotted)
         child = cast(DictConfig, node)._get_node(key)
         if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
