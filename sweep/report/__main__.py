@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -274,6 +275,21 @@ def build_parser() -> argparse.ArgumentParser:
 INPUT_FOLDERS = {"from_csv": "--from-csv", "untrained_from": "--untrained-from", "results": "--results"}
 
 
+def _unusable_paths(args: argparse.Namespace) -> str | None:
+    """What makes the command's output folder or tracking store unusable, found before any work: an ``--out`` that is
+    a file, or a SQLite tracking store that does not exist (reading one would create it, empty)."""
+    out = getattr(args, "out", None)  # a folder, but findings' page
+    if args.command != "findings" and out is not None and out.exists() and not out.is_dir():
+        return f"--out {out}: is a file, not a folder: name a folder (created if missing)"
+    reads_mlflow = args.command == "study" and args.from_csv is None
+    uri = (args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "")) if reads_mlflow else ""
+    if uri.startswith("sqlite:///"):
+        database = Path(uri.removeprefix("sqlite:///"))
+        if not database.is_file():
+            return f"--tracking-uri {uri}: no such database ({database}): give the one your study wrote"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a subcommand and print the paths it wrote."""
     parser = build_parser()
@@ -282,6 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder = getattr(args, dest, None)
         if folder is not None and not folder.is_dir():  # else: "nothing written", or a page of "untested", exit 0
             parser.exit(2, f"{parser.prog} {args.command}: error: {option} {folder}: no such folder\n")
+    refusal = _unusable_paths(args)
+    if refusal:
+        parser.exit(2, f"{parser.prog} {args.command}: error: {refusal}\n")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         paths = args.run(args)

@@ -52,3 +52,30 @@ def test_an_untrained_baseline_folder_that_does_not_exist_is_refused_too(tmp_pat
     assert exit_info.value.code == 2
     expected = f"python -m sweep.report study: error: --untrained-from {tmp_path / 'no'}: no such folder"
     assert capsys.readouterr().err.splitlines() == [expected]
+
+
+def test_an_unusable_output_or_tracking_store_is_refused_before_any_work_and_creates_nothing(tmp_path):
+    """`study --out FILE` raised FileExistsError after 25 s of work, and a tracking URI naming a database that does
+    not exist created it, then said no experiment was found (issue 52): each is one line, exit code 2, first."""
+    occupied = tmp_path / "a_file"
+    occupied.write_text("mine\n")
+    missing_db = tmp_path / "nowhere" / "x.db"
+    cases = [
+        (["--from-csv", str(REPO / "research" / "results" / "mnrl_scale"), "--out", str(occupied)], "is a file"),
+        (
+            ["--tracking-uri", f"sqlite:///{missing_db}", "--experiment", "mnrl_scale", "--out", str(tmp_path / "o")],
+            f"no such database ({missing_db})",
+        ),
+    ]
+    for arguments, words in cases:
+        done = subprocess.run(
+            [sys.executable, "-m", "sweep.report", "study", *arguments],
+            cwd=REPO,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and words in lines[0], done.stderr[-2000:]
+    assert occupied.read_text() == "mine\n" and not missing_db.parent.exists() and not (tmp_path / "o").exists()
