@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from sweep.report.predictions_file import PREDICTIONS_FILE, predictions_table, write_predictions
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import ANGLE_WEIGHTS, INIT, LOSS_AT_SCALE, SEARCH_SPACE, SPEARMAN_COLUMNS
 
@@ -22,7 +23,6 @@ TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
 HISTORY_STEM = "validation_history"  # every trial's validation at each evaluation: what a race replay reads
 HISTORY_CSV = f"{HISTORY_STEM}.csv"
 PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
-PREDICTIONS_CSV = "predictions.csv.gz"  # every trial's per-pair STSB predictions (sweep.report.folder_comparison)
 PAIRED_TEST_CSV = f"{PAIRED_STEM}_test.csv"  # the same comparison on STSB test, confirming the validation choice
 PAIRED_FILES = (f"{PAIRED_STEM}.csv", f"{PAIRED_STEM}.md")  # computed from MLflow's predictions: copied
 TABLE_STEMS = (
@@ -90,14 +90,18 @@ class ResultsFolder:
 
     def copy_sources(self, out_dir: Path) -> list[Path]:
         """Copy ``trials.csv``, ``config.yaml``, the paired comparison and the shipped predictions unchanged into
-        ``out_dir`` (nothing when it is the folder)."""
+        ``out_dir`` (nothing when it is the folder); predictions shipped as ``predictions.csv.gz`` (before
+        ``predictions.npz``) are written as ``predictions.npz`` (`sweep.report.predictions_file`)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         copied = []
-        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES, PAIRED_TEST_CSV, PREDICTIONS_CSV):
+        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES, PAIRED_TEST_CSV, PREDICTIONS_FILE):
             source, target = self.path / name, out_dir / name
             if source.exists() and source.resolve() != target.resolve():
                 shutil.copyfile(source, target)
                 copied.append(target)
+        legacy = predictions_table(self.path) if not (self.path / PREDICTIONS_FILE).exists() else None
+        if legacy is not None:
+            copied.append(write_predictions(legacy, out_dir / PREDICTIONS_FILE))
         return copied
 
 
