@@ -17,6 +17,7 @@ from research.findings.datasize import arms, own_rates
 from research.findings.finetune import against_untrained
 from research.findings.start_temperature import TRANSFORMER, gain_line, start_verdicts
 from sweep.report import STSB_VALIDATION, flat_config, read_csv, tidy
+from sweep.report.results_folder import table_path
 from sweep.stats import DEFAULT_MARGIN, DifferenceInDifferences, difference_in_differences
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +29,8 @@ LOSS_FILES = {"README.md", "provenance.json", "loss_vs_scale.csv", "loss_vs_scal
 
 @cache
 def table(path: str) -> pd.DataFrame:
-    return read_csv(RESULTS / path)
+    """``results/path``; a long table named ``stem.csv`` is read from the ``stem.csv.gz`` the folder keeps."""
+    return read_csv(table_path((RESULTS / path).parent, Path(path).name.removesuffix(".csv")))
 
 
 def cell(path: str, column: str, agg: str | None = None, **where: object) -> float:
@@ -612,7 +614,7 @@ def test_every_results_folder_has_the_same_files() -> None:
         absent = expected - names
         assert not absent, f"{folder.name} lacks {absent}"
         figures = {p.stem for p in folder.glob("*.png")}
-        assert figures and all(f"{s}.csv" in names for s in figures), folder.name
+        assert figures and all(f"{s}.csv" in names or f"{s}.csv.gz" in names for s in figures), folder.name
         assert not any(name.endswith(".svg") for name in names), f"{folder.name}: one image format per figure (PNG)"
 
 

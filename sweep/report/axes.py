@@ -120,13 +120,14 @@ def small_png(fig: Figure) -> bytes:
     return image
 
 
-def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> list[Path]:
-    """Write ``stem.png`` (`small_png`) and ``stem.csv`` (the data behind the figure). One image format: PNG, which
-    Markdown, MLflow's artifact view and GitHub show as they are; the CSV redraws the figure in any other format."""
+def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str, compress: bool = False) -> list[Path]:
+    """Write ``stem.png`` (`small_png`) and ``stem.csv`` (the data behind the figure; ``compress``: ``stem.csv.gz``,
+    for a long table). One image format: PNG, which Markdown, MLflow's artifact view and GitHub show as they are; the
+    CSV redraws the figure in any other format."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    png, csv = out_dir / f"{stem}.png", out_dir / f"{stem}.csv"
+    png, csv = out_dir / f"{stem}.png", out_dir / f"{stem}.csv{'.gz' if compress else ''}"
     png.write_bytes(small_png(fig))
-    data.to_csv(csv, index=False)
+    data.to_csv(csv, index=False, compression={"method": "gzip", "mtime": 0} if compress else None)
     return [png, csv]
 
 

@@ -42,6 +42,13 @@ SAME_MODEL_KEYS = ("model.name_or_path", "model.kind", "model.static_init", "mod
 SAME_EVAL_KEYS = ("data.validation", "data.test", "data.local_dir", "data.source")
 
 
+def table_path(folder: Path, stem: str) -> Path:
+    """The folder's table ``stem``: ``stem.csv``, or ``stem.csv.gz`` where the table is written compressed (a long
+    one: `sweep.report.axes.save_figure`) or a folder keeps it so."""
+    compressed = folder / f"{stem}.csv.gz"
+    return compressed if compressed.exists() else folder / f"{stem}.csv"
+
+
 def read_csv(path: Path) -> pd.DataFrame:
     """A results CSV with only empty fields as missing (``None`` and ``nan`` stay the labels they were)."""
     return pd.read_csv(path, keep_default_na=False, na_values=[""])
@@ -189,7 +196,7 @@ def load_results_folder(folder: Path, untrained_from: Path | None = None) -> Res
     config = flat_config(folder)
     trials, has_trials = _trials_frame(folder, config)
     stems = [*TABLE_STEMS, *([] if has_trials else [SPEARMAN_STEM])]
-    tables = {stem: read_csv(folder / f"{stem}.csv") for stem in stems if (folder / f"{stem}.csv").exists()}
+    tables = {stem: read_csv(table_path(folder, stem)) for stem in stems if table_path(folder, stem).exists()}
     untrained = _own_untrained(folder)
     if untrained_from is not None:  # the sibling fills the splits the folder has no untrained value for
         theirs = sibling_untrained(folder, untrained_from)

@@ -1,5 +1,6 @@
 """What `sweep.report.axes.save_figure` writes: a palette PNG at the resolution a page needs, under
-`MAX_PNG_BYTES` even for a figure of many panels, the same bytes for the same figure, and its CSV."""
+`MAX_PNG_BYTES` even for a figure of many panels, the same bytes for the same figure, and its CSV (gzipped when
+asked)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from PIL import Image
 
 from sweep.report import axes
 from sweep.report.axes import COLUMN_SIZE, DPI, MIN_DPI, new_figure, png_bytes, save_figure
-from sweep.report.results_folder import read_csv
+from sweep.report.results_folder import read_csv, table_path
 
 DATA = pd.DataFrame({"scale": [1.0, 10.0, 20.0], "mean": [0.5, 0.73, 0.72]})
 
@@ -47,6 +48,13 @@ def test_a_figure_over_the_limit_drops_resolution_to_stay_under_it(
     monkeypatch.setattr(axes, "MAX_PNG_BYTES", full // 2)
     png = save_figure(fig, DATA, tmp_path, "panels")[0]
     assert png.stat().st_size <= full // 2 and MIN_DPI <= Image.open(png).info["dpi"][0] < DPI
+
+
+def test_a_long_table_is_written_gzipped_and_found_by_its_stem(tmp_path: Path) -> None:
+    paths = save_figure(line_figure(), DATA, tmp_path, "train_loss_curves", compress=True)
+    assert [p.name for p in paths] == ["train_loss_curves.png", "train_loss_curves.csv.gz"]
+    assert table_path(tmp_path, "train_loss_curves") == paths[1] and table_path(tmp_path, "other").name == "other.csv"
+    pd.testing.assert_frame_equal(read_csv(paths[1]), DATA)
 
 
 def test_a_rare_line_colour_keeps_its_hue_beside_a_colour_map_and_text(tmp_path: Path) -> None:
