@@ -436,8 +436,9 @@ def test_results_folder_redraws_to_the_same_csvs(folder: Path, tmp_path: Path) -
     assert {f"{p.name.split('.')[0]}.png" for p in figure_csvs} <= {p.name for p in written}
     for path in csvs:
         pd.testing.assert_frame_equal(read_csv(path), read_csv(folder / path.name), check_dtype=False)
+    # the folder keeps the figures its README names (the others are redrawn, not tracked), or all when redrawn there
     drawn_here = {p.name for p in folder.glob("*.png")} - RESEARCH_DRAWN.get(folder.name, set())
-    assert drawn_here == {p.name for p in written if p.suffix == ".png"}
+    assert drawn_here <= {p.name for p in written if p.suffix == ".png"}
     if (tmp_path / "README.md").exists():  # scale swept: the README's numbers are the block the CSVs generate
         assert generated_block((folder / "README.md").read_text()) == generated_block(
             (tmp_path / "README.md").read_text()
