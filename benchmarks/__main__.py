@@ -76,7 +76,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=lambda text: tuple(part for part in text.split(",") if part),
         default=(),
         metavar="DIR,...",
-        help="item 9: results folders that trained every scale with every seed and ship predictions.csv.gz, replayed "
+        help="item 9: results folders that trained every scale with every seed and ship predictions.npz, replayed "
         "as races (the first against the goals); none: item 9 is skipped",
     )
     parser.add_argument(

@@ -1,20 +1,21 @@
 """Item 9: a race over the seeds (`study.race`) against the full grid with every seed, replayed on a real study.
 
-Trials of one seed are deterministic (a seed fixes the initialisation and the batches), so a race over a study
-that trained every point with every seed can be replayed offline from the per-pair predictions it shipped
-(``predictions.csv.gz``): each round compares the survivors on their seeds with the study's own settings
-(``config.yaml``: ``stats.paired.*``, ``stats.seed``) and decides with the function a live race calls
-(`sweep.stats.race.race_round`), so the replay takes the decisions a raced run of the same study would take. It is
-replayed in every order of the study's seeds (5! = 120 for 5 seeds; `Settings.race_orders` of them, drawn at random,
-in quick mode), since which seeds come first decides what the first rounds see. Reported: the training steps (trials
-x `trial.max_steps`, equal for every trial of such a study) and the wall time (the trials' `trial_wall_time_s`) the
-race spends / the full grid's, and the share of orders whose race ends on the full grid's 95% confidence set for the
-best (the set of the paired comparison of every point over every seed). A study whose grid has other axes than the
-scale and the seed (a learning rate, a data size) is replayed per family, one race per value of those axes, as a
-live race runs them (`sweep.study.race`: each family's scales compete among themselves). A study chosen by another
-objective (``eval.objective``, e.g. a retrieval NDCG@10) is raced, as live, on that objective over the seeds alone
-(`seed_comparison`; its full grid's set too), and not over steps (`study.race.stop_early` refuses it); a study that
-trained one pass of its data (``trial.max_steps`` null) counts each family's steps from its last evaluation step.
+Trials of one seed are deterministic (a seed fixes the initialisation and the batches), so a race over a study that
+trained every point with every seed can be replayed offline from the per-pair predictions it shipped
+(``predictions.npz``: each trial's ranks, all the paired statistics read): each round compares the survivors on their
+seeds with the study's own settings (``config.yaml``: ``stats.paired.*``, ``stats.seed``) and decides with the function
+a live race calls (`sweep.stats.race.race_round`), so the replay takes the decisions a raced run of the same study
+would take. It is replayed in every order of the study's seeds (5! = 120 for 5 seeds; `Settings.race_orders` of them,
+drawn at random, in quick mode), since which seeds come first decides what the first rounds see. Reported: the training
+steps (trials x `trial.max_steps`, equal for every trial of such a study) and the wall time (the trials'
+`trial_wall_time_s`) the race spends / the full grid's, and the share of orders whose race ends on the full grid's 95%
+confidence set for the best (the set of the paired comparison of every point over every seed). A study whose grid has
+other axes than the scale and the seed (a learning rate, a data size) is replayed per family, one race per value of
+those axes, as a live race runs them (`sweep.study.race`: each family's scales compete among themselves). A study
+chosen by another objective (``eval.objective``, e.g. a retrieval NDCG@10) is raced, as live, on that objective over
+the seeds alone (`seed_comparison`; its full grid's set too), and not over steps (`study.race.stop_early` refuses it);
+a study that trained one pass of its data (``trial.max_steps`` null) counts each family's steps from its last
+evaluation step.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pandas as pd
 
 from benchmarks.settings import Settings
 from benchmarks.table import Row, Stat
-from sweep.report.folder_comparison import shipped_predictions
+from sweep.report.predictions_file import read_predictions
 from sweep.report.results_folder import HISTORY_CSV, TRIALS_CSV, complete_trials, flat_config, read_csv
 from sweep.stats.bootstrap import paired_bootstrap, seed_comparison
 from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
@@ -111,10 +112,11 @@ class Replayer:
 
     @staticmethod
     def _predictions(folder: Path, number: dict[tuple[float, float], int]) -> tuple[np.ndarray, dict]:
-        """(gold, (scale, seed) -> cosines) of the trials' shipped STSB validation predictions."""
-        fetch = shipped_predictions(folder)
+        """(gold, (scale, seed) -> cosines, or their ranks: the same statistics) of the trials' shipped STSB validation
+        predictions."""
+        fetch = read_predictions(folder)
         if fetch is None:
-            raise FileNotFoundError(f"{folder} ships no predictions.csv.gz: nothing to replay")
+            raise FileNotFoundError(f"{folder} ships no predictions.npz: nothing to replay")
         tables = {key: fetch(str(n), "validation") for key, n in number.items()}
         if any(table is None for table in tables.values()):
             raise ValueError(f"{folder}: a race replay needs every trial's predictions")
@@ -321,7 +323,7 @@ def measure_race(s: Settings, log: Callable[[str], None]) -> tuple[list[Row], li
     "skipped" row when no folder was given."""
     if not s.race_folders:
         note = "skipped: no results folder to replay (--race-folders DIR,...: a study with every scale x seed and "
-        note += "its predictions.csv.gz)"
+        note += "its predictions.npz)"
         return [Row("9", "race / full grid (replayed)", "-", "-", None, "", note, status="skipped")], []
     results = []
     for name in s.race_folders:

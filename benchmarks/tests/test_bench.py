@@ -219,12 +219,14 @@ def test_packing_rows_read_trials_per_hour_against_one_at_a_time_and_the_floor()
 
 
 def synthetic_folder(root: Path, histories: bool, rates: tuple[float, ...] = ()) -> str:
-    """A published folder's shape (trials.csv, predictions.csv.gz, config.yaml, with ``histories`` its
+    """A published folder's shape (trials.csv, predictions.npz, config.yaml, with ``histories`` its
     validation_history.csv) with 3 scales x 3 seeds, scale 1 far worse (and far behind at each validation); with
     `rates`, one such family per learning rate (``trial.learning_rate``), the worse scale 20 in the second."""
     import numpy as np
     import pandas as pd
     import yaml
+
+    from sweep.report.predictions_file import PREDICTIONS_FILE, write_predictions
 
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 300)
@@ -253,7 +255,7 @@ def synthetic_folder(root: Path, histories: bool, rates: tuple[float, ...] = ())
     folder = root / "research" / "results" / "study"
     folder.mkdir(parents=True)
     pd.DataFrame(trials).to_csv(folder / "trials.csv", index=False)
-    pd.concat(predictions).to_csv(folder / "predictions.csv.gz", index=False)
+    write_predictions(pd.concat(predictions), folder / PREDICTIONS_FILE)
     if histories:
         pd.DataFrame(history).to_csv(folder / "validation_history.csv", index=False)
     config = {

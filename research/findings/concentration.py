@@ -1,6 +1,6 @@
 """The findings page's question (c): do cosines concentrate at low temperature, and why. The statistics it rests on,
-read from ``concentration_vs_scale.csv`` and ``mechanism_vs_scale.csv``: the random-pair mean cosine and the width of
-its q05-q95 band, uniformity, and the softmax's effective negatives and hardest-negative weight, by scale."""
+read from ``concentration_vs_scale.csv.gz`` and ``mechanism_vs_scale.csv.gz``: the random-pair mean cosine and the
+width of its q05-q95 band, uniformity, and the softmax's effective negatives and hardest-negative weight, by scale."""
 
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ def question_c(results: Path) -> Section:
         ),
     ]
     evidence = [
-        f"`mnrl_scale` (concentration_vs_scale.csv, mechanism_vs_scale.csv; scale 0 does not learn; before training: "
-        f"random-pair mean {num(init['mean'])}, width {num(init['q95'] - init['q05'])}):\n\n  "
+        "`mnrl_scale` (concentration_vs_scale.csv.gz, mechanism_vs_scale.csv.gz; scale 0 does not learn; before "
+        f"training: random-pair mean {num(init['mean'])}, width {num(init['q95'] - init['q05'])}):\n\n  "
         + "\n  ".join(rows)
         + "\n",
         f"narrowest random-pair band at scale {narrow:g}; best (lowest) uniformity at scale {uniform:g}; at the "

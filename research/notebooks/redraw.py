@@ -10,7 +10,7 @@ Where figures go: ``$SWEEP_FIGURES_DIR/<name>`` when set (a relative path is tak
 beside the repository (ignored by git): a notebook never writes into the tracked ``research/results/`` unless asked.
 
 Offline, the paired comparison is the folder's shipped ``paired_comparison.csv`` (read, not recomputed: seconds);
-``SWEEP_RECOMPUTE=1`` recomputes it from the shipped ``predictions.csv.gz`` as ``python -m sweep.report study
+``SWEEP_RECOMPUTE=1`` recomputes it from the shipped ``predictions.npz`` as ``python -m sweep.report study
 --from-csv`` does (the bootstrap: minutes). ``research/tests/test_notebooks.py`` checks that the recomputed
 comparisons equal the shipped ones.
 

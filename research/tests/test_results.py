@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -17,18 +18,24 @@ from research.findings.datasize import arms, own_rates
 from research.findings.finetune import against_untrained
 from research.findings.start_temperature import TRANSFORMER, gain_line, start_verdicts
 from sweep.report import STSB_VALIDATION, flat_config, read_csv, tidy
+from sweep.report.results_folder import table_path
 from sweep.stats import DEFAULT_MARGIN, DifferenceInDifferences, difference_in_differences
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "research" / "results"
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?![\w.]*\d)")  # 0.749, -5.3181; not versions or file names
 STUDY_FILES = {"README.md", "config.yaml", "provenance.json", "trials.csv"}
-LOSS_FILES = {"README.md", "provenance.json", "loss_vs_scale.csv", "loss_vs_scale.png"}
+LOSS_FILES = {"README.md", "provenance.json", "loss_vs_scale.csv"}
+# tables of a study folder that no figure draws; every other table is a figure's (its PNG redrawn, tracked if named)
+NOT_FIGURES = {"trials", "paired_comparison", "paired_comparison_test", "objective_comparison", "validation_history"}
+NOT_FIGURES |= {"own_best_learning_rate"}
+NAMED = re.compile(r"`(\w+)(?:\.png|\.\{png,csv\})?`")  # `mechanism_vs_scale`, `x.png`, `loss_vs_scale.{png,csv}`
 
 
 @cache
 def table(path: str) -> pd.DataFrame:
-    return read_csv(RESULTS / path)
+    """``results/path``; a long table named ``stem.csv`` is read from the ``stem.csv.gz`` the folder keeps."""
+    return read_csv(table_path((RESULTS / path).parent, Path(path).name.removesuffix(".csv")))
 
 
 def cell(path: str, column: str, agg: str | None = None, **where: object) -> float:
@@ -611,9 +618,31 @@ def test_every_results_folder_has_the_same_files() -> None:
         expected = LOSS_FILES if folder.name.startswith("loss_vs_scale") else STUDY_FILES
         absent = expected - names
         assert not absent, f"{folder.name} lacks {absent}"
-        figures = {p.stem for p in folder.glob("*.png")}
-        assert figures and all(f"{s}.csv" in names for s in figures), folder.name
+        figures = {p.stem for p in folder.glob("*.png")}  # those tracked, or every one where redrawn in place
+        assert figures <= {p.name.split(".")[0] for p in folder.glob("*.csv*")}, folder.name
         assert not any(name.endswith(".svg") for name in names), f"{folder.name}: one image format per figure (PNG)"
+
+
+def named_figures(folder: Path) -> set[str]:
+    """The figures of ``folder`` its README names in code text (``folder/stem.png``): a stem of one of its tables
+    that a figure draws."""
+    drawn = {p.name.split(".")[0] for p in folder.glob("*.csv*")} - NOT_FIGURES
+    return {f"{folder.name}/{stem}.png" for stem in NAMED.findall((folder / "README.md").read_text()) if stem in drawn}
+
+
+def test_the_tracked_figures_are_those_the_readmes_name() -> None:
+    """Every other figure is redrawn from the tracked tables (research/results/README.md), so it is not tracked; a
+    figure a README names is, so that the README can be read with it (`.gitignore` lists them)."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "*.png"], cwd=RESULTS, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout (or no git command): the tracked figures cannot be listed")
+    folders = [p.parent for p in RESULTS.glob("*/README.md")]
+    named = set().union(*(named_figures(folder) for folder in folders))
+    assert set(listed.stdout.split()) == named
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    kept = {line.removeprefix("!research/results/") for line in ignored if line.startswith("!research/results/")}
+    assert "research/results/*/*.png" in ignored and kept == named, "the .gitignore exceptions are the named figures"
 
 
 def test_mnrl_scale_finding_reads_back_from_its_tables() -> None:

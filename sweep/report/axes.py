@@ -1,8 +1,15 @@
 """Shared drawing helpers for the paper figures: figure creation and saving, scale/temperature axes, legends,
-colour norms and panel grids (column width, Agg, no display)."""
+colour norms and panel grids (column width, Agg, no display).
+
+A figure is saved at the size a page shows it: `DPI` (a double-column figure, 7 inches, is 840 pixels wide: a
+page's width, its 6-7 pt text 10-12 pixels high), as a PNG of `PNG_COLOURS` palette colours (lines, markers and
+their anti-aliasing need no more; a third of the bytes of full colour), and at a lower resolution when a figure of
+many panels would still exceed `MAX_PNG_BYTES`."""
 
 from __future__ import annotations
 
+import io
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +23,12 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator, SymmetricalLogLocator
 from matplotlib.transforms import Transform
 from numpy.typing import ArrayLike
+from PIL import Image
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType  # matplotlib >= 3.9
+
+log = logging.getLogger(__name__)
 
 PAPER_RC: dict[RcKeyType, Any] = {
     "font.size": 7,
@@ -32,7 +42,10 @@ PAPER_RC: dict[RcKeyType, Any] = {
 }
 COLUMN_SIZE = (3.5, 2.6)  # inches, one column of a two-column paper
 DOUBLE_COLUMN_WIDTH = 7.0
-DPI = 200
+DPI = 120
+PNG_COLOURS = 256
+MAX_PNG_BYTES = 150_000  # a figure of many panels is saved at a lower resolution to stay under it
+MIN_DPI = 60  # but never below this: a tall figure's text stays readable when zoomed
 MAX_PANEL_COLUMNS = 3
 SCALE_LABEL = "scale"
 # round temperatures offered as ticks on the top axis, by priority: decades, then 5 and 2 multiples where room
@@ -82,13 +95,39 @@ def new_figure(width: float = COLUMN_SIZE[0], height: float = COLUMN_SIZE[1]) ->
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> list[Path]:
-    """Write ``stem.png`` (DPI) and ``stem.csv`` (the data behind the figure). One image format: PNG, which Markdown,
-    MLflow's artifact view and GitHub show as they are; the CSV redraws the figure in any other format."""
+def png_bytes(fig: Figure, dpi: float) -> bytes:
+    """The figure as a palette PNG (`PNG_COLOURS`, no dithering: the same figure gives the same bytes) at ``dpi``.
+    The palette is an octree's: every colour lands near its own (a distance of 2 on average, of at most about 60 in
+    0-255 RGB); a median cut, which splits by pixel counts, would merge a rare line colour into the anti-aliasing's
+    greys."""
+    rendered = io.BytesIO()
+    fig.savefig(rendered, dpi=dpi, bbox_inches="tight", format="png")  # tight: a wide legend is not cut off
+    image = Image.open(rendered).convert("RGB")
+    palette = image.quantize(PNG_COLOURS, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    packed = io.BytesIO()
+    palette.save(packed, format="PNG", optimize=True, dpi=(dpi, dpi))
+    return packed.getvalue()
+
+
+def small_png(fig: Figure) -> bytes:
+    """`png_bytes` at `DPI`, or at the resolution (down to `MIN_DPI`) that brings it under `MAX_PNG_BYTES`."""
+    dpi, image = DPI, png_bytes(fig, DPI)
+    while len(image) > MAX_PNG_BYTES and dpi > MIN_DPI:  # bytes grow about with the pixels: dpi squared
+        dpi = max(MIN_DPI, round(dpi * 0.95 * (MAX_PNG_BYTES / len(image)) ** 0.5))
+        image = png_bytes(fig, dpi)
+    if len(image) > MAX_PNG_BYTES:
+        log.warning("a figure of %d bytes at %d dpi, the lowest kept: more than %d", len(image), dpi, MAX_PNG_BYTES)
+    return image
+
+
+def save_figure(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str, compress: bool = False) -> list[Path]:
+    """Write ``stem.png`` (`small_png`) and ``stem.csv`` (the data behind the figure; ``compress``: ``stem.csv.gz``,
+    for a long table). One image format: PNG, which Markdown, MLflow's artifact view and GitHub show as they are; the
+    CSV redraws the figure in any other format."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    png, csv = out_dir / f"{stem}.png", out_dir / f"{stem}.csv"
-    fig.savefig(png, dpi=DPI, bbox_inches="tight")  # tight: a legend wider than its figure is not cut off
-    data.to_csv(csv, index=False)
+    png, csv = out_dir / f"{stem}.png", out_dir / f"{stem}.csv{'.gz' if compress else ''}"
+    png.write_bytes(small_png(fig))
+    data.to_csv(csv, index=False, compression={"method": "gzip", "mtime": 0} if compress else None)
     return [png, csv]
 
 

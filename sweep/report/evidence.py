@@ -26,7 +26,14 @@ from sweep.report.grading import (
     strength_rule,
 )
 from sweep.report.pooled import folder_frame
-from sweep.report.results_folder import PAIRED_TEST_CSV, TRIALS_CSV, complete_trials, flat_config, read_csv
+from sweep.report.results_folder import (
+    PAIRED_TEST_CSV,
+    TRIALS_CSV,
+    complete_trials,
+    flat_config,
+    read_csv,
+    table_path,
+)
 from sweep.stats.seed_paired import seed_paired_comparison
 
 STSB_VALIDATION, STSB_TEST = "stsb_validation_spearman", "stsb_test_spearman"
@@ -66,8 +73,9 @@ def plural(count: float, word: str) -> str:
 
 
 def table(folder: Path, stem: str) -> pd.DataFrame:
-    """``folder/stem.csv``, or an empty frame when there is none."""
-    path = folder / f"{stem}.csv"
+    """``folder/stem.csv`` (or ``stem.csv.gz``: `sweep.report.results_folder.table_path`), or an empty frame when
+    there is none."""
+    path = table_path(folder, stem)
     return read_csv(path) if path.is_file() else pd.DataFrame()
 
 

@@ -1,10 +1,10 @@
 """A results folder redrawn without MLflow, its paired comparison recomputed from shipped predictions or seeds.
 
 ``python -m sweep.report study`` from MLflow writes every COMPLETE trial's STSB predictions into the folder as
-``predictions.csv.gz`` (trial number, split, gold, cosine; one row per pair, in the evaluator's order), so
-``--from-csv`` recomputes the whole comparison (bootstrap, P(best), validation and test) from the folder alone. A
-folder published before predictions were shipped has only ``trials.csv``: its comparison is then recomputed from
-the per-seed Spearman alone (`sweep.report.paired_table.seed_comparisons`), and its lines say so.
+``predictions.npz`` (`sweep.report.predictions_file`: each trial's ranks of its cosines, what the paired statistics
+read), so ``--from-csv`` recomputes the whole comparison (bootstrap, P(best), validation and test) from the folder
+alone. A folder published before predictions were shipped has only ``trials.csv``: its comparison is then
+recomputed from the per-seed Spearman alone (`sweep.report.paired_table.seed_comparisons`), and its lines say so.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from mlflow.tracking import MlflowClient
 from sweep.evaluation.predictions import load_predictions
 from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
 from sweep.report.paired_table import (
-    PredictionSource,
     confirmation_lines,
     paired_comparisons,
     seed_comparisons,
     write_paired_comparison,
 )
-from sweep.report.results_folder import PAIRED_STEM, PREDICTIONS_CSV, ResultsFolder, load_results_folder
+from sweep.report.predictions_file import COLUMNS, PREDICTIONS_FILE, read_predictions, write_predictions
+from sweep.report.results_folder import PAIRED_STEM, ResultsFolder, load_results_folder
 from sweep.report.study_figures import write_results_folder
 from sweep.report.summaries import complete_trials
 from sweep.stats.verdicts import DEFAULT_MARGIN
@@ -33,7 +33,8 @@ SPLITS = ("validation", "test")
 
 
 def export_predictions(trials: pd.DataFrame, client: MlflowClient, out_dir: Path) -> list[Path]:
-    """``predictions.csv.gz`` of every COMPLETE trial run's logged STSB predictions; nothing when none logged any."""
+    """``predictions.npz`` (`sweep.report.predictions_file`) of every COMPLETE trial run's logged STSB predictions;
+    nothing when none logged any."""
     parts = []
     complete = complete_trials(trials)
     for run_id, number in zip(complete["run_id"], complete["trial_number"], strict=True):
@@ -43,23 +44,7 @@ def export_predictions(trials: pd.DataFrame, client: MlflowClient, out_dir: Path
                 parts.append(table.assign(trial_number=int(number), split=split))
     if not parts:
         return []
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / PREDICTIONS_CSV
-    shipped = pd.concat(parts, ignore_index=True)[["trial_number", "split", "gold", "cosine"]]
-    shipped.to_csv(path, index=False, float_format="%.7g")
-    return [path]
-
-
-def shipped_predictions(folder: Path) -> PredictionSource | None:
-    """A `PredictionSource` over the folder's ``predictions.csv.gz`` (the run id being the trial number), or None."""
-    path = folder / PREDICTIONS_CSV
-    if not path.exists():
-        return None
-    tables = {
-        (str(number), split): part[["gold", "cosine"]].reset_index(drop=True)
-        for (number, split), part in pd.read_csv(path).groupby(["trial_number", "split"], sort=False)
-    }
-    return lambda run_id, split: tables.get((run_id, split))
+    return [write_predictions(pd.concat(parts, ignore_index=True)[COLUMNS], out_dir / PREDICTIONS_FILE)]
 
 
 def folder_comparison(folder: ResultsFolder, **options: Any) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
@@ -67,7 +52,7 @@ def folder_comparison(folder: ResultsFolder, **options: Any) -> tuple[pd.DataFra
     gives them from MLflow; ``options``: resamples, level, margin, seed of `paired_comparisons`."""
     if not folder.has_trials:
         return pd.DataFrame(), pd.DataFrame(), []
-    fetch = shipped_predictions(folder.path)
+    fetch = read_predictions(folder.path)
     tables: dict[str, pd.DataFrame] = {}
     lines: list[str] = []
     for split in SPLITS:

@@ -105,7 +105,7 @@ def write_train_loss_curves(data: pd.DataFrame, trials: pd.DataFrame, out_dir: P
     ylabel = f"training loss / ln {candidates} (log)" if candidates else "training loss (own y range per panel)"
     fig.supylabel(ylabel, fontsize=7)
     legend_below(axes[0], "", columns=2)
-    return save_figure(fig, data, out_dir, "train_loss_curves")
+    return save_figure(fig, data, out_dir, "train_loss_curves", compress=True)  # every step of every trial: long
 
 
 @mpl.rc_context(PAPER_RC)

@@ -166,4 +166,4 @@ def write_mechanism_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, out_di
             ax.set_xlabel("")
             ax.tick_params(labelbottom=False)
     legend_below(axes, "mean over seeds at each scale run (n = seeds per point); dashed: before training")
-    return save_figure(fig, summary, out_dir, STEM)
+    return save_figure(fig, summary, out_dir, STEM, compress=True)  # statistics x scales x conditions: long

@@ -64,7 +64,9 @@ COLUMNS = [
     "indistinguishable",
     "not_scoreable",
 ]
-PredictionSource = Callable[[str, str], pd.DataFrame | None]  # (run id, split) -> a trial's gold/cosine table
+# (run id, split) -> a trial's gold/cosine table; ``cosine`` may hold any order-preserving stand-in of a trial that
+# did not collapse (a results folder ships ranks: `sweep.report.predictions_file`), as the statistics read ranks only
+PredictionSource = Callable[[str, str], pd.DataFrame | None]
 POINT = "point"  # the column that replaces "scale" when grid points are compared
 SCHEDULE_NAME = SCHEDULE.removeprefix("loss.")  # a swept schedule key's condition name: scale_schedule.<key>
 STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from sweep.report.predictions_file import PREDICTIONS_FILE, predictions_table, write_predictions
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import ANGLE_WEIGHTS, INIT, LOSS_AT_SCALE, SEARCH_SPACE, SPEARMAN_COLUMNS
 
@@ -22,7 +23,6 @@ TRIALS_CSV, CONFIG_YAML = "trials.csv", "config.yaml"
 HISTORY_STEM = "validation_history"  # every trial's validation at each evaluation: what a race replay reads
 HISTORY_CSV = f"{HISTORY_STEM}.csv"
 PAIRED_STEM = "paired_comparison"  # the paired test's table (sweep.report.paired_table), merged into the Spearman
-PREDICTIONS_CSV = "predictions.csv.gz"  # every trial's per-pair STSB predictions (sweep.report.folder_comparison)
 PAIRED_TEST_CSV = f"{PAIRED_STEM}_test.csv"  # the same comparison on STSB test, confirming the validation choice
 PAIRED_FILES = (f"{PAIRED_STEM}.csv", f"{PAIRED_STEM}.md")  # computed from MLflow's predictions: copied
 TABLE_STEMS = (
@@ -40,6 +40,13 @@ HEATMAP_STEMS = ("angle_weights_heatmap", "angle_scales_heatmap")
 # (model.normalize may differ: the cosine of the evaluation does not depend on it)
 SAME_MODEL_KEYS = ("model.name_or_path", "model.kind", "model.static_init", "model.num_layers", "model.reinit")
 SAME_EVAL_KEYS = ("data.validation", "data.test", "data.local_dir", "data.source")
+
+
+def table_path(folder: Path, stem: str) -> Path:
+    """The folder's table ``stem``: ``stem.csv``, or ``stem.csv.gz`` where the table is written compressed (a long
+    one: `sweep.report.axes.save_figure`) or a folder keeps it so."""
+    compressed = folder / f"{stem}.csv.gz"
+    return compressed if compressed.exists() else folder / f"{stem}.csv"
 
 
 def read_csv(path: Path) -> pd.DataFrame:
@@ -90,14 +97,18 @@ class ResultsFolder:
 
     def copy_sources(self, out_dir: Path) -> list[Path]:
         """Copy ``trials.csv``, ``config.yaml``, the paired comparison and the shipped predictions unchanged into
-        ``out_dir`` (nothing when it is the folder)."""
+        ``out_dir`` (nothing when it is the folder); predictions shipped as ``predictions.csv.gz`` (before
+        ``predictions.npz``) are written as ``predictions.npz`` (`sweep.report.predictions_file`)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         copied = []
-        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES, PAIRED_TEST_CSV, PREDICTIONS_CSV):
+        for name in (TRIALS_CSV, CONFIG_YAML, *PAIRED_FILES, PAIRED_TEST_CSV, PREDICTIONS_FILE):
             source, target = self.path / name, out_dir / name
             if source.exists() and source.resolve() != target.resolve():
                 shutil.copyfile(source, target)
                 copied.append(target)
+        legacy = predictions_table(self.path) if not (self.path / PREDICTIONS_FILE).exists() else None
+        if legacy is not None:
+            copied.append(write_predictions(legacy, out_dir / PREDICTIONS_FILE))
         return copied
 
 
@@ -185,7 +196,7 @@ def load_results_folder(folder: Path, untrained_from: Path | None = None) -> Res
     config = flat_config(folder)
     trials, has_trials = _trials_frame(folder, config)
     stems = [*TABLE_STEMS, *([] if has_trials else [SPEARMAN_STEM])]
-    tables = {stem: read_csv(folder / f"{stem}.csv") for stem in stems if (folder / f"{stem}.csv").exists()}
+    tables = {stem: read_csv(table_path(folder, stem)) for stem in stems if table_path(folder, stem).exists()}
     untrained = _own_untrained(folder)
     if untrained_from is not None:  # the sibling fills the splits the folder has no untrained value for
         theirs = sibling_untrained(folder, untrained_from)

@@ -236,4 +236,4 @@ def write_concentration_vs_scale(summary: pd.DataFrame, trials: pd.DataFrame, ou
         for ax in grid[-1]:
             ax.set_xlabel(label)
     legend_below(grid[0][0], "cosine similarity after training (n = seeds averaged per scale)")
-    return save_figure(fig, summary, out_dir, "concentration_vs_scale")
+    return save_figure(fig, summary, out_dir, "concentration_vs_scale", compress=True)  # per trial: long

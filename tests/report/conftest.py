@@ -26,7 +26,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Figure]:
     """The figures the writers would save, by stem (nothing is written)."""
     figures: dict[str, Figure] = {}
 
-    def save(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str) -> list[Path]:
+    def save(fig: Figure, data: pd.DataFrame, out_dir: Path, stem: str, compress: bool = False) -> list[Path]:
         figures[stem] = fig
         return [out_dir / f"{stem}.png"]
 

@@ -14,7 +14,7 @@ from scipy import stats
 
 from sweep.report.convergence_figures import spearman_step_summary, write_spearman_vs_step
 from sweep.report.mechanism_figures import mechanism_summary, write_mechanism_vs_scale
-from sweep.report.results_folder import load_results_folder
+from sweep.report.results_folder import load_results_folder, table_path
 from sweep.report.study_figures import write_results_folder, write_study_figures
 from sweep.report.summaries import metric_history_table, trials_table
 
@@ -81,7 +81,7 @@ def panels(fig: Figure) -> dict[str, object]:
 
 def test_mechanism_means_and_intervals_are_the_seed_t_intervals(tmp_path: Path) -> None:
     write_mechanism_vs_scale(mechanism_summary(trials_frame()), trials_frame(), tmp_path)
-    table = pd.read_csv(tmp_path / "mechanism_vs_scale.csv")
+    table = pd.read_csv(tmp_path / "mechanism_vs_scale.csv.gz")  # a long table: written gzipped
     assert list(table.columns) == ["scale", "statistic", "n", "mean", "ci_low", "ci_high", "untrained"]
     uniformity = row(table, "sim_uniformity", 10.0)  # seeds 0, 1, 2: -3.01, -2.91, -2.81
     half = stats.t.ppf(0.975, 2) * 0.1 / np.sqrt(3)  # sd 0.1 over three seeds
@@ -92,7 +92,7 @@ def test_mechanism_means_and_intervals_are_the_seed_t_intervals(tmp_path: Path) 
     assert loss["mean"] == pytest.approx(2.35) and loss["untrained"] == pytest.approx(4.0)
     assert row(table, "sim_effective_negatives", 10.0)["untrained"] == pytest.approx(120 / 11)
     assert set(table["scale"]) == {1.0, 10.0, 50.0}  # the FAIL trial's scale 5 is not a row
-    assert (tmp_path / "mechanism_vs_scale.png").exists() and (tmp_path / "mechanism_vs_scale.csv").exists()
+    assert (tmp_path / "mechanism_vs_scale.png").exists() and table_path(tmp_path, "mechanism_vs_scale").exists()
 
 
 def test_one_seed_gives_a_mean_without_interval(captured: dict[str, Figure], tmp_path: Path) -> None:
@@ -232,9 +232,10 @@ def test_a_study_writes_both_panels_live_and_redraws_them_from_its_folder(tmp_pa
     write_study_figures(trials, {"stsb_validation_spearman": history(trials)}, live)
     assert {"mechanism_vs_scale.png", "spearman_vs_step.png"} <= {p.name for p in live.iterdir()}
     redrawn = {p.name: p for p in write_results_folder(load_results_folder(live), tmp_path / "redrawn")}
-    for stem in ("mechanism_vs_scale", "spearman_vs_step"):
+    for stem in ("mechanism_vs_scale", "spearman_vs_step"):  # the long mechanism table: .csv.gz
         assert f"{stem}.png" in redrawn
-        pd.testing.assert_frame_equal(pd.read_csv(redrawn[f"{stem}.csv"]), pd.read_csv(live / f"{stem}.csv"))
+        table = table_path(live, stem)
+        pd.testing.assert_frame_equal(pd.read_csv(redrawn[table.name]), pd.read_csv(table))
     no_history = tmp_path / "no_history"
     write_study_figures(trials, {}, no_history)
     assert not (no_history / "spearman_vs_step.png").exists() and (no_history / "mechanism_vs_scale.png").exists()

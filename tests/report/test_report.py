@@ -255,10 +255,10 @@ def test_study_cli(
     half_width = 12.706204736 * np.std([0.80, 0.84], ddof=1) / np.sqrt(2)  # t(0.975, 1 dof)
     assert ten["ci_high"] - ten["mean"] == pytest.approx(half_width, rel=1e-6)
 
-    concentration = pd.read_csv(tmp_path / "concentration_vs_scale.csv")
+    concentration = pd.read_csv(tmp_path / "concentration_vs_scale.csv.gz")
     stages = set(zip(concentration["kind"], concentration["stage"], strict=True))
     assert stages == {("pos", "final"), ("rand", "final"), ("rand", "init")}
-    curves = pd.read_csv(tmp_path / "train_loss_curves.csv")
+    curves = pd.read_csv(tmp_path / "train_loss_curves.csv.gz")
     assert curves["run_id"].nunique() == 7  # every trial with a train_loss history, pruned included
     for stem in ("spearman_vs_scale", "concentration_vs_scale", "train_loss_curves"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 1000
@@ -363,7 +363,7 @@ def test_conditions_are_series_not_seeds(tmp_path: Path) -> None:
     validation = summary[summary["split"] == "validation"].set_index(["wrapper.name", "scale"])["mean"]
     assert validation.loc[("matryoshka2d", 20.0)] == pytest.approx(0.66)
     assert validation.loc[("None", 10.0)] == pytest.approx(0.60)
-    assert pd.read_csv(tmp_path / "train_loss_curves.csv", keep_default_na=False)["wrapper.name"].nunique() == 2
+    assert pd.read_csv(tmp_path / "train_loss_curves.csv.gz", keep_default_na=False)["wrapper.name"].nunique() == 2
     assert tmp_path / "layer_grid_heatmap.png" in paths and tmp_path / "layer_grid_tradeoff.png" in paths
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
@@ -69,8 +70,8 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     )
     test_table = pd.read_csv(out / "paired_comparison_test.csv")
     assert sorted(test_table["scale"]) == [1.0, 20.0] and test_table["verdict"].isin(["best"]).sum() == 1
-    shipped = pd.read_csv(out / "predictions.csv.gz")  # every trial's pairs, both splits: --from-csv needs no MLflow
-    assert len(shipped) == 4 * 2 * 200 and set(shipped["split"]) == {"validation", "test"}
+    shipped = np.load(out / "predictions.npz")  # every trial's pairs, both splits: --from-csv needs no MLflow
+    assert [shipped[f"{split}.rank_bytes"].shape[1:] for split in ("validation", "test")] == [(4, 200)] * 2
     assert yaml.safe_load((out / "config.yaml").read_text())["name"] == "paired"  # the parent run's copy
     spearman = pd.read_csv(out / "spearman_vs_scale.csv")
     validation = spearman[spearman["split"] == "validation"].set_index("scale")["in_confidence_set_for_best"]
@@ -81,7 +82,7 @@ def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cf
     redrawn = tmp_path / "redrawn"
     assert report_main(["study", "--from-csv", str(out), "--out", str(redrawn)]) == 0
     assert (redrawn / "paired_comparison.md").read_text() == (out / "paired_comparison.md").read_text()
-    (redrawn / "predictions.csv.gz").unlink()  # a folder published before predictions were shipped
+    (redrawn / "predictions.npz").unlink()  # a folder published before predictions were shipped
     seeds_only = tmp_path / "seeds_only"
     assert report_main(["study", "--from-csv", str(redrawn), "--out", str(seeds_only)]) == 0
     lines = (seeds_only / "paired_comparison.md").read_text()
