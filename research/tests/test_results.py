@@ -639,7 +639,9 @@ def test_the_tracked_figures_are_those_the_readmes_name() -> None:
         pytest.skip("not a git checkout (or no git command): the tracked figures cannot be listed")
     folders = [p.parent for p in RESULTS.glob("*/README.md")]
     named = set().union(*(named_figures(folder) for folder in folders))
-    assert set(listed.stdout.split()) == named
+    page = set(re.findall(r'src="([\w.]+\.png)"', (RESULTS / "FINDINGS.md").read_text()))  # the page's own figures
+    assert page == {"scale_vs_default.png"}, page
+    assert set(listed.stdout.split()) == named | page
     ignored = (ROOT / ".gitignore").read_text().splitlines()
     kept = {line.removeprefix("!research/results/") for line in ignored if line.startswith("!research/results/")}
     assert "research/results/*/*.png" in ignored and kept == named, "the .gitignore exceptions are the named figures"
