@@ -61,9 +61,9 @@ NUMERIC_COLUMNS = ("score", "label")  # gold similarity scores and labels: the e
 
 
 def check_csv(key: str, path: Path, columns: Sequence[str]) -> None:
-    """A user's CSV `path` is readable, its header has `columns`, and every row has a value in each of them (a
-    number in ``score``/``label``): an empty cell found only when a trial starts would fail that trial, so the first
-    bad cell is named here by its line and column. Reads the whole file once (85k rows take well under a second)."""
+    """A user's CSV `path` is readable, its header has `columns`, it has a row, and every row has a value in each of
+    them (a number in ``score``/``label``): an empty cell or file found only when a trial starts would fail that
+    trial, so the first bad cell is named here by its line and column. Reads the whole file once (85k rows take well under a second)."""
     try:
         with path.open(newline="", encoding="utf-8-sig") as file:
             rows = csv.reader(file)
@@ -76,10 +76,16 @@ def check_csv(key: str, path: Path, columns: Sequence[str]) -> None:
                     key, str(path), f"has columns {header}, missing {missing} (set {key.rsplit('.', 1)[0]}.columns)"
                 )
             where = [(header.index(column), column) for column in columns]
+            filled = 0
             for row in rows:
-                problem = _bad_cell(row, where) if any(cell.strip() for cell in row) else None  # blank lines skipped
+                if not any(cell.strip() for cell in row):  # blank lines skipped
+                    continue
+                filled += 1
+                problem = _bad_cell(row, where)
                 if problem:  # line_num: the file's line, right even when a quoted cell spans lines
                     raise ConfigError(key, str(path), f"line {rows.line_num} {problem}")
+            if not filled:
+                raise ConfigError(key, str(path), "has no rows, only its header: add at least one row")
     except OSError as error:
         raise ConfigError(key, str(path), f"cannot be read ({error.strerror})") from None
     except (UnicodeDecodeError, csv.Error) as error:

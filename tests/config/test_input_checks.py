@@ -45,8 +45,11 @@ def test_a_csv_without_the_configured_columns_is_refused(compose_cfg, tmp_path):
         ("train", "anchor,positive,negative\na,b,c\nd,,f\n", "line 3 has no value in column 'positive'"),
         ("train", 'anchor,positive,negative\n"a\nb",b,c\n\nd,e\n', "line 5 has no value in column 'negative'"),
         ("validation", "sentence1,sentence2,score\na,b,0.5\nc,d,high\n", "line 3 has 'high' in column 'score'"),
+        ("validation", "sentence1,sentence2,score\na,b,0.5\nc,d,\n", "line 3 has no value in column 'score'"),
+        ("train", "anchor,positive,negative\n", "has no rows"),  # was raised inside trial 0 (issue 52)
+        ("train", "anchor,positive,negative\n\n  \n", "has no rows"),
     ],
-    ids=["empty-cell", "quoted-newline-and-short-row", "score-not-a-number"],
+    ids=["empty-cell", "quoted-newline-and-short-row", "score-not-a-number", "empty-score", "header-only", "blank"],
 )
 def test_a_bad_cell_in_a_users_csv_is_named_by_line_and_column_before_training(
     compose_cfg, tmp_path, split, text, message
