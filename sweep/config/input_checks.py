@@ -63,7 +63,8 @@ NUMERIC_COLUMNS = ("score", "label")  # gold similarity scores and labels: the e
 def check_csv(key: str, path: Path, columns: Sequence[str]) -> None:
     """A user's CSV `path` is readable, its header has `columns`, it has a row, and every row has a value in each of
     them (a number in ``score``/``label``): an empty cell or file found only when a trial starts would fail that
-    trial, so the first bad cell is named here by its line and column. Reads the whole file once (85k rows take well under a second)."""
+    trial, so the first bad cell is named here by its line and column. Reads the whole file once (85k rows take well
+    under a second)."""
     try:
         with path.open(newline="", encoding="utf-8-sig") as file:
             rows = csv.reader(file)
