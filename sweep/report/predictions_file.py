@@ -1,6 +1,6 @@
 """The per-pair STSB predictions a results folder ships, ``predictions.npz``: its format, its writer and its reader.
 
-The paired statistics read a trial's cosines through their ranks only (`sweep.stats.paired_bootstrap` ranks them,
+The paired statistics read a trial's cosines through their ranks only (`sweep.stats.bootstrap` ranks them,
 on all pairs and on every resample of pairs, ties averaged), and the collapse check
 (`sweep.stats.collapse.collapse_reason`) reads the cosines themselves only for a trial whose cosines collapsed. So
 the file keeps, for each trial, the dense rank of its cosines (1 the lowest, equal cosines one rank: every tie

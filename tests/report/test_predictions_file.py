@@ -19,7 +19,7 @@ from sweep.report.predictions_file import (
     write_predictions,
 )
 from sweep.report.results_folder import load_results_folder
-from sweep.stats.paired_bootstrap import paired_bootstrap
+from sweep.stats.bootstrap import paired_bootstrap
 
 SCALES, SEEDS, PAIRS = (1.0, 10.0, 20.0), (0, 1, 2), {"validation": 300, "test": 200}
 COLLAPSED = (20.0, 1)  # this trial's cosines have no spread: the check names its std and mean
