@@ -34,7 +34,7 @@ KEY_WORDS = {
 
 def numeric_condition(conditions: pd.Series) -> tuple[str, pd.Series] | None:
     """(key, values) when every condition is one ``key=number`` of the same key, else None."""
-    parts = conditions.fillna("").astype(str).str.split("=", n=1)
+    parts = conditions.astype(object).fillna("").astype(str).str.split("=", n=1)
     if conditions.empty or not all(len(p) == 2 and "," not in p[1] for p in parts):
         return None
     keys = {p[0] for p in parts}

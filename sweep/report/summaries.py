@@ -224,7 +224,7 @@ def _with_optimum(summary: pd.DataFrame, paired: pd.DataFrame, labels: list[str]
     first = paired.assign(condition=paired["condition"].astype("string").fillna("")).drop_duplicates("condition")
     optima = first.set_index("condition")[list(OPTIMUM_COLUMNS)].reindex(labels).reset_index(drop=True)
     optima.index = summary.index
-    optima["optimum_flag"] = optima["optimum_flag"].fillna("").astype(str)
+    optima["optimum_flag"] = optima["optimum_flag"].astype(object).fillna("").astype(str)
     validation = summary["split"] == "validation"
     optima.loc[~validation, list(OPTIMUM_COLUMNS[:-1])] = np.nan
     optima.loc[~validation, "optimum_flag"] = ""

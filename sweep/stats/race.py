@@ -62,7 +62,7 @@ class RoundDecision:
 def race_round(table: pd.DataFrame, seeds_used: int, seeds_total: int, margin: float) -> RoundDecision:
     """The round's decision from a comparison's table (`PairedComparison.table`: one row per point, its label in
     ``scale``) on ``seeds_used`` of the ``seeds_total`` seeds; the rule of the module docstring."""
-    out = table["not_scoreable"].fillna("").ne("") | ~table["in_confidence_set"].astype(bool)
+    out = table["not_scoreable"].astype(object).fillna("").ne("") | ~table["in_confidence_set"].astype(bool)
     kept, dropped = table[~out], table[out]
     if kept.empty:
         end = NONE_SCOREABLE
