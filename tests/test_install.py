@@ -178,6 +178,9 @@ def test_wheel_ships_the_configs_and_runs_from_any_directory(installed_python: P
     studies = {p.stem for p in (REPO / "research" / "conf" / "experiment").glob("*.yaml")}
     assert "mnrl_scale" in shipped and not set(shipped) & studies, shipped
     assert not (package.parent / "conf").exists(), "the repository's conf/ is not installed"
+    (record,) = package.parent.glob("sweep-*.dist-info/RECORD")  # every file the wheel installed
+    tops = {line.split("/", 1)[0] for line in record.read_text().splitlines()}
+    assert {top for top in tops if not top.startswith("sweep")} <= {"..", "bin"}, tops  # the product alone
 
     script = installed_python.parent / "sweep"
     helped = _run(installed_python, str(script), "--help", cwd=tmp_path)
