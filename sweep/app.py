@@ -17,6 +17,7 @@ import hydra
 import optuna
 import pandas as pd
 import transformers
+import yaml
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
@@ -27,7 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from sweep.config import multirun
 from sweep.config.checks import CONFIG_DIR, with_values
-from sweep.config.composition import config_error
+from sweep.config.composition import config_error, yaml_error
 from sweep.config.devices import place_workers
 from sweep.config.schema import StudyConfig, SweepConfig
 from sweep.errors import ConfigError
@@ -365,6 +366,11 @@ def main() -> None:
         if translated is None:  # raised by the run, not while composing
             raise
         print(f"sweep: invalid config: {translated}", file=sys.stderr)
+        sys.exit(2)
+    except yaml.YAMLError as error:  # a config file of the user's that is not YAML, found while composing
+        if FULL_ERROR not in _composing:
+            raise
+        print(f"sweep: invalid config: {yaml_error(error)}", file=sys.stderr)
         sys.exit(2)
     except OSError as error:
         if FULL_ERROR not in _composing:  # raised by the run, not while Hydra set up its output folder

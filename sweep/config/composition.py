@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import hydra
+import yaml
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException, ValidationError
@@ -30,6 +31,18 @@ EXPECTED = (
     ("DictConfig", "must be a mapping"),
 )
 SCHEMA_NOTE = "the type in sweep/config/schema.py"
+
+
+def yaml_error(error: yaml.YAMLError) -> ConfigError:
+    """A config file that is not YAML (an experiment of `--config-dir`, say): the file, its line and column and what
+    the parser expected, as one line (PyYAML's own error is a traceback through Hydra)."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    problem = getattr(error, "problem", None) or getattr(error, "context", None) or str(error).splitlines()[0]
+    if mark is None:
+        return ConfigError("config file", None, f"{problem}: not valid YAML, fix the file")
+    return ConfigError(
+        "config file", mark.name, f"line {mark.line + 1}, column {mark.column + 1}: {problem}: not valid YAML, fix it"
+    )
 
 
 def _override_values(overrides: Sequence[str]) -> dict[str, Any]:
@@ -92,6 +105,8 @@ def compose_config(overrides: Sequence[str] = ()) -> SweepConfig:
             cfg = hydra.compose("config", overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as error:
         raise config_error(error, overrides) or error from None
+    except yaml.YAMLError as error:
+        raise yaml_error(error) from None
     check_known_keys(cfg)
     return cast(SweepConfig, cfg)  # a DictConfig of the schema, which SweepConfig describes key for key
 

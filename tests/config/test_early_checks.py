@@ -125,3 +125,16 @@ def test_an_unknown_key_names_the_nearest_known_one(override, nearest):
     assert "is not a key of the config" in message and "\n" not in message
     if nearest:
         assert f"did you mean {nearest}?" in message, message
+
+
+def test_an_experiment_file_that_is_not_yaml_is_one_line_naming_its_line(tmp_path):
+    """A YAML syntax error in an experiment of the user's --config-dir was Hydra's and PyYAML's traceback, exit 1
+    (issue 52): one line naming the file, line and column, exit code 2, nothing created."""
+    (tmp_path / "mine" / "experiment").mkdir(parents=True)
+    bad = tmp_path / "mine" / "experiment" / "bad.yaml"
+    bad.write_text("# @package _global_\nname: bad\nstudy:\n  search_space: {loss: {scale: [1, 2}\n")
+    done = run_sweep("--config-dir", str(tmp_path / "mine"), "+experiment=bad", home=tmp_path / "runs")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith(f"sweep: invalid config: config file='{bad}': line 4, column ") and "YAML" in lines[0]
+    assert not (tmp_path / "runs").exists()
