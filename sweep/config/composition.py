@@ -45,6 +45,40 @@ def yaml_error(error: yaml.YAMLError) -> ConfigError:
     )
 
 
+SPACE = "study.search_space"
+
+
+def _new_search_space_key(missing: str, given: dict[str, Any]) -> ConfigError | None:
+    """A search-space key set from the command line that the composed config does not have yet (no experiment
+    declares it): the line with Hydra's ``+`` that adds it."""
+    if not missing.startswith(SPACE):
+        return None
+    key = next((k for k in given if k == missing or k.startswith(f"{missing}.")), None)
+    if key is None:
+        return None
+    value = given[key]
+    return ConfigError(key, value, f"is a new key here: add it with Hydra's +, '+{key}={_override_text(value)}'")
+
+
+def _grid_to_distribution(key: str, value: Any) -> str:
+    """How to replace a grid (a list) of the search space by the distribution ``value`` from the command line."""
+    return (
+        "a grid (a list) is not replaced by a distribution in place: delete it, then add it, "
+        f"'~{key}' '+{key}={_override_text(value)}' (or write it in an experiment file)"
+    )
+
+
+def _override_text(value: Any) -> str:
+    """``value`` as Hydra's override grammar writes it (lists without quotes around numbers)."""
+    if isinstance(value, list):
+        return "[" + ",".join(_override_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_override_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return str(value)
+
+
 def _override_values(overrides: Sequence[str]) -> dict[str, Any]:
     """{key: parsed value} of the command-line overrides that parse (flags such as ``--cfg`` are skipped)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -78,13 +112,17 @@ def config_error(error: BaseException, overrides: Sequence[str] = ()) -> ConfigE
         expected = next((words for marker, words in EXPECTED if marker in message), message)
         return ConfigError(cause.full_key, cause.value, f"{expected} ({SCHEMA_NOTE})")
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
-        return ConfigError(cause.full_key, given.get(cause.full_key), not_a_key(cause.full_key))
+        space = _new_search_space_key(cause.full_key, given)
+        return space or ConfigError(cause.full_key, given.get(cause.full_key), not_a_key(cause.full_key))
     if isinstance(error, MissingConfigException) and error.missing_cfg_file:
         group, _, option = error.missing_cfg_file.rpartition("/")
         options = [name for name in error.options or () if not name.startswith("base_")]
         listed = f": one of {', '.join(options)}" if options else ""
         return ConfigError(group.replace("/", ".") or "config", option, f"is not a config of this group{listed}")
     if cause is not None and cause.full_key:
+        if "Cannot merge DictConfig with ListConfig" in _first_line(cause) and cause.full_key.startswith(SPACE):
+            value = given.get(cause.full_key)
+            return ConfigError(cause.full_key, value, _grid_to_distribution(cause.full_key, value))
         return ConfigError(cause.full_key, given.get(cause.full_key), _first_line(cause))
     if isinstance(error, OverrideParseException):
         key, _, value = str(getattr(error, "override", "") or "override").lstrip("+~").partition("=")

@@ -138,3 +138,24 @@ def test_an_experiment_file_that_is_not_yaml_is_one_line_naming_its_line(tmp_pat
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
     assert lines[0].startswith(f"sweep: invalid config: config file='{bad}': line 4, column ") and "YAML" in lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fix"),
+    [
+        (["study.search_space.loss.scale=[1,2]"], "'+study.search_space.loss.scale=[1,2]'"),
+        (
+            ["+experiment=mnrl_scale", "study.search_space.loss.scale={type:float,low:1,high:50,log:true}"],
+            "'~study.search_space.loss.scale' '+study.search_space.loss.scale={type:float,low:1,high:50,log:true}'",
+        ),
+    ],
+    ids=["new-key", "grid-to-distribution"],
+)
+def test_a_search_space_from_the_command_line_is_told_what_to_type(overrides, fix):
+    """They said `study.search_space.loss=None: is not a key of the config` and `Cannot merge DictConfig with
+    ListConfig` (issue 52); the line now holds the overrides that work, and those compose."""
+    with pytest.raises(ConfigError) as error:
+        compose_config(overrides)
+    assert error.value.key == "study.search_space.loss.scale" and fix in str(error.value), str(error.value)
+    working = [*overrides[:-1], *(part.strip("'") for part in fix.split("' '"))]
+    assert compose_config(working).study.search_space.loss.scale
