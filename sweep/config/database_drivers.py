@@ -1,7 +1,11 @@
-"""The database drivers that are extras of the package: a storage or tracking URL whose driver is not installed is
-refused before anything opens, with the command that installs it (`require_driver`)."""
+"""The databases a config or command names: a storage or tracking URL whose driver (an extra of the package) is not
+installed is refused before anything opens, with the command that installs it (`require_driver`); a SQLite store a
+command only reads must exist (`missing_store`), since opening it would create it."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -26,3 +30,13 @@ def require_driver(key: str, url: str) -> None:
         postgres = dialect.name == "postgresql" and module == "psycopg"
         fix = POSTGRES_FIX if postgres else f"install the package that provides {module}"
         raise ConfigError(key, url, f"its database driver ({module}) is not installed: {fix}") from None
+
+
+def missing_store(tracking_uri: str | None) -> str | None:
+    """Why ``tracking_uri`` (or ``$MLFLOW_TRACKING_URI``) names a SQLite store that does not exist, or None: reading
+    it would create it, empty, and then find no study in it."""
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "")
+    database = Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+    if database is not None and not database.is_file():
+        return f"tracking URI {uri}: no such database ({database}): give the one your study wrote"
+    return None

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +16,7 @@ from typing import TypeVar
 
 import pandas as pd
 
+from sweep.config.database_drivers import missing_store
 from sweep.errors import MissingInput, QuestionsError, Refused
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
@@ -282,12 +282,7 @@ def _unusable_paths(args: argparse.Namespace) -> str | None:
     if args.command != "findings" and out is not None and out.exists() and not out.is_dir():
         return f"--out {out}: is a file, not a folder: name a folder (created if missing)"
     reads_mlflow = args.command == "study" and args.from_csv is None
-    uri = (args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "")) if reads_mlflow else ""
-    if uri.startswith("sqlite:///"):
-        database = Path(uri.removeprefix("sqlite:///"))
-        if not database.is_file():
-            return f"--tracking-uri {uri}: no such database ({database}): give the one your study wrote"
-    return None
+    return missing_store(args.tracking_uri) if reads_mlflow else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,8 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from sweep.config.database_drivers import missing_store
+from sweep.errors import ConfigError
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON, TAG_RUN_DESCRIPTION
 from sweep.report.folder_comparison import export_predictions
 from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
@@ -47,7 +49,11 @@ def write_live_study(
     """Every figure of the study (its newest parent run in ``experiment``, or ``parent_run_id``) with the paired
     verdict drawn in, ``paired_comparison.csv``/``.md`` (and ``_test.csv``), the trials' predictions
     (`sweep.report.folder_comparison`) and the study's ``config.yaml``, into ``out_dir``. ``options``: those of
-    `paired_comparisons` (resamples, level, margin)."""
+    `paired_comparisons` (resamples, level, margin). A SQLite store that does not exist is a `ConfigError` (one
+    line, `missing_store`), never created."""
+    missing = missing_store(tracking_uri)
+    if missing:
+        raise ConfigError("tracking_uri", tracking_uri, missing)
     trials, histories = load_study(tracking_uri, experiment_name=experiment, parent_run_id=parent_run_id)
     client = MlflowClient(tracking_uri)
     paired, test, lines = study_comparison(trials, client, **options)

@@ -79,3 +79,14 @@ def test_an_unusable_output_or_tracking_store_is_refused_before_any_work_and_cre
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and words in lines[0], done.stderr[-2000:]
     assert occupied.read_text() == "mine\n" and not missing_db.parent.exists() and not (tmp_path / "o").exists()
+
+
+def test_a_live_study_from_a_store_that_does_not_exist_creates_nothing(tmp_path):
+    """What the notebooks call with SWEEP_TRACKING_URI: it created the database, then found no study (issue 52)."""
+    from sweep.errors import ConfigError
+    from sweep.report import write_live_study
+
+    missing = tmp_path / "nowhere" / "mlflow.db"
+    with pytest.raises(ConfigError, match=r"no such database") as error:
+        write_live_study(f"sqlite:///{missing}", tmp_path / "out", experiment="mnrl_scale")
+    assert "\n" not in str(error.value) and not missing.parent.exists() and not (tmp_path / "out").exists()
