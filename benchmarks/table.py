@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.settings import FULL, Settings, expected_seconds
+from sweep.config.checks import usable_cores
 from sweep.names import ATTR_TRAIN_SECONDS, ATTR_WALL_TIME_S
 
 
@@ -139,7 +140,7 @@ def machine_description() -> dict[str, Any]:
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "usable_cores": usable_cores(),
         "memory": memory,
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "python": platform.python_version(),
