@@ -156,14 +156,18 @@ def test_a_missing_file_the_user_named_stops_and_never_reads_the_hub(
     """A local_file the user named that exists nowhere is a config error naming the key and the paths tried,
     with or without a local data directory; it never falls back to the hub dataset of the preset."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SWEEP_DATA_DIR", raising=False)
     monkeypatch.setattr(data, "load_dataset", _no_hub)
-    if data_dir == "none":
+    local_dir = (tmp_path / "shared" / "data").resolve()
+    if data_dir == "found":  # a copy found from the current folder, whatever the folders above tmp_path hold
+        local_dir.mkdir(parents=True)
+    else:
         monkeypatch.setattr(data, "find_local_dir", lambda explicit: None)
     cfg = compose_cfg(f"data.train.local_file={named}")
     with pytest.raises(ConfigError, match="file not found") as error:
         data.load_split(cfg.data, "train")
     assert error.value.key == "data.train.local_file"
-    tried = [tmp_path / named] + ([SHARED.resolve() / named] if data_dir == "found" and named == "nope.csv" else [])
+    tried = [tmp_path / named] + ([local_dir / named] if data_dir == "found" and named == "nope.csv" else [])
     assert all(str(path) in str(error.value) for path in tried)
 
 
