@@ -69,6 +69,7 @@ TAG_OBJECTIVE_COMPARISON = "sweep.objective_comparison"  # parent run: the same 
 
 # MLflow artifacts.
 ARTIFACT_PREDICTIONS = "predictions/stsb_{split}.csv"  # trial run: gold and cosine per STSB pair (final model)
+UNTRAINED_SUFFIX = "_untrained"  # ... and of its untrained base model: predictions/stsb_{split}_untrained.csv
 ARTIFACT_PAIRED_COMPARISON = "paired_comparison.csv"  # parent run: the paired-bootstrap table
 ARTIFACT_REPORT = "report"  # parent run: the study's figures and their CSVs (python -m sweep.report study's files)
 ARTIFACT_SPEARMAN_FIGURE = f"{ARTIFACT_REPORT}/spearman_vs_scale.png"  # parent run: the answer, mean over seeds

@@ -20,7 +20,10 @@ from tests.helpers import REPO, clean_env, load_trials
 pytestmark = pytest.mark.e2e
 
 VALIDATION_LINE = re.compile(
-    r"STSB validation Spearman: best scale (?P<best>\S+) \((?P<mean>\d\.\d{3})\)(?:, optimum[^;]*)?"
+    r"STSB validation Spearman: (?:TRAINING HURT: every scale is below the untrained model \(\d\.\d{3}\)"
+    r"(?: on these pairs \(one seed\))?; )?best scale (?P<best>\S+) \((?P<mean>\d\.\d{3})\)(?:, optimum[^;]*)?"
+    r"(?:; (?P<untrained>above no training|below no training|as good as no training \(within 0\.01\)|cannot tell "
+    r"from no training)(?: on these pairs)? \(\d\.\d{3}\): [+-]\d\.\d{3}(?: \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\])?)?"
     r"(?P<groups>(?:; [a-z ]+(?: \(within 0\.01\))?: [^;(]+)*) "
     r"\((?:(?P<seeds>\d+) seeds x (?P<pairs>[\d,]+) pairs, 95%|(?P<one>one seed): these intervals leave out "
     r"seed-to-seed noise; add study\.seeds)\)"
@@ -53,7 +56,7 @@ def check_verdict_lines(output: str, storage: str, n_seeds: int, n_pairs: int) -
     scale; the data named are the study's pairs and seeds; the test line names the same scale and confirms it exactly
     when it is in test's confidence set (with one seed, it says only what test ranks first)."""
     lines = output.strip().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("STSB validation Spearman: best scale "))
+    at = next(i for i, line in enumerate(lines) if line.startswith("STSB validation Spearman: "))
     validation_line, detail_line, test_line = lines[at : at + 3]
     assert lines[-1].startswith("Disk use: "), "the last line says what the study keeps on disk"
     spearman = defaultdict(list)

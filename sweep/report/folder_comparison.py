@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from sweep.evaluation.predictions import load_predictions
+from sweep.evaluation.predictions import load_predictions, untrained_part
 from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
 from sweep.report.paired_table import (
     confirmation_lines,
@@ -33,15 +33,15 @@ SPLITS = ("validation", "test")
 
 
 def export_predictions(trials: pd.DataFrame, client: MlflowClient, out_dir: Path) -> list[Path]:
-    """``predictions.npz`` (`sweep.report.predictions_file`) of every COMPLETE trial run's logged STSB predictions;
-    nothing when none logged any."""
+    """``predictions.npz`` (`sweep.report.predictions_file`) of every COMPLETE trial run's logged STSB predictions,
+    its untrained model's included (split ``validation_untrained``...); nothing when none logged any."""
     parts = []
     complete = complete_trials(trials)
     for run_id, number in zip(complete["run_id"], complete["trial_number"], strict=True):
-        for split in SPLITS:
-            table = load_predictions(client, str(run_id), split)
+        for part in (*SPLITS, *(untrained_part(split) for split in SPLITS)):
+            table = load_predictions(client, str(run_id), part)
             if table is not None:
-                parts.append(table.assign(trial_number=int(number), split=split))
+                parts.append(table.assign(trial_number=int(number), split=part))
     if not parts:
         return []
     return [write_predictions(pd.concat(parts, ignore_index=True)[COLUMNS], out_dir / PREDICTIONS_FILE)]

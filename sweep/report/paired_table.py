@@ -21,6 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
 from sweep.losses.scale_schedule import ScaleSchedule, parse_spec
+from sweep.report.against_untrained import with_untrained
 from sweep.report.results_folder import PAIRED_FILES, PAIRED_TEST_CSV
 from sweep.report.summaries import (
     SCALE,
@@ -256,7 +257,10 @@ def paired_comparisons(
         arrays = _condition_arrays(compared, source, split)
         if arrays is not None:
             result = paired_bootstrap(*arrays, n_resamples, _level(compared, level), seed, margin)
-            results.append((label, _with_race(result, compared, dropped, SPEARMAN_OF_SPLIT[split])))
+            result = _with_race(result, compared, dropped, SPEARMAN_OF_SPLIT[split])
+            seeded, seeds, _ = _common_seeds(compared)
+            result = with_untrained(result, arrays, seeded, seeds, source, split, n_resamples, seed)
+            results.append((label, result))
     return _assembled(results, column, SPLIT_LABELS[split])
 
 

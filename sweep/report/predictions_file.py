@@ -9,7 +9,8 @@ is the same, byte for byte, as from the cosines (`tests/report/test_predictions_
 of the cosines as gzipped text.
 
 The format: a NumPy ``.npz`` (a zip of ``.npy`` arrays, compressed with LZMA; ``numpy.load`` reads it), with, for
-each split ``S`` (``validation``, ``test``) that some trial logged:
+each split ``S`` (``validation``, ``test``, and ``validation_untrained``, ``test_untrained``: the trial's untrained base
+model, the same rows for every trial of a pretrained base, which LZMA stores once) that some trial logged:
 
 - ``S.trials`` int64 (T,): the trial numbers, ascending;
 - ``S.gold`` float64 (P,): the gold scores of the P pairs, in the evaluator's order (every trial's are the same);

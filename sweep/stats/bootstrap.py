@@ -36,6 +36,7 @@ from scipy.stats import rankdata
 
 from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
 from sweep.stats.optimum import MIN_SCALES, Optimum, locate_optimum
+from sweep.stats.untrained import UntrainedComparison
 from sweep.stats.verdicts import (
     COLUMNS,
     DEFAULT_MARGIN,
@@ -89,6 +90,7 @@ class PairedComparison:
     margin: float = DEFAULT_MARGIN
     correction: str = ""
     optimum: Optimum | None = None  # between grid points (`sweep.stats.optimum`); None for grid points or one seed
+    untrained: UntrainedComparison | None = None  # the best against no training (`sweep.stats.untrained`), if known
 
     @property
     def best(self) -> pd.Series:
@@ -120,9 +122,10 @@ class PairedComparison:
         return f"{data}; {self.correction}" if self.correction else data
 
     def line(self, condition: str = "") -> str:
-        """The answer in one line, e.g. ``best scale 10 (0.732); as good (within 0.01): 15; cannot tell apart: 20;
-        worse: 0, 1, 50 (3 seeds x 1,500 pairs, 95%)``, then the scales left out and a race's drops, prefixed with
-        the condition when there is one; with one seed it says that seed noise is left out."""
+        """The answer in one line, e.g. ``best scale 10 (0.732); above no training (0.645): +0.087 [+0.071, +0.103];
+        as good (within 0.01): 15; cannot tell apart: 20; worse: 1, 50 (3 seeds x 1,500 pairs, 95%)``, then the
+        scales left out and a race's drops, prefixed with the condition when there is one; it starts with ``TRAINING
+        HURT`` when the best is below the untrained model; with one seed it says that seed noise is left out."""
         if self.table["best"].any():
             best = f"scale {self.best['scale']:g}" if self.numeric else f"point ({self.best['scale']})"
             one_seed = self.n_seeds < 2
@@ -132,7 +135,9 @@ class PairedComparison:
             data += f" x {self.n_pairs:,} pairs" if self.n_pairs else ", one score per trial"
             head = f"best {best} ({self.best['spearman']:.3f})"
             head += f", {self.optimum.text()}" if self.optimum is not None else ""
-            text = "; ".join([head, *parts])
+            against = [self.untrained.clause()] if self.untrained is not None else []
+            first = [self.untrained.headline()] if self.untrained is not None and self.untrained.hurt else []
+            text = "; ".join([*first, head, *against, *parts])
             text += f" ({ONE_SEED_WARNING})" if one_seed else f" ({data}, {percent(self.level)})"
         else:
             text = f"no best {'scale' if self.numeric else 'point'}: none is scoreable"

@@ -20,6 +20,7 @@ from sweep.config.checks import eval_batch_size
 from sweep.config.schema import DataConfig, EvalConfig, ModelConfig, TrialConfig
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid
+from sweep.evaluation.predictions import prediction_table, score_pairs
 from sweep.inputs import data as data_module
 from sweep.inputs.model import build_model
 from sweep.inputs.preprocess_cache import PreprocessCache
@@ -72,6 +73,7 @@ class InitialEvaluation:
     validation_spearman: float
     encodings: Encodings | None  # for the ``_init`` statistics
     layer_grid: pd.DataFrame | None
+    predictions: dict[str, pd.DataFrame]  # per split (validation, test): the gold/cosine table of each pair
 
 
 @dataclass(frozen=True)
@@ -190,22 +192,25 @@ class StudyResources:
         self,
         settings: TrialSettings,
         model: SentenceTransformer,
-        validation: EmbeddingKeepingEvaluator,
+        evaluators: tuple[EmbeddingKeepingEvaluator, EmbeddingKeepingEvaluator],
         validation_pairs: Dataset,
         probe: ConcentrationProbe | None,
     ) -> InitialEvaluation:
-        """Step-0 validation Spearman, ``_init`` encodings and layer grid of ``model``, an untouched copy of the
-        base model of the trial's (`model`, `trial.seed`): computed by the first trial, reused by the others."""
+        """Step-0 validation Spearman, ``_init`` encodings, layer grid and per-pair predictions on validation and
+        test (``evaluators``) of ``model``, an untouched copy of the base model of the trial's (`model`,
+        `trial.seed`): computed by the first trial, reused by the others."""
+        validation, test = evaluators
         base, trial, layer_grid_config = settings.model, settings.trial, settings.eval.layer_grid
         key = _cache_key(
             base, trial.seed, device_of(trial), settings.data, settings.stats, layer_grid_config, trial.eval_batch_size
         )
         if key not in self._initial:
             value = spearman(validation, model, step=0)
+            predictions = {"validation": prediction_table(validation), "test": score_pairs(test, model)}
             encodings = probe.encode(model, validation) if probe is not None else None
             layer_grid = None
             if layer_grid_config.enabled:
                 grid = grid_sets(layer_grid_config, base)
                 layer_grid = stsb_layer_grid(model, validation_pairs, grid, eval_batch_size(trial, base.kind))
-            self._initial[key] = InitialEvaluation(value, encodings, layer_grid)
+            self._initial[key] = InitialEvaluation(value, encodings, layer_grid, predictions)
         return self._initial[key]

@@ -25,7 +25,7 @@ from sweep.errors import DivergenceError
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid import grid_sets, log_layer_grid, stsb_layer_grid
 from sweep.evaluation.objective import objective_value
-from sweep.evaluation.predictions import log_predictions
+from sweep.evaluation.predictions import log_predictions, log_table, untrained_part
 from sweep.loggers import TrialLogger
 from sweep.losses import BaseModel, build_loss, schedule_callback, training_callbacks
 from sweep.names import (
@@ -128,8 +128,10 @@ def prepare(settings: TrialSettings, resources: StudyResources, run: TrialLogger
             similarity=loss.get("similarity", "cosine"),
             loss_scales=settings.loss_scales,
         )
-    initial = resources.initial_evaluation(settings, model, validation, splits["validation"], probe)
+    initial = resources.initial_evaluation(settings, model, (validation, test), splits["validation"], probe)
     run.log_metrics({f"{VALIDATION}_spearman": initial.validation_spearman}, step=0)
+    for split, table in initial.predictions.items():  # what the answer compares the best scale with
+        log_table(run, table, untrained_part(split))
     if initial.layer_grid is not None:
         log_layer_grid(run, initial.layer_grid, "validation", step=0)
     if probe is not None and initial.encodings is not None:

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from sweep.names import UNTRAINED_SUFFIX
 from sweep.stats.bootstrap import paired_bootstrap
 
 
@@ -15,15 +16,22 @@ def noisy(gold: np.ndarray, noise: float, seed: int) -> np.ndarray:
     return gold + np.random.default_rng(seed).normal(scale=noise, size=gold.size)
 
 
-def serve_predictions(monkeypatch: pytest.MonkeyPatch, gold: np.ndarray, predictions: dict[str, np.ndarray]) -> None:
-    """Stand in for MLflow: each trial run's logged STSB predictions are ``predictions[run_id]`` against ``gold``."""
+def serve_predictions(
+    monkeypatch: pytest.MonkeyPatch,
+    gold: np.ndarray,
+    predictions: dict[str, np.ndarray],
+    untrained: dict[str, np.ndarray] | None = None,
+) -> None:
+    """Stand in for MLflow: each trial run's logged STSB predictions are ``predictions[run_id]`` against ``gold``,
+    its untrained model's ``untrained[run_id]`` (none logged when ``untrained`` is None, as in older runs)."""
     from sweep.report import paired_table
 
-    monkeypatch.setattr(
-        paired_table,
-        "load_predictions",
-        lambda client, run_id, split: pd.DataFrame({"gold": gold, "cosine": predictions[run_id]}),
-    )
+    def load(client: object, run_id: str, part: str) -> pd.DataFrame | None:
+        if part.endswith(UNTRAINED_SUFFIX):
+            return None if untrained is None else pd.DataFrame({"gold": gold, "cosine": untrained[run_id]})
+        return pd.DataFrame({"gold": gold, "cosine": predictions[run_id]})
+
+    monkeypatch.setattr(paired_table, "load_predictions", load)
 
 
 def test_a_clear_winner_a_tie_and_the_line():
@@ -298,3 +306,52 @@ def test_one_seed_says_what_test_ranks_first_instead_of_confirming_by_a_set_of_e
     assert paired_table.confirmation_lines(validation, swapped)[0].startswith(
         "STSB test Spearman: test ranks scale 20 first, not scale 10 chosen on validation (one seed: "
     )
+
+
+def _scale_trials(scales: list[float], seeds: list[int]) -> pd.DataFrame:
+    grid = [(scale, seed) for scale in scales for seed in seeds]
+    return pd.DataFrame(
+        {
+            "run_id": [f"{scale:g}-{seed}" for scale, seed in grid],
+            "state": "COMPLETE",
+            "param.loss.scale": [scale for scale, _ in grid],
+            "param.trial.seed": [float(seed) for _, seed in grid],
+            "param.study.search_space.loss.scale": str(scales),
+        }
+    )
+
+
+@pytest.mark.parametrize(("trained_noise", "first_words"), [(0.3, "best scale 5"), (1.2, "TRAINING HURT: ")])
+def test_the_answer_line_says_where_the_best_stands_against_no_training(monkeypatch, trained_noise, first_words):
+    """A study whose grid lacks scale 0 (the issue's: MNRL at [5, 20, 50], where every scale trained the model worse
+    than not training it and the line did not say so): the answer compares its best with each trial's untrained
+    predictions, and starts with TRAINING HURT when the best is below them; the best row carries the numbers."""
+    from sweep.report import paired_table
+
+    gold = np.random.default_rng(0).uniform(size=600)
+    untrained = noisy(gold, 0.6, 99)
+    trials = _scale_trials([5.0, 20.0, 50.0], [0, 1, 2])
+    noise = {5.0: trained_noise, 20.0: trained_noise * 1.5, 50.0: trained_noise * 2}
+    runs = zip(trials["run_id"], trials["param.loss.scale"], strict=True)
+    served = {run: noisy(gold, noise[scale], i) for i, (run, scale) in enumerate(runs)}
+    serve_predictions(monkeypatch, gold, served, untrained={run: untrained for run in served})
+    table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=200)
+    assert lines[0].startswith(f"STSB validation Spearman: {first_words}"), lines[0]
+    words = "below no training (" if trained_noise > 1 else "above no training ("
+    assert f"; {words}" in lines[0]
+    best = table[table["best"]].iloc[0]
+    assert best["scale"] == 5.0 and (best["diff_to_untrained"] < 0) == (trained_noise > 1)
+    assert table.loc[~table["best"], "untrained_verdict"].isna().all()
+
+
+def test_no_clause_without_untrained_predictions_or_with_scale_0_in_the_grid(monkeypatch):
+    """Older runs logged no untrained predictions; a grid with scale 0 already has the untrained model as a row."""
+    from sweep.report import paired_table
+
+    gold = np.random.default_rng(1).uniform(size=200)
+    for scales, untrained in (([5.0, 20.0], None), ([0.0, 5.0, 20.0], "logged")):
+        trials = _scale_trials(scales, [0, 1])
+        served = {run: noisy(gold, 0.5, i) for i, run in enumerate(trials["run_id"])}
+        serve_predictions(monkeypatch, gold, served, None if untrained is None else served)
+        table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=50)
+        assert "no training" not in lines[0] and "untrained_verdict" not in table

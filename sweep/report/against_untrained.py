@@ -1,0 +1,61 @@
+"""Each condition's best scale against its untrained model, read from the trials' step-0 predictions.
+
+Every trial logs its untrained base model's per-pair predictions (``predictions/stsb_{split}_untrained.csv``,
+`sweep.evaluation.predictions`). For the best scale of a comparison, its trials' final predictions and their own
+untrained predictions, seed by seed, go to `sweep.stats.untrained.against_untrained`. Nothing is added where the
+comparison already holds scale 0 (the untrained control is then a row of the verdicts), where the best is not a
+trained scale, or where the trials logged no untrained predictions (runs from before they were logged, a results
+folder's shipped ranks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from sweep.evaluation.predictions import untrained_part
+from sweep.stats.bootstrap import PairedComparison, pair_resamples
+from sweep.stats.untrained import against_untrained
+
+UNTRAINED_COLUMNS = ["untrained_spearman", "diff_to_untrained", "untrained_low", "untrained_high", "untrained_verdict"]
+Fetch = Callable[[str, str], pd.DataFrame | None]  # (run id, part) -> a gold/cosine table, as paired_table's
+
+
+def with_untrained(
+    result: PairedComparison,
+    arrays: tuple[np.ndarray, np.ndarray, list[float] | list[str]],
+    group: pd.DataFrame,
+    seeds: list[object],
+    fetch: Fetch,
+    split: str,
+    n_resamples: int,
+    seed: int,
+) -> PairedComparison:
+    """``result`` with its best scale compared with the untrained model (``untrained``, and the `UNTRAINED_COLUMNS`
+    on the best row), when the trials allow it. ``arrays``: what ``result`` was computed from (gold, predictions
+    (scales, seeds, pairs), labels); ``group``: its trials with a ``seed`` column, ``seeds`` those compared."""
+    if not result.table["best"].any() or (result.numeric and (result.table["scale"] == 0).any()):
+        return result
+    gold, predictions, labels = arrays
+    reasons = result.table.set_index("scale")["not_scoreable"].astype(object).fillna("")
+    scored = [i for i, label in enumerate(labels) if reasons.get(label, "") == ""]
+    best = next(k for k, i in enumerate(scored) if labels[i] == result.best["scale"])
+    label_of = group["scale"].map(lambda s: s if isinstance(s, str) else float(s))
+    rows = group[(label_of == result.best["scale"]) & group["seed"].isin(seeds)].sort_values("seed")
+    tables = [fetch(run_id, untrained_part(split)) for run_id in rows["run_id"]]
+    untrained = [table["cosine"].to_numpy() for table in tables if table is not None and len(table) == gold.size]
+    if not untrained or len(untrained) < len(seeds):
+        return result
+    stacked = np.concatenate([np.asarray(untrained)[None], predictions[scored]])  # (1 + scales, seeds, pairs)
+    per_seed, covariance = pair_resamples(gold, stacked, n_resamples, seed)
+    if np.isnan(per_seed[0]).any():  # an untrained model without spread in its cosines has no Spearman
+        return result
+    comparison = against_untrained(per_seed, covariance, 1 + best, result.level, result.margin, seed)
+    values = [comparison.untrained, comparison.difference, comparison.low, comparison.high, comparison.verdict]
+    table = result.table.assign(**{name: pd.Series(dtype=object) for name in UNTRAINED_COLUMNS})
+    for name, value in zip(UNTRAINED_COLUMNS, values, strict=True):
+        table.loc[table["best"], name] = value
+    return dataclasses.replace(result, table=table, untrained=comparison)
