@@ -33,12 +33,13 @@ from sweep.names import (
     TAG_RACE_ROUNDS,
     TAG_RUN_DESCRIPTION,
 )
-from sweep.signals import check_stop, holding_stop_signals
+from sweep.signals import check_stop, holding_stop_signals, is_spawned_worker
 from sweep.stats.probe import loss_scales
 from sweep.study import grid_queue, packing
 from sweep.study import race as seed_race
 from sweep.study.failures import FailureWatch, record_failure
 from sweep.study.optuna_access import wrap_ask
+from sweep.study.progress import PROGRESS_TAG, StudyProgress, plan_line
 from sweep.study.race_steps import RaceStopper
 from sweep.study.setup import fail_stale_trials
 from sweep.study.validation import derived_values
@@ -247,6 +248,12 @@ class StudyRunner:
         if self.is_grid and not self.trials_in(TrialState.WAITING):
             study.stop()
 
+    def report_progress(self, text: str) -> None:
+        """Say how far the study is, on the console and on the parent run (`sweep.study.progress`)."""
+        log.info("study %s: %s", self.study.study_name, text)
+        tag = functools.partial(self.client.set_tag, self.parent_run_id, PROGRESS_TAG, text)
+        self.client.writer.write("parent progress", tag)
+
     def trials_in(self, *states: TrialState) -> list[FrozenTrial]:
         return self.study.get_trials(deepcopy=False, states=states)
 
@@ -276,10 +283,17 @@ class StudyRunner:
             unit="trial",
             disable=self.cfg.quiet or not sys.stderr.isatty(),  # in a log file a bar is a line per redraw
         )
+        reporting = not is_spawned_worker()  # the process that started the workers speaks for the study
+        if reporting:
+            seeds, steps, root = len(self.cfg.study.seeds or [0]), self.cfg.trial.max_steps, self.cfg.paths.root
+            log.info("%s", plan_line(self.study.study_name, total, self.done_count(), seeds, steps, root))
+        timing = StudyProgress(total, workers=self.cfg.study.n_workers)
 
         def count(study: optuna.Study, trial: FrozenTrial) -> None:
             if trial.state in DONE_STATES:
                 progress.update(1)
+                if reporting:
+                    self.report_progress(timing.line(self.done_count()))
 
         callbacks: list[Callable[[optuna.Study, FrozenTrial], None]] = [self.after_trial, count]
         if not self.is_grid:

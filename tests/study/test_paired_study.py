@@ -3,7 +3,9 @@ the study end logs the paired-bootstrap line on the parent run, the report write
 
 from __future__ import annotations
 
+import logging
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -15,12 +17,20 @@ from sweep.evaluation.predictions import load_predictions
 from sweep.names import TAG_PAIRED_COMPARISON
 from sweep.report.__main__ import main as report_main
 from sweep.study.lifecycle import finish, open_sweep
+from sweep.study.progress import PROGRESS_TAG
 
 
-def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cfg, tmp_path):
+def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cfg, tmp_path, caplog):
     cfg = compose_cfg("+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]", "name=paired")
     sweep = open_sweep(cfg)
-    sweep.run()
+    with caplog.at_level(logging.INFO, logger="sweep.study.run_loop"):
+        sweep.run()
+    said = [record.getMessage() for record in caplog.records]
+    plan = f"study paired: 4 trials (2 grid points x 2 seeds), {cfg.trial.max_steps} steps each; stored in "
+    assert any(line.startswith(plan) for line in said), said  # before any training: what will run
+    counts = [line for line in said if re.match(r"study paired: \d of 4 done", line)]
+    assert [line.split(" of ")[0][-1] for line in counts] == ["1", "2", "3", "4"] and " left, finish ~" in counts[0]
+    assert MlflowClient(cfg.tracking.uri).get_run(sweep.parent_run_id).data.tags[PROGRESS_TAG] == "4 of 4 done"
     table = finish(sweep)
     # the objective is the STSB validation Spearman: its verdicts, then whether STSB test confirms the choice
     line, detail, confirmation = paired_summary(sweep, table)
