@@ -1,4 +1,4 @@
-"""Where users look: the MLflow UI addresses of a study's runs and chart views, how runs read there (their names, the
+"""Where users look: the MLflow UI addresses of a study's runs, how runs read there (their names, the
 parent's swept params), and the optuna-dashboard command.
 
 MLflow 3's UI lands on GenAI views (traces, token usage). In MLflow 3.17 what it shows follows a "workflow type"
@@ -45,11 +45,6 @@ def runs_page(uri: str, experiment_id: str) -> str:
     return f"{ui_base(uri)}/#/experiments/{experiment_id}/runs?{MODEL_TRAINING}"
 
 
-def chart_view(uri: str, experiment_id: str) -> str:
-    """The runs page in chart mode: scatter/line charts of parameters against metrics across the trials."""
-    return runs_page(uri, experiment_id) + "&compareRunsMode=CHART"
-
-
 def run_page(uri: str, experiment_id: str, run_id: str) -> str:
     """One run's page (the study's parent run: its report figures are among its artifacts)."""
     return f"{ui_base(uri)}/#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING}"
@@ -89,7 +84,6 @@ def open_lines(tracking_uri: str, experiment_id: str, parent_run_id: str, storag
         f"Open the runs: {opener}",
         f"  the study's figures (parent run, artifacts report/): {parent}",
         f"  runs page (trials nested under the study's parent run): {runs_page(tracking_uri, experiment_id)}",
-        f"  chart view (e.g. loss.scale vs stsb_validation_spearman): {chart_view(tracking_uri, experiment_id)}",
         f"Optuna dashboard (pip install 'sweep[dashboard]'): optuna-dashboard {storage}",
     ]
 

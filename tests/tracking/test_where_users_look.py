@@ -23,9 +23,6 @@ def test_runs_page_addresses_open_the_model_training_views():
     assert ui_links.runs_page("sqlite:////x/mlflow.db", "3") == (
         "http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning"
     )
-    assert ui_links.chart_view("http://tracking:5000/", "3") == (
-        "http://tracking:5000/#/experiments/3/runs?workflowType=machine_learning&compareRunsMode=CHART"
-    )
     lines = ui_links.open_lines("sqlite:////x/mlflow.db", "3", "abc", "sqlite:////x/optuna.db")
     assert lines[0] == (  # the addresses assume mlflow ui's default port, and say so
         "Open the runs: mlflow ui --backend-store-uri sqlite:////x/mlflow.db "
@@ -33,6 +30,9 @@ def test_runs_page_addresses_open_the_model_training_views():
     )
     assert lines[1].endswith("http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning")
     assert lines[-1].endswith("optuna-dashboard sqlite:////x/optuna.db")
+    # no chart-view address: it opened bar charts of the parent run titled "be...", "n_..." (issue 53); the answer
+    # figure's address shows the answer
+    assert not any("compareRunsMode" in line for line in lines)
 
 
 def test_the_answer_figure_is_one_address_away_once_logged(tmp_path):
@@ -64,7 +64,7 @@ def test_study_experiment_opens_on_runs_and_optuna_dashboard_reads_the_storage(c
     assert experiment.tags[TAG_EXPERIMENT_KIND] == EXPERIMENT_KIND_MODELS
 
     if importlib.util.find_spec("optuna_dashboard") is None:
-        cannot_set_up("optuna-dashboard is not installed (the dashboard extra): pip install -e '.[dev]'")
+        cannot_set_up("optuna-dashboard is not installed (the dashboard extra): pip install -e '.[dashboard]'")
     executable = shutil.which("optuna-dashboard")
     assert executable, "the optuna-dashboard command comes with the package"
     port = _free_port()
