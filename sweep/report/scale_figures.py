@@ -163,6 +163,18 @@ def spread_pooled_untrained(summary: pd.DataFrame, conditions: list[str]) -> pd.
     return pd.concat([kept, *copies], ignore_index=True).astype(summary.dtypes.to_dict()) if copies else kept
 
 
+BELOW_UNTRAINED = "training hurt: every scale below the untrained model (validation)"
+
+
+def below_untrained(rows: pd.DataFrame) -> bool:
+    """Whether every trained scale's mean validation Spearman in ``rows`` (a condition's summary) is below the
+    untrained model's: what the figure's title then says first, as the answer line does."""
+    validation = rows[rows["split"] == "validation"]
+    untrained = validation.loc[validation["scale"] == UNTRAINED_SCALE, "mean"]
+    trained = validation.loc[validation["scale"] != UNTRAINED_SCALE, "mean"]
+    return not untrained.empty and not trained.empty and bool((trained < untrained.mean()).all())
+
+
 @mpl.rc_context(PAPER_RC)
 def write_spearman_vs_scale(
     summary: pd.DataFrame, trials: pd.DataFrame, out_dir: Path, reference: FixedScaleReference | None = None
@@ -179,10 +191,13 @@ def write_spearman_vs_scale(
     fig, axes = facets(len(panels), height=2.0 + 0.25 * max(len(labels) - 1 for labels, _ in panels), max_columns=2)
     for ax, (conditions, rows) in zip(axes, panels, strict=True):
         _spearman_panel(ax, rows, trials, reference, optimum_in_legend=len(panels) == 1)
+        lines = [BELOW_UNTRAINED] if below_untrained(rows) else []
         if conditions != [""]:
             title = identical_title(conditions, lambda condition: condition_title(condition, ", "), "\n")
             optimum = _located_optimum(rows) if len(panels) > 1 else None
-            ax.set_title(title if optimum is None else f"{title}\n{optimum.text()}")
+            lines = [title, *([optimum.text()] if optimum is not None else []), *lines]
+        if lines:
+            ax.set_title("\n".join(lines))
         ax.grid(True, axis="y", color="0.92", linewidth=0.5)
         ax.set_ylabel("STSB Spearman (cosine)")  # kept on the first column only
         label_outer(ax)

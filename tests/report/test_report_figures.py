@@ -93,6 +93,19 @@ def test_spearman_draws_scale_zero_as_reference_lines(captured: dict[str, Figure
     assert "validation (n=3, mean, 95% t-CI)" in labels
 
 
+def test_the_title_says_when_every_scale_is_below_the_untrained_model(
+    captured: dict[str, Figure], tmp_path: Path
+) -> None:
+    """The issue's study of one's own: every scale trained the model worse than not training it, which only the grey
+    line showed; the title now says it first. A study where training helped has no such title."""
+    scale_figures.write_spearman_vs_scale(summary(3), context(), tmp_path)
+    assert captured["spearman_vs_scale"].axes[0].get_title() == ""
+    hurt = summary(3)
+    hurt.loc[hurt["scale"] == 0, ["mean", "ci_low", "ci_high"]] += 0.6  # untrained above every trained scale
+    scale_figures.write_spearman_vs_scale(hurt, context(), tmp_path)
+    assert captured["spearman_vs_scale"].axes[0].get_title() == scale_figures.BELOW_UNTRAINED
+
+
 def test_spearman_single_seed_says_n1_and_draws_no_interval(captured: dict[str, Figure], tmp_path: Path) -> None:
     scale_figures.write_spearman_vs_scale(summary(1), context("gist"), tmp_path)
     ax = captured["spearman_vs_scale"].axes[0]
