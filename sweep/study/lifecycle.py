@@ -66,7 +66,9 @@ def open_sweep(cfg: SweepConfig, overrides: Sequence[str] = (), validated: bool 
     if created:
         study.set_user_attr(ATTR_SEARCH_SPACE, declared)
         base = ui_links.without_swept_keys(flatten(cfg), search_space.swept_keys(space))
-        parent = mlflow_client.parent_run(client, study, exp_id, {**base, "study.search_space": declared, **versions})
+        parent, ended = mlflow_client.parent_run(
+            client, study, exp_id, {**base, "study.search_space": declared, **versions}
+        )
         mlflow_client.log_text(client, parent, config_yaml, ARTIFACT_CONFIG)
         about = model_card.model_words(cfg.model, cfg.trial.learning_rate)  # the run page's Description, until the end
         client.writer.write("parent description", functools.partial(client.set_tag, parent, TAG_RUN_DESCRIPTION, about))
@@ -78,8 +80,8 @@ def open_sweep(cfg: SweepConfig, overrides: Sequence[str] = (), validated: bool 
         wait_until_ready(study)
         check_declared_space(study, declared, cfg.study.storage)
         race_settings.pin(study, cfg.study.race, cfg.stats, created)
-        parent = mlflow_client.parent_run(client, study, exp_id, {})
-    sweep = StudyRunner(cfg, space, study, client, exp_id, parent)
+        parent, ended = mlflow_client.parent_run(client, study, exp_id, {})
+    sweep = StudyRunner(cfg, space, study, client, exp_id, parent, recorded_end_ms=ended)
     holder["sweep"] = sweep
     fail_stale_trials(study)
     return sweep
@@ -98,7 +100,10 @@ def finish(sweep: StudyRunner, interrupted: str | None = None) -> pd.DataFrame:
     if sweep.race is not None:
         tags[TAG_RACE] = "; ".join(sweep.race.lines())[:5000]
     mlflow_client.end_orphaned_runs(sweep.client, sweep.study, sweep.experiment_id, sweep.parent_run_id)
-    mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, table.to_csv(index=False), status)
+    # a rerun that trained nothing keeps the study's recorded end: MLflow's duration stays the time it trained
+    kept = sweep.recorded_end_ms if status == "FINISHED" and sweep.done_count() == sweep.done_at_open else None
+    results = table.to_csv(index=False)
+    mlflow_client.close_parent_run(sweep.client, sweep.parent_run_id, summary, tags, results, status, kept)
     # a superseded model whose prune a killed worker did not reach
     prune = functools.partial(kept_models.prune_mlflow, keeping, sweep.client, sweep.experiment_id)
     sweep.client.writer.write("remove superseded models", prune)

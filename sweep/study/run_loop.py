@@ -69,16 +69,19 @@ class StudyRunner:
     client: mlflow_client.TrackingClient
     experiment_id: str
     parent_run_id: str
+    recorded_end_ms: int | None = None  # the parent run's end before this run reopened it (None: a new study)
     resources: StudyResources = field(default_factory=StudyResources)
     failures: int = 0
     stopped_reason: str | None = None
     failures_seen: FailureWatch = field(init=False)
+    done_at_open: int = field(init=False)  # trials done before this run: a rerun that trains none changes no time
     categorical: frozenset[str] = field(init=False)  # grid keys this study asks as categorical (`suggest`)
     race: seed_race.Race | None = field(init=False)  # `study.race`: the seeds raced (sweep/study/race.py)
     stopper: RaceStopper | None = field(init=False)  # `study.race.stop_early` (sweep/study/race_steps.py)
 
     def __post_init__(self) -> None:
         self.failures_seen = FailureWatch(self.cfg.study.max_failures, self.cfg.study.max_repeated_failures)
+        self.done_at_open = self.done_count()
         self.categorical = grid_queue.categorical_params(self.study)
         cfg = self.cfg
         raced = cfg.study.race.enabled and self.is_grid

@@ -145,23 +145,25 @@ def _get_run(client: TrackingClient, run_id: str) -> Any:
     return client.writer.read("get run", get)
 
 
-def parent_run(client: TrackingClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]) -> str:
-    """The study's parent run: reused (set RUNNING again, and the trial runs it left RUNNING ended) when the study
-    already has one here."""
+def parent_run(
+    client: TrackingClient, study: optuna.Study, exp_id: str, params: Mapping[str, Any]
+) -> tuple[str, int | None]:
+    """The study's parent run and the end time it had recorded (ms; None for a new run or one never ended): reused
+    (set RUNNING again, and the trial runs it left RUNNING ended) when the study already has one here."""
     run_id = study.user_attrs.get(ATTR_MLFLOW_PARENT_RUN_ID)
     if run_id is not None:
         run = _get_run(client, run_id)
         if run is not None and run.info.experiment_id == exp_id:
             client.writer.write("reopen parent run", functools.partial(client.update_run, run_id, status="RUNNING"))
             end_orphaned_runs(client, study, exp_id, run_id)
-            return run_id
+            return run_id, run.info.end_time
     tags = {TAG_ROLE: ROLE_STUDY, TAG_STUDY_NAME: study.study_name, TAG_RUN_NAME: study.study_name}
     run_id = client.writer.read(
         "create parent run", lambda: client.create_run(exp_id, tags=tags, run_name=study.study_name)
     ).info.run_id
     log_params(client, run_id, params)
     study.set_user_attr(ATTR_MLFLOW_PARENT_RUN_ID, run_id)
-    return run_id
+    return run_id, None
 
 
 def end_orphaned_runs(client: TrackingClient, study: optuna.Study, exp_id: str, parent_id: str) -> None:
@@ -227,9 +229,10 @@ def close_parent_run(
     tags: Mapping[str, str],
     results_csv: str,
     status: str,
+    end_time: int | None = None,
 ) -> None:
     """End the parent run with the study's summary metrics, its tags (best params, best model) and the results
-    table as ``results.csv``."""
+    table as ``results.csv``; ``end_time`` (ms) keeps a recorded end (a rerun that trained nothing), None: now."""
     write = client.writer.write
     for key, value in summary.items():
         metric = functools.partial(client.log_metric, run_id, key, value)
@@ -240,7 +243,7 @@ def close_parent_run(
         log_text(client, run_id, results_csv, "results.csv")
     except OSError as error:  # the artifact store's disk is full: the run still ends, the table is printed
         log.error("results.csv not saved: %s", error)
-    write("end parent run", lambda: client.set_terminated(run_id, status=status))
+    write("end parent run", lambda: client.set_terminated(run_id, status=status, end_time=end_time))
     client.writer.flush()
     if client.writer.pending:
         log.error("%d MLflow writes were not delivered: %s", len(client.writer.pending), client.writer.gave_up)
