@@ -70,6 +70,14 @@ def run_sweep(*args: str, home: Path, timeout: int = 600) -> subprocess.Complete
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def run_sweep_from(
+    folder: Path, *args: str, env: dict[str, str], timeout: int = 900
+) -> subprocess.CompletedProcess[str]:
+    """`python -m sweep ARGS` run from ``folder`` (a user's own project, or the repository) with ``env``, to the end."""
+    command = [sys.executable, "-m", "sweep", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def sweep_process(*args: str, home: Path, experiment: str = "mnrl_scale", **env: str) -> subprocess.Popen[str]:
     """`python -m sweep +experiment=EXPERIMENT TINY... ARGS` with its state under `home` (stdout+stderr piped)."""
     from tests.conftest import TINY

@@ -5,13 +5,11 @@ id all go elsewhere or nowhere)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import TINY
-from tests.helpers import REPO, clean_env
+from tests.helpers import REPO, clean_env, run_sweep_from
 
 pytestmark = pytest.mark.e2e
 
@@ -34,14 +32,7 @@ def test_a_study_with_the_documented_settings_writes_nothing_in_the_home_folder(
     env = {k: v for k, v in clean_env().items() if not k.startswith(("XDG_", "HF_", "MPL"))}
     env |= {"HOME": str(home), "SWEEP_DATA_DIR": str(REPO.parent / "shared" / "data"), **settings}
     grid = ["study.seeds=[0]", "study.search_space.loss.scale=[5,20]", f"paths.root={project / 'sweep_runs'}"]
-    done = subprocess.run(
-        [sys.executable, "-m", "sweep", "+experiment=mnrl_scale", *TINY, *grid, "stats.histogram=true"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_sweep_from(project, "+experiment=mnrl_scale", *TINY, *grid, "stats.histogram=true", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
     assert (project / "sweep_runs" / "cache" / "datasets").is_dir()  # the settings were followed, not bypassed

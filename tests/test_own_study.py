@@ -4,14 +4,12 @@ beside a CSV of (anchor, positive) pairs, and its command run from that folder (
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import TINY
-from tests.helpers import REPO, clean_env
+from tests.helpers import REPO, clean_env, run_sweep_from
 
 pytestmark = pytest.mark.e2e
 
@@ -35,14 +33,8 @@ def test_the_readme_study_of_your_own_runs_as_shown(tmp_path):
     pairs = (SHARED_DATA / "captions30k" / "train.csv").read_text().splitlines()[:101]
     assert pairs[0] == "anchor,positive", "the README's columns"
     (tmp_path / "my_pairs.csv").write_text("\n".join(pairs) + "\n")
-    done = subprocess.run(
-        [sys.executable, *command.split()[1:], *TINY, f"paths.root={tmp_path / 'runs'}"],
-        cwd=tmp_path,
-        env=clean_env(SWEEP_DATA_DIR=str(SHARED_DATA)),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    overrides = [*TINY, f"paths.root={tmp_path / 'runs'}"]
+    done = run_sweep_from(tmp_path, *command.split()[3:], *overrides, env=clean_env(SWEEP_DATA_DIR=str(SHARED_DATA)))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "study mine: 12 complete trials" in done.stdout
     answer = next(line for line in done.stdout.splitlines() if line.startswith("STSB validation Spearman: "))

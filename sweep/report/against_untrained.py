@@ -33,18 +33,23 @@ def with_untrained(
     split: str,
     n_resamples: int,
     seed: int,
+    chosen: object = None,
 ) -> PairedComparison:
-    """``result`` with its best scale compared with the untrained model (``untrained``, and the `UNTRAINED_COLUMNS`
-    on the best row), when the trials allow it. ``arrays``: what ``result`` was computed from (gold, predictions
-    (scales, seeds, pairs), labels); ``group``: its trials with a ``seed`` column, ``seeds`` those compared."""
+    """``result`` with its best scale, or the ``chosen`` one (the scale validation chose, read on test), compared
+    with the untrained model (``untrained``, and the `UNTRAINED_COLUMNS` on its row), when the trials allow it.
+    ``arrays``: what ``result`` was computed from (gold, predictions (scales, seeds, pairs), labels); ``group``: its
+    trials with a ``seed`` column, ``seeds`` those compared."""
     if not result.table["best"].any() or (result.numeric and (result.table["scale"] == 0).any()):
         return result
     gold, predictions, labels = arrays
+    compared = result.best["scale"] if chosen is None else chosen
     reasons = result.table.set_index("scale")["not_scoreable"].astype(object).fillna("")
     scored = [i for i, label in enumerate(labels) if reasons.get(label, "") == ""]
-    best = next(k for k, i in enumerate(scored) if labels[i] == result.best["scale"])
+    position = next((k for k, i in enumerate(scored) if labels[i] == compared), None)
+    if position is None:  # the chosen scale is not scoreable here
+        return result
     label_of = group["scale"].map(lambda s: s if isinstance(s, str) else float(s))
-    rows = group[(label_of == result.best["scale"]) & group["seed"].isin(seeds)].sort_values("seed")
+    rows = group[(label_of == compared) & group["seed"].isin(seeds)].sort_values("seed")
     tables = [fetch(run_id, untrained_part(split)) for run_id in rows["run_id"]]
     untrained = [table["cosine"].to_numpy() for table in tables if table is not None and len(table) == gold.size]
     if not untrained or len(untrained) < len(seeds):
@@ -53,9 +58,9 @@ def with_untrained(
     per_seed, covariance = pair_resamples(gold, stacked, n_resamples, seed)
     if np.isnan(per_seed[0]).any():  # an untrained model without spread in its cosines has no Spearman
         return result
-    comparison = against_untrained(per_seed, covariance, 1 + best, result.level, result.margin, seed)
+    comparison = against_untrained(per_seed, covariance, 1 + position, result.level, result.margin, seed)
     values = [comparison.untrained, comparison.difference, comparison.low, comparison.high, comparison.verdict]
     table = result.table.assign(**{name: pd.Series(dtype=object) for name in UNTRAINED_COLUMNS})
     for name, value in zip(UNTRAINED_COLUMNS, values, strict=True):
-        table.loc[table["best"], name] = value
-    return dataclasses.replace(result, table=table, untrained=comparison)
+        table.loc[table["scale"] == compared, name] = value
+    return dataclasses.replace(result, table=table, untrained=comparison if chosen is None else None)

@@ -18,6 +18,7 @@ from mlflow.tracking import MlflowClient
 from sweep.evaluation.predictions import load_predictions, untrained_part
 from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
 from sweep.report.paired_table import (
+    chosen_scales,
     confirmation_lines,
     paired_comparisons,
     seed_comparisons,
@@ -58,7 +59,8 @@ def folder_comparison(folder: ResultsFolder, **options: Any) -> tuple[pd.DataFra
     for split in SPLITS:
         if fetch is not None:
             trials = folder.trials.assign(run_id=folder.trials["trial_number"].astype(int).astype(str))
-            tables[split], split_lines = paired_comparisons(trials, None, split, fetch=fetch, **options)
+            chosen = chosen_scales(tables["validation"]) if split == "test" and not tables["validation"].empty else None
+            tables[split], split_lines = paired_comparisons(trials, None, split, fetch=fetch, chosen=chosen, **options)
         else:
             seed_options = {k: v for k, v in options.items() if k in ("level", "margin")}
             tables[split], split_lines = seed_comparisons(folder.trials, split, **seed_options)

@@ -17,7 +17,12 @@ from sweep.errors import ConfigError
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON, TAG_RUN_DESCRIPTION
 from sweep.report.folder_comparison import export_predictions
 from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
-from sweep.report.paired_table import confirmation_lines, paired_comparisons, write_paired_comparison
+from sweep.report.paired_table import (
+    chosen_scales,
+    confirmation_lines,
+    paired_comparisons,
+    write_paired_comparison,
+)
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
 from sweep.report.study_figures import write_study_figures
@@ -35,7 +40,7 @@ def study_comparison(
     validation, lines = paired_comparisons(trials, client, split="validation", **options)
     if validation.empty:
         return validation, validation, lines
-    test, _ = paired_comparisons(trials, client, split="test", **options)
+    test, _ = paired_comparisons(trials, client, split="test", chosen=chosen_scales(validation), **options)
     return validation, test, lines + (confirmation_lines(validation, test) if not test.empty else [])
 
 

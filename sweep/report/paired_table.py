@@ -11,7 +11,7 @@ condition's comparison, its row saying why (``not_scoreable``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -42,6 +42,7 @@ from sweep.stats.bootstrap import (
     seed_comparison,
 )
 from sweep.stats.race import round_level
+from sweep.stats.untrained import UntrainedComparison
 from sweep.stats.verdicts import (
     DEFAULT_MARGIN,
     ELIMINATED_AFTER,
@@ -245,10 +246,13 @@ def paired_comparisons(
     seed: int = 0,
     margin: float = DEFAULT_MARGIN,
     fetch: PredictionSource | None = None,
+    chosen: Mapping[str, object] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The table (one row per condition and scale, or per grid point in a ``point`` column, with n_pairs, n_seeds,
     n_resamples, level, margin) and one summary line per condition; empty when nothing was swept or the trials
-    logged no predictions. ``fetch`` reads a trial's predictions (default: its MLflow artifact through ``client``)."""
+    logged no predictions. ``fetch`` reads a trial's predictions (default: its MLflow artifact through ``client``);
+    ``chosen`` (condition -> the scale validation chose, `chosen_scales`) compares that scale with the untrained
+    model instead of the split's own best (test reads the choice, it never makes one)."""
     source = fetch or (lambda run_id, part: load_predictions(cast(MlflowClient, client), run_id, part))
     groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")
     results = []
@@ -259,7 +263,8 @@ def paired_comparisons(
             result = paired_bootstrap(*arrays, n_resamples, _level(compared, level), seed, margin)
             result = _with_race(result, compared, dropped, SPEARMAN_OF_SPLIT[split])
             seeded, seeds, _ = _common_seeds(compared)
-            result = with_untrained(result, arrays, seeded, seeds, source, split, n_resamples, seed)
+            pick = None if chosen is None else chosen.get(label)
+            result = with_untrained(result, arrays, seeded, seeds, source, split, n_resamples, seed, pick)
             results.append((label, result))
     return _assembled(results, column, SPLIT_LABELS[split])
 
@@ -312,6 +317,30 @@ def _assembled(results: list[tuple[str, PairedComparison]], column: str, metric:
     return table.rename(columns={"scale": column}), lines
 
 
+def chosen_scales(validation: pd.DataFrame) -> dict[str, object]:
+    """Condition -> the scale (or grid point) validation chose, from `paired_comparisons`' validation table."""
+    column = POINT if POINT in validation else "scale"
+    best = validation[validation["best"].eq(True)]
+    return {str(condition): rows[column].iloc[0] for condition, rows in best.groupby("condition", sort=False)}
+
+
+def _against_untrained(row: pd.Series) -> str:
+    """``; on test, above no training (0.612): +0.051 [+0.020, +0.082]`` from a row's `UNTRAINED_COLUMNS`, or ""."""
+    verdict = row.get("untrained_verdict")
+    if not isinstance(verdict, str) or not verdict:
+        return ""
+    comparison = UntrainedComparison(
+        float(row["untrained_spearman"]),
+        float(row["diff_to_untrained"]),
+        float(row["untrained_low"]),
+        float(row["untrained_high"]),
+        verdict,
+        int(row["n_seeds"]),
+        float(row["margin"]),
+    )
+    return f"; on test, {comparison.clause()}"
+
+
 def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame, metric: str = SPLIT_LABELS["test"]) -> list[str]:
     """Per condition, whether test (``metric``: STSB test's Spearman, or an objective's test counterpart) confirms
     the scale chosen on validation: it does when that scale is in the test's confidence set for the best (test was
@@ -338,7 +367,7 @@ def confirmation_lines(validation: pd.DataFrame, test: pd.DataFrame, metric: str
         words = LINE_WORDS.get(row["verdict"], row["verdict"]).format(margin=row["margin"])
         lines.append(
             f"{head}: test {verdict} {name} chosen on validation ({words} on test; "
-            f"{percent(row['level'])} confidence set for the best on test: {members})"
+            f"{percent(row['level'])} confidence set for the best on test: {members}){_against_untrained(row)}"
         )
     return lines
 

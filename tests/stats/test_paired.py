@@ -355,3 +355,25 @@ def test_no_clause_without_untrained_predictions_or_with_scale_0_in_the_grid(mon
         serve_predictions(monkeypatch, gold, served, None if untrained is None else served)
         table, lines = paired_table.paired_comparisons(trials, client=None, n_resamples=50)
         assert "no training" not in lines[0] and "untrained_verdict" not in table
+
+
+def test_test_reads_the_untrained_comparison_of_the_scale_validation_chose(monkeypatch):
+    """On test the scale validation chose is compared with the untrained model (test never chooses), and the
+    confirmation line says where it stands."""
+    from sweep.report import paired_table
+
+    gold = np.random.default_rng(2).uniform(size=600)
+    trials = _scale_trials([5.0, 20.0], [0, 1, 2])
+    noise = {5.0: 0.3, 20.0: 0.35}
+    runs = zip(trials["run_id"], trials["param.loss.scale"], strict=True)
+    served = {run: noisy(gold, noise[scale], i) for i, (run, scale) in enumerate(runs)}
+    serve_predictions(monkeypatch, gold, served, untrained={run: noisy(gold, 0.6, 99) for run in served})
+    validation, _ = paired_table.paired_comparisons(trials, client=None, n_resamples=100)
+    chosen = paired_table.chosen_scales(validation)
+    assert chosen == {"": 5.0}
+    test, _ = paired_table.paired_comparisons(trials, None, "test", n_resamples=100, chosen={"": 20.0})
+    rows = test.set_index("scale")
+    assert rows.loc[20.0, "untrained_verdict"] == "above no training" and pd.isna(rows.loc[5.0, "untrained_verdict"])
+    validation.loc[:, "best"] = validation["scale"] == 20.0  # as if validation had chosen 20
+    (line,) = paired_table.confirmation_lines(validation, test)
+    assert line.endswith("]") and "; on test, above no training (" in line, line
