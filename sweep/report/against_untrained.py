@@ -11,24 +11,31 @@ folder's shipped ranks).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from sweep.evaluation.predictions import untrained_part
+from sweep.report.predictions_file import Fetch
 from sweep.stats.bootstrap import PairedComparison, pair_resamples
 from sweep.stats.untrained import against_untrained
 
 UNTRAINED_COLUMNS = ["untrained_spearman", "diff_to_untrained", "untrained_low", "untrained_high", "untrained_verdict"]
-Fetch = Callable[[str, str], pd.DataFrame | None]  # (run id, part) -> a gold/cosine table, as paired_table's
 
 
-def with_untrained(
+class ConditionArrays(NamedTuple):
+    """What a condition's paired comparison is computed from, over the seeds every scale has."""
+
+    gold: np.ndarray  # (pairs,)
+    predictions: np.ndarray  # (scales, seeds, pairs): each trial's final cosines
+    labels: list[float] | list[str]  # the scales, or grid points' labels, sorted
+    run_ids: list[list[str]]  # (scales, seeds): the trial run behind each row of ``predictions``
+
+
+def compare_with_untrained(
     result: PairedComparison,
-    arrays: tuple[np.ndarray, np.ndarray, list[float] | list[str]],
-    group: pd.DataFrame,
-    seeds: list[object],
+    arrays: ConditionArrays,
     fetch: Fetch,
     split: str,
     n_resamples: int,
@@ -36,26 +43,22 @@ def with_untrained(
     chosen: object = None,
 ) -> PairedComparison:
     """``result`` with its best scale, or the ``chosen`` one (the scale validation chose, read on test), compared
-    with the untrained model (``untrained``, and the `UNTRAINED_COLUMNS` on its row), when the trials allow it.
-    ``arrays``: what ``result`` was computed from (gold, predictions (scales, seeds, pairs), labels); ``group``: its
-    trials with a ``seed`` column, ``seeds`` those compared."""
+    with the untrained model (``untrained``, and the `UNTRAINED_COLUMNS` on its row), when the trials allow it;
+    ``arrays``: what ``result`` was computed from."""
     if not result.table["best"].any() or (result.numeric and (result.table["scale"] == 0).any()):
         return result
-    gold, predictions, labels = arrays
     compared = result.best["scale"] if chosen is None else chosen
     reasons = result.table.set_index("scale")["not_scoreable"].astype(object).fillna("")
-    scored = [i for i, label in enumerate(labels) if reasons.get(label, "") == ""]
-    position = next((k for k, i in enumerate(scored) if labels[i] == compared), None)
+    scored = [i for i, label in enumerate(arrays.labels) if reasons.get(label, "") == ""]
+    position = next((k for k, i in enumerate(scored) if arrays.labels[i] == compared), None)
     if position is None:  # the chosen scale is not scoreable here
         return result
-    label_of = group["scale"].map(lambda s: s if isinstance(s, str) else float(s))
-    rows = group[(label_of == compared) & group["seed"].isin(seeds)].sort_values("seed")
-    tables = [fetch(run_id, untrained_part(split)) for run_id in rows["run_id"]]
-    untrained = [table["cosine"].to_numpy() for table in tables if table is not None and len(table) == gold.size]
-    if not untrained or len(untrained) < len(seeds):
+    tables = [fetch(run_id, untrained_part(split)) for run_id in arrays.run_ids[scored[position]]]
+    untrained = [t["cosine"].to_numpy() for t in tables if t is not None and len(t) == arrays.gold.size]
+    if len(untrained) < len(tables):  # runs from before the untrained predictions were logged
         return result
-    stacked = np.concatenate([np.asarray(untrained)[None], predictions[scored]])  # (1 + scales, seeds, pairs)
-    per_seed, covariance = pair_resamples(gold, stacked, n_resamples, seed)
+    stacked = np.concatenate([np.asarray(untrained)[None], arrays.predictions[scored]])  # (1 + scales, seeds, pairs)
+    per_seed, covariance = pair_resamples(arrays.gold, stacked, n_resamples, seed)
     if np.isnan(per_seed[0]).any():  # an untrained model without spread in its cosines has no Spearman
         return result
     comparison = against_untrained(per_seed, covariance, 1 + position, result.level, result.margin, seed)

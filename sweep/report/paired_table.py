@@ -11,7 +11,7 @@ condition's comparison, its row saying why (``not_scoreable``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,7 +21,8 @@ from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
 from sweep.losses.scale_schedule import ScaleSchedule, parse_spec
-from sweep.report.against_untrained import with_untrained
+from sweep.report.against_untrained import ConditionArrays, compare_with_untrained
+from sweep.report.predictions_file import Fetch
 from sweep.report.results_folder import PAIRED_FILES, PAIRED_TEST_CSV
 from sweep.report.summaries import (
     SCALE,
@@ -68,7 +69,7 @@ COLUMNS = [
 ]
 # (run id, split) -> a trial's gold/cosine table; ``cosine`` may hold any order-preserving stand-in of a trial that
 # did not collapse (a results folder ships ranks: `sweep.report.predictions_file`), as the statistics read ranks only
-PredictionSource = Callable[[str, str], pd.DataFrame | None]
+PredictionSource = Fetch
 POINT = "point"  # the column that replaces "scale" when grid points are compared
 SCHEDULE_NAME = SCHEDULE.removeprefix("loss.")  # a swept schedule key's condition name: scale_schedule.<key>
 STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about
@@ -87,16 +88,14 @@ def _labels(scales: list[object]) -> list[float] | list[str]:
     return [str(s) for s in scales] if isinstance(scales[0], str) else [float(cast(float, s)) for s in scales]
 
 
-def _condition_arrays(
-    group: pd.DataFrame, fetch: PredictionSource, split: str
-) -> tuple[np.ndarray, np.ndarray, list[float] | list[str]] | None:
-    """(gold, predictions (scales, seeds, pairs), scales) over the seeds that every scale of the group has."""
+def _condition_arrays(group: pd.DataFrame, fetch: PredictionSource, split: str) -> ConditionArrays | None:
+    """The condition's predictions over the seeds that every scale of the group has."""
     group, seeds, scales = _common_seeds(group)
     if len(scales) < 2 or not seeds:
         return None
-    gold, predictions = None, []
+    gold, predictions, run_ids = None, [], []
     for scale in scales:
-        rows = []
+        rows, runs = [], []
         for seed in seeds:
             run_id = group[(group["scale"] == scale) & (group["seed"] == seed)]["run_id"].iloc[0]
             table = fetch(run_id, split)
@@ -105,9 +104,11 @@ def _condition_arrays(
                 return None
             gold = table["gold"].to_numpy() if gold is None else gold
             rows.append(table["cosine"].to_numpy())
+            runs.append(str(run_id))
         predictions.append(rows)
+        run_ids.append(runs)
     assert gold is not None  # at least two scales, each with a seed
-    return gold, np.asarray(predictions), _labels(scales)
+    return ConditionArrays(gold, np.asarray(predictions), _labels(scales), run_ids)
 
 
 def _seed_arrays(group: pd.DataFrame, metric: str) -> tuple[np.ndarray, list[float] | list[str]] | None:
@@ -260,12 +261,12 @@ def paired_comparisons(
         compared, dropped = _race_split(group)
         arrays = _condition_arrays(compared, source, split)
         if arrays is not None:
-            result = paired_bootstrap(*arrays, n_resamples, _level(compared, level), seed, margin)
+            result = paired_bootstrap(
+                arrays.gold, arrays.predictions, arrays.labels, n_resamples, _level(compared, level), seed, margin
+            )
             result = _with_race(result, compared, dropped, SPEARMAN_OF_SPLIT[split])
-            seeded, seeds, _ = _common_seeds(compared)
             pick = None if chosen is None else chosen.get(label)
-            result = with_untrained(result, arrays, seeded, seeds, source, split, n_resamples, seed, pick)
-            results.append((label, result))
+            results.append((label, compare_with_untrained(result, arrays, source, split, n_resamples, seed, pick)))
     return _assembled(results, column, SPLIT_LABELS[split])
 
 

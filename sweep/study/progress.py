@@ -13,7 +13,7 @@ import datetime
 import time
 from dataclasses import dataclass, field
 
-PROGRESS_TAG = "sweep.progress"  # the parent run's tag: "9 of 27 trials done; about 4 min left, finish ~05:52 UTC"
+PROGRESS_TAG = "sweep.progress"  # the parent run's tag: "9 of 27 done; about 4 min left, finish ~05:52 UTC"
 
 
 def plan_line(name: str, total: int, done: int, seeds: int, steps: int | None, root: str) -> str:
