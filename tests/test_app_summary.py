@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pandas as pd
 from omegaconf import OmegaConf
 
-from sweep.app import summary
 from sweep.study.summary import objective_lines, per_scale_table
+from sweep.study_command import summary
 
 OBJECTIVES = {1.0: [0.30, 0.32, 0.31], 10.0: [0.50, 0.55, 0.52], 20.0: [0.51, 0.54, 0.53]}
 

@@ -1,9 +1,34 @@
 """Layer 8, the Optuna study: the one validation pass of the config, set-up (sampler, pruner, storage), the grid
-queue, the run loop with its failure rules, packing and racing the seeds (`study.race`), and the results table."""
+queue, the run loop with its failure rules, packing and racing the seeds (`study.race`), and the results table.
 
-from sweep.study.lifecycle import finish, open_sweep
-from sweep.study.run_loop import StudyRunner
-from sweep.study.summary import results_table
-from sweep.study.validation import check_config
+The public face: each name is imported from its module on first use (`sweep.lazy_face`), so that a command
+that only checks its config does not import what only training needs."""
 
-__all__ = ["StudyRunner", "check_config", "finish", "open_sweep", "results_table"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sweep import lazy_face
+
+if TYPE_CHECKING:
+    from sweep.study.lifecycle import finish, open_sweep
+    from sweep.study.run_loop import StudyRunner
+    from sweep.study.summary import results_table
+    from sweep.study.validation import check_config
+
+__all__ = [
+    "StudyRunner",
+    "check_config",
+    "finish",
+    "open_sweep",
+    "results_table",
+]
+
+# where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
+_HOMES = {
+    "lifecycle": ("finish", "open_sweep"),
+    "run_loop": ("StudyRunner",),
+    "summary": ("results_table",),
+    "validation": ("check_config",),
+}
+_MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -1,11 +1,21 @@
 """Layer 7, training: one trial (fine-tune and evaluate, from its own settings), the lockstep turns of packed trials,
-the resources a study shares between its trials and the models worth keeping."""
+the resources a study shares between its trials and the models worth keeping.
 
-from sweep.training.kept_models import best_path, keep
-from sweep.training.lockstep import Lockstep, Outcome, run_in_lockstep
-from sweep.training.resources import StudyResources, spearman, stsb_evaluator
-from sweep.training.trial import train_and_evaluate
-from sweep.training.trial_settings import TrialSettings
+The public face: each name is imported from its module on first use (`sweep.lazy_face`), so that a command
+that only checks its config does not import what only training needs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sweep import lazy_face
+
+if TYPE_CHECKING:
+    from sweep.training.kept_models import best_path, keep
+    from sweep.training.lockstep import Lockstep, Outcome, run_in_lockstep
+    from sweep.training.resources import StudyResources, spearman, stsb_evaluator
+    from sweep.training.trial import train_and_evaluate
+    from sweep.training.trial_settings import TrialSettings
 
 __all__ = [
     "Lockstep",
@@ -19,3 +29,13 @@ __all__ = [
     "stsb_evaluator",
     "train_and_evaluate",
 ]
+
+# where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
+_HOMES = {
+    "kept_models": ("best_path", "keep"),
+    "lockstep": ("Lockstep", "Outcome", "run_in_lockstep"),
+    "resources": ("StudyResources", "spearman", "stsb_evaluator"),
+    "trial": ("train_and_evaluate",),
+    "trial_settings": ("TrialSettings",),
+}
+_MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -198,7 +198,7 @@ def test_the_parent_logs_the_objective_under_its_own_name_and_the_best_follows_t
 
 
 def test_the_printed_summary_picks_the_best_by_the_study_direction():
-    from sweep.app import summary
+    from sweep.study_command import summary
 
     table = pd.DataFrame(
         {

@@ -12,12 +12,12 @@ import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
-from sweep.app import paired_summary
 from sweep.evaluation.predictions import load_predictions
 from sweep.names import TAG_PAIRED_COMPARISON
 from sweep.report.__main__ import main as report_main
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.progress import PROGRESS_TAG
+from sweep.study_command import paired_summary
 
 
 def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cfg, tmp_path, caplog):

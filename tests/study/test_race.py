@@ -14,7 +14,6 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-from sweep.app import paired_summary, summary
 from sweep.config.checks import CONFIG_DIR
 from sweep.errors import ConfigError
 from sweep.names import (
@@ -31,6 +30,7 @@ from sweep.names import (
 from sweep.stats.race import SEEDS_USED
 from sweep.study import grid_queue
 from sweep.study.lifecycle import finish, open_sweep
+from sweep.study_command import paired_summary, summary
 from tests.conftest import TINY
 from tests.helpers import clear_user_state, run_study, trial_runs
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.app import paired_summary, summary
 from sweep.config import checks
 from sweep.inputs.model import build_model
 from sweep.names import TAG_COLLAPSE_REASON, TAG_COLLAPSED
 from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
+from sweep.study_command import paired_summary, summary
 from sweep.training import kept_models
 from tests.helpers import keeping, run_study, trial_runs
 from tests.training.test_model_store import FakeRun
