@@ -25,6 +25,8 @@ Rows (see `ITEMS` in `__main__`):
   10 racing the seeds and steps, live: training steps and wall time of the race over seeds and steps / the full
      grid, both run here, and whether they end on the same confidence set (`--live-races`)
   11 between trials: the share of a default trial's wall time outside its training steps, and its parts
+  12 commands that train nothing: `python -m sweep --help`, a refused config and the rerun of a finished study,
+     each in seconds against `python -c "import sweep"` (goal: <= 5 s each)
 
 `--quick` shrinks steps, scales and repeats so that the whole run takes a couple of minutes: it checks that
 the benchmark works; its ratios are dominated by fixed costs and say little about the full mode.
@@ -35,6 +37,7 @@ documented user command (`python -m benchmarks`) that measures the installed fra
 
 Modules: `settings` (sizes of a run), `table` (statistics, rows, the report), `runners` (the baseline and framework
 processes), one module per measurement (`sweeps` items 1-3, `pruning` 4, `layer_grid` 5, `eval_speed` 6, `gpu` 7,
-`packing` 8, `race` 9, `live_race` 10, `between_trials` 11) with `inprocess` for what items 5 and 6 share, and
+`packing` 8, `race` 9, `live_race` 10, `between_trials` 11,
+`quick_answers` 12) with `inprocess` for what items 5 and 6 share, and
 `__main__` (the command line).
 """

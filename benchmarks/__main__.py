@@ -24,6 +24,7 @@ from benchmarks.live_race import measure_live_race
 from benchmarks.naive_layer_grid import measure_layer_grid
 from benchmarks.packing import measure_packing
 from benchmarks.pruning import measure_pruning, pruning_rows
+from benchmarks.quick_answers import measure_quick_answers
 from benchmarks.race import measure_race
 from benchmarks.runners import REPO_ROOT
 from benchmarks.settings import FULL, QUICK, expected_seconds, reuses_sweep
@@ -38,7 +39,7 @@ from benchmarks.sweeps import (
 from benchmarks.table import Row, machine_description, render_report
 
 DEFAULT_DATA_DIR = os.environ.get("SWEEP_DATA_DIR") or str(REPO_ROOT.parent / "shared" / "data")
-ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
+ITEMS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12")
 
 
 def guarded(item: str, label: str, measure: Callable[[], list[Row]]) -> list[Row]:
@@ -153,6 +154,11 @@ def main(argv: Sequence[str] | None = None) -> str:
             {"11"},
             "item 11: time outside the training steps",
             lambda: measure_between_trials(settings, args.data_dir, work, log),
+        ),
+        (
+            {"12"},
+            "item 12: commands that train nothing",
+            lambda: measure_quick_answers(settings, args.data_dir, work, log),
         ),
     ]
     try:

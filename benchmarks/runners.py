@@ -36,10 +36,15 @@ def subprocess_env(data_dir: str) -> dict[str, str]:
 
 
 def run_timed(
-    what: str, command: list[str], data_dir: str, timeout_s: int, log_dir: Path | None = None
+    what: str,
+    command: list[str],
+    data_dir: str,
+    timeout_s: int,
+    log_dir: Path | None = None,
+    expected_code: int = 0,
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run `command` in the benchmark's environment: its output and wall time. Its stdout and stderr go to
-    `log_dir` (when given) even if it fails; a failure then raises, naming `what`."""
+    `log_dir` (when given) even if it fails; an exit code other than `expected_code` then raises, naming `what`."""
     start = time.perf_counter()
     done = subprocess.run(
         command, capture_output=True, text=True, env=subprocess_env(data_dir), timeout=timeout_s, cwd=REPO_ROOT
@@ -48,7 +53,7 @@ def run_timed(
     if log_dir is not None:
         (log_dir / "stdout.txt").write_text(done.stdout)
         (log_dir / "stderr.txt").write_text(done.stderr)
-    if done.returncode != 0:
+    if done.returncode != expected_code:
         raise RuntimeError(f"{what} failed ({done.returncode}): {' '.join(command)}\n{done.stderr[-3000:]}")
     return done, wall
 

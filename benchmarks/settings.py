@@ -57,6 +57,14 @@ class Settings:
     # with these seeds: the share of each trial's wall time outside its training steps
     between_seeds: int = 1
     between_overrides: tuple[str, ...] = ()  # quick: a small grid of short trials
+    # item 12: `--help`, a refused config and the rerun of a finished study (this tiny one), each run this often
+    answer_repeats: int = 3
+    answer_overrides: tuple[str, ...] = (
+        "study.search_space.loss.scale=[5,20]",
+        "trial.max_steps=4",
+        "trial.eval_steps=2",
+        "stats.enabled=false",
+    )
 
 
 PRUNE_VARIANTS = (
@@ -101,6 +109,7 @@ QUICK = Settings(
         "data.train.max_samples=512",
     ),
     between_overrides=("study.search_space.loss.scale=[1,20,50]", "trial.max_steps=12", "trial.eval_steps=4"),
+    answer_repeats=1,
 )
 
 # Items 1-3 run the default sweep's grid (mnrl_scale's 8 positive scales) once, at half its steps; item 4 prunes the
@@ -140,6 +149,7 @@ COST = {
     "minilm_sentence": 1 / 600,
     "race_replay": 90.0,  # item 9 over every order of a 5-seed study (its distinct rounds: the orders share them)
     "default_trial": 12.0,  # items 10-11: one trial of mnrl_scale (120 steps, statistics on)
+    "answer": 8.0,  # item 12: a command that trains nothing (the rerun opens the study and its MLflow run)
 }
 
 
@@ -175,7 +185,9 @@ def expected_seconds(s: Settings) -> float:
     between = 3 * (
         COST["framework_process"] + 9 * s.between_seeds * COST["default_trial"] * (0.1 if s.between_overrides else 1.0)
     )
-    fixed = pruning + layer + encode + packing * (1 + transformer) / 2 + race + live + between
+    # item 12: the tiny study, then per repeat the baseline and three commands that train nothing
+    answers = COST["framework_process"] + s.answer_repeats * 3 * COST["answer"]
+    fixed = pruning + layer + encode + packing * (1 + transformer) / 2 + race + live + between + answers
     return s.repeats * (baseline + framework) + fixed
 
 

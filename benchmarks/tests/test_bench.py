@@ -138,7 +138,7 @@ def test_prune_overrides():
 def test_settings_fit_the_budget():
     budget = (
         "items 1-7 take about 15 min; item 8 (packing, a transformer) ~30; 9 ~1.5; 10 (two 5-seed grids, live) ~28; "
-        "11 (three 9-trial studies) ~6"
+        "11 (three 9-trial studies) ~6; 12 (a tiny study, then three commands that train nothing, 3 times) ~1.5"
     )
     assert expected_seconds(FULL) <= 83 * 60, budget
     assert expected_seconds(QUICK) < expected_seconds(FULL)
@@ -345,6 +345,33 @@ def test_the_between_trials_rows_are_each_trials_share_outside_its_steps_after_t
     assert before.ratio.values == pytest.approx((0.02, 0.06)) and after.ratio.values == pytest.approx((0.03, 0.04))
     assert "keeping 0.15 s [0.00, 0.30]" in after.note and before.verdict == "info"
     assert "statistics on" in outside.measurement and "(statistics on)" in after.measurement
+
+
+def test_item_12_reads_each_command_against_the_goal_in_seconds_and_runs_them_as_a_user_would(monkeypatch, tmp_path):
+    """Item 12: the verdict is each command's median seconds against 5 s (the ratio to `import sweep` is beside it);
+    the refusal is the finished study's own command with one bad value, and must exit 2, the others 0."""
+    from benchmarks import quick_answers
+
+    slow = quick_answers.answer_row("rerun", [4.0, 6.0, 7.0], [0.05, 0.05, 0.05])
+    assert slow.verdict == "not met" and slow.ratio is not None and slow.ratio.median == pytest.approx(120.0)
+    assert quick_answers.answer_row("--help", [1.0, 1.5, 9.0], [0.05, 0.05, 0.05]).verdict == "met"
+    study = [sys.executable, "-m", "sweep", "+experiment=mnrl_scale", "name=bench"]
+    runs: list[tuple[list[str], int]] = []
+
+    def fake_timed(what, command, data_dir, timeout_s, log_dir=None, expected_code=0):
+        runs.append((command, expected_code))
+        return None, 1.0
+
+    monkeypatch.setattr(quick_answers, "run_framework", lambda *a, **k: FrameworkSweep(9.0, [], study))
+    monkeypatch.setattr(quick_answers, "run_timed", fake_timed)
+    rows = quick_answers.measure_quick_answers(QUICK, "data", tmp_path, lambda text: None)
+    assert [row.verdict for row in rows] == ["met"] * 3
+    assert runs == [
+        (quick_answers.BASELINE, 0),
+        ([sys.executable, "-m", "sweep", "--help"], 0),
+        ([*study, "study.timeout=-5"], 2),
+        (study, 0),
+    ]
 
 
 def test_item_11_runs_each_variant_in_a_folder_hydra_reads_as_one_value(monkeypatch, tmp_path):
