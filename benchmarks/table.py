@@ -254,4 +254,8 @@ ROW_DESCRIPTIONS = (
     "statistics on, on without their histogram figures, and off: each trial's seconds outside its training steps "
     "(before the first step and after the last; the validations at its evaluation steps count as steps) over its "
     "wall time, from the trial's own clock (`time_phases`), over the trials after the first of each process.",
+    "12. **Commands that train nothing**: the wall time of a fresh process for `python -m sweep --help`, a refused "
+    "config (the study's command with `study.timeout=-5`: one line, exit 2) and the rerun of a finished study (a "
+    "2-scale grid of 4-step trials trained once first), each against `python -c \"import sweep\"` run alternately "
+    "with them; the verdict is the command's median seconds against the issue's goal of 5 s.",
 )
