@@ -97,7 +97,7 @@ ROOT_MODULES |= {"sweep.loggers"}
 SUB_PACKAGES = ["sweep.config", "sweep.tracking", "sweep.inputs", "sweep.stats", "sweep.evaluation", "sweep.training"]
 SUB_PACKAGES += ["sweep.study", "sweep.losses", "sweep.report"]
 LAZY_FACES = ["sweep.report", "sweep.stats", "sweep.study", "sweep.evaluation", "sweep.training", "sweep.tracking"]
-LAZY_FACES += ["sweep.inputs"]  # faces that import each public name from its module on first use
+LAZY_FACES += ["sweep.inputs", "sweep.losses"]  # faces that import each public name from its module on first use
 # research code beside the package (the findings page, the notebooks' helper and their code cells): it reaches the
 # package through these faces only, as a user's code would
 NOTEBOOKS_DIR = PACKAGE_DIR.parent / "research" / "notebooks"
@@ -343,3 +343,17 @@ def tracking_imports(importers: tuple[str, ...]) -> list[str]:
 def test_a_trial_and_its_evaluations_log_through_the_trial_logger():
     assert tracking_imports(LOG_THROUGH_THE_INTERFACE) == []
     assert tracking_imports(("sweep.study.setup", "sweep.study.storage_retry")) == [], "the SQLite lock is config's"
+
+
+def test_redrawing_a_results_folder_imports_neither_torch_nor_mlflow():
+    """The notebooks redraw folders from their CSVs: before, `sweep.report`'s redraw imported sentence-transformers,
+    torch and MLflow through the evaluation and losses faces (about 9 s of a notebook's 13); MLflow's client and the
+    loss classes are imported where a live study or a trial needs them."""
+    code = (
+        "import sys\n"
+        "from sweep.report import redraw_results_folder\n"
+        "heavy = sorted({'torch', 'sentence_transformers', 'transformers', 'mlflow'} & set(sys.modules))\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr

@@ -18,23 +18,20 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from datasets import Dataset
 from omegaconf import DictConfig, ListConfig, OmegaConf
-from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.evaluation import (
-    BinaryClassificationEvaluator,
-    EmbeddingSimilarityEvaluator,
-    InformationRetrievalEvaluator,
-    SentenceEvaluator,
-)
 
 from sweep.config.checks import plain_dict, require_int
 from sweep.config.schema import DataConfig, EvalConfig, SplitConfig
 from sweep.errors import ConfigError
 from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX
+
+if TYPE_CHECKING:  # checking the `eval` section and naming its metrics import neither (`build_evaluator` does)
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 # kind -> (number of columns, metric names, the key of each metric in the evaluator's output after its name_)
 KINDS: dict[str, tuple[int, dict[str, str]]] = {
@@ -158,6 +155,12 @@ def load_set(ev: EvalConfig, data: DataConfig, index: int) -> Dataset:
 def build_evaluator(spec: Mapping[str, Any], dataset: Dataset, batch_size: int) -> SentenceEvaluator:
     """sentence-transformers' evaluator for one loaded entry, given plain lists (a dataset's column is a lazy view
     that each evaluation would iterate row by row)."""
+    from sentence_transformers.sentence_transformer.evaluation import (
+        BinaryClassificationEvaluator,
+        EmbeddingSimilarityEvaluator,
+        InformationRetrievalEvaluator,
+    )
+
     name, kind = spec["name"], spec["kind"]
     table = dataset.to_dict()
     columns = [table[c] for c in dataset.column_names]

@@ -13,16 +13,19 @@ import io
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from mlflow.tracking import MlflowClient
-from sentence_transformers import SentenceTransformer
 
 from sweep.loggers import TrialLogger
 from sweep.names import ARTIFACT_PREDICTIONS, UNTRAINED_SUFFIX
-from sweep.stats.concentration import pair_cosines
-from sweep.stats.probe import EmbeddingKeepingEvaluator
+
+if TYPE_CHECKING:  # a report that reads predictions back imports neither torch nor MLflow (its client is passed in)
+    from mlflow.tracking import MlflowClient
+    from sentence_transformers import SentenceTransformer
+
+    from sweep.stats.probe import EmbeddingKeepingEvaluator
 
 
 def artifact_path(split: str) -> str:
@@ -36,6 +39,8 @@ def untrained_part(split: str) -> str:
 
 def prediction_table(evaluator: EmbeddingKeepingEvaluator) -> pd.DataFrame:
     """The gold scores and cosines of ``evaluator``'s last call (or `score_pairs`), one row per evaluation pair."""
+    from sweep.stats.concentration import pair_cosines  # torch: imported where a trial scores, not by a report
+
     embeddings1, embeddings2 = evaluator.last_embeddings
     cosines = pair_cosines(embeddings1, embeddings2)
     return pd.DataFrame({"gold": np.asarray(evaluator.scores, dtype=np.float64), "cosine": cosines})

@@ -12,15 +12,17 @@ import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
-from datasets import Dataset, load_dataset
 
 from sweep.config.checks import CONFIG_DIR
 from sweep.config.schema import DataConfig, SplitConfig
 from sweep.errors import ConfigError
+
+if TYPE_CHECKING:  # resolving and checking a data section does not import datasets (`read` does)
+    from datasets import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +158,8 @@ def read_split(data: DataConfig, split: str) -> tuple[Dataset, SplitSource]:
 def read(source: SplitSource, spec: SplitConfig, where: str) -> Dataset:
     """The split ``spec``, read from ``source`` (`locate`), with its configured columns (in order), checked
     (``where``: its config path in messages)."""
+    from datasets import load_dataset
+
     if source.local_file is not None:
         if source.local_file.stat().st_size == 0:
             raise ConfigError(f"{where}.local_file", str(source.local_file), "is empty")

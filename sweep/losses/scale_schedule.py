@@ -1,6 +1,6 @@
 """Temperature schedules of `loss.scale_schedule`: constant (today's `loss.scale`), a cosine between two scales
 (Kukleva et al. 2023) or a linear ramp; their formula, their checks, the derived `loss.scale`, their label in words
-and the trainer callback that sets the scale before each optimizer step and reports it.
+(the trainer callback that sets the scale before each step is `sweep.losses.scheduled_scale_callback`).
 
 Both schedules move the *temperature* tau = 1/scale, the quantity Kukleva et al. schedule; the scale is its
 reciprocal. With t the optimizer steps already taken (0 for the first step) and T = ``trial.max_steps``:
@@ -22,8 +22,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
-
-from transformers import TrainerCallback
 
 from sweep.config.checks import plain_dict, require_choice, require_int, require_number
 from sweep.config.scale_temperature import given_scale
@@ -171,25 +169,3 @@ def schedule_values(loss: LossConfig) -> dict[str, Any]:
             f"their defaults, or use {KEY}.kind=constant",
         )
     return {**derived, "loss.scale": first, "loss.temperature": math.inf if first == 0 else 1.0 / first}
-
-
-class ScaleScheduleCallback(TrainerCallback):
-    """Sets the scheduled scale on every module that holds the loss's scale (the loss itself, or inside a
-    Matryoshka/AdaptiveLayer wrapper) before each optimizer step, from the trainer's ``global_step`` and
-    ``max_steps``; ``logged_metrics()`` reads it back from the loss (logged with the training loss)."""
-
-    def __init__(self, schedule: ScaleSchedule, targets: list[Any]) -> None:
-        self.schedule = schedule
-        self.targets = targets  # loss modules with a float `scale` attribute (nn.Module's typing knows none)
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        scale = self.schedule.scale_at(state.global_step, state.max_steps)
-        for target in self.targets:
-            target.scale = scale
-
-    def current_scale(self) -> float:
-        return float(self.targets[0].scale)
-
-    def logged_metrics(self) -> dict[str, float]:
-        scale = self.current_scale()
-        return {SCHEDULED_SCALE: scale, SCHEDULED_TEMPERATURE: 1.0 / scale}

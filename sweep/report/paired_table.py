@@ -13,11 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
-from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions
 from sweep.losses.scale_schedule import ScaleSchedule, parse_spec
@@ -52,6 +51,9 @@ from sweep.stats.verdicts import (
     eliminated_after,
     percent,
 )
+
+if TYPE_CHECKING:  # a folder's comparison, from its shipped predictions, does not import MLflow
+    from mlflow.tracking import MlflowClient
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +256,7 @@ def paired_comparisons(
     logged no predictions. ``fetch`` reads a trial's predictions (default: its MLflow artifact through ``client``);
     ``chosen`` (condition -> the scale validation chose, `chosen_scales`) compares that scale with the untrained
     model instead of the split's own best (test reads the choice, it never makes one)."""
-    source = fetch or (lambda run_id, part: load_predictions(cast(MlflowClient, client), run_id, part))
+    source = fetch or (lambda run_id, part: load_predictions(cast("MlflowClient", client), run_id, part))
     groups, column = _comparison_groups(trials) if not trials.empty else ([], "scale")
     results = []
     for label, group in groups:

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from typing import NoReturn
 
+import datasets
 import pytest
 
 from sweep.errors import ConfigError
@@ -157,7 +158,7 @@ def test_a_missing_file_the_user_named_stops_and_never_reads_the_hub(
     with or without a local data directory; it never falls back to the hub dataset of the preset."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SWEEP_DATA_DIR", raising=False)
-    monkeypatch.setattr(data, "load_dataset", _no_hub)
+    monkeypatch.setattr(datasets, "load_dataset", _no_hub)
     local_dir = (tmp_path / "shared" / "data").resolve()
     if data_dir == "found":  # a copy found from the current folder, whatever the folders above tmp_path hold
         local_dir.mkdir(parents=True)
