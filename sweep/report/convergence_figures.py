@@ -80,6 +80,7 @@ def write_validation_history(history: pd.DataFrame, out_dir: Path) -> list[Path]
     every evaluation (`benchmarks.race` replays a race over seeds and steps from it); nothing when empty."""
     if history.empty:
         return []
+    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{HISTORY_STEM}.csv"
     history.to_csv(path, index=False)
     return [path]

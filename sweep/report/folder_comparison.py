@@ -9,11 +9,11 @@ recomputed from the per-seed Spearman alone (`sweep.report.paired_table.seed_com
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from mlflow.tracking import MlflowClient
 
 from sweep.evaluation.predictions import load_predictions, untrained_part
 from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
@@ -29,6 +29,9 @@ from sweep.report.results_folder import PAIRED_STEM, ResultsFolder, load_results
 from sweep.report.study_figures import write_results_folder
 from sweep.report.summaries import complete_trials
 from sweep.stats.verdicts import DEFAULT_MARGIN
+
+if TYPE_CHECKING:  # redrawing a folder from its CSVs does not import MLflow
+    from mlflow.tracking import MlflowClient
 
 SPLITS = ("validation", "test")
 
@@ -73,21 +76,27 @@ def folder_comparison(folder: ResultsFolder, **options: Any) -> tuple[pd.DataFra
 
 
 def redraw_results_folder(
-    path: Path, out_dir: Path, untrained_from: Path | None = None, recompute: bool = True, **options: Any
+    path: Path,
+    out_dir: Path,
+    untrained_from: Path | None = None,
+    recompute: bool = True,
+    figures: Collection[str] | None = None,
+    **options: Any,
 ) -> list[Path]:
     """``python -m sweep.report study --from-csv``: the folder's figures and findings redrawn from its CSVs, with its
     paired comparison recomputed (`folder_comparison`) rather than copied. ``recompute=False`` reads the folder's own
     ``paired_comparison.csv`` instead (copied with its ``.md``): the same figures in seconds, without the bootstrap
-    over the shipped predictions."""
+    over the shipped predictions. ``figures``: only the figures of these stems (`write_study_figures`; each figure
+    takes a second or more to draw), e.g. the ones a page shows."""
     folder = load_results_folder(path, untrained_from)
     validation, test, lines = folder_comparison(folder, **options) if recompute else (pd.DataFrame(), None, [])
     if not validation.empty:  # recomputed: it replaces the copy read from the folder
         folder.tables[PAIRED_STEM] = validation
+    written = write_results_folder(folder, out_dir, figures)  # first: an unknown figure stem writes nothing
     level = options.get("level", 0.95)
     objective = write_objective_comparison(
         *objective_comparison(folder.trials, level, options.get("margin", DEFAULT_MARGIN)),
         out_dir,
         run_length(folder.trials),
     )
-    written = write_results_folder(folder, out_dir) + write_paired_comparison(validation, lines, out_dir, test)
-    return written + objective
+    return written + write_paired_comparison(validation, lines, out_dir, test) + objective

@@ -3,7 +3,7 @@ columns the trials have, from MLflow's trials and histories or from a published 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -39,6 +39,21 @@ from sweep.report.summaries import (
 
 EMPTY_HISTORY = pd.DataFrame(columns=["run_id", "step", "value"])
 WALL_TIME = "trial_wall_time_s"  # each trial's wall time (sweep.study.run_loop)
+FIGURE_STEMS = (
+    "spearman_vs_scale",
+    "scale_and_condition",
+    "concentration_vs_scale",
+    "mechanism_vs_scale",
+    "train_loss_curves",
+    "spearman_vs_step",
+    "learned_scale_trajectory",
+    "angle_weights_heatmap",
+    "angle_scales_heatmap",
+    "layer_grid_heatmap",
+    "layer_grid_tradeoff",
+    "extra_sets_vs_scale",
+    "schedule_arms",
+)
 
 
 def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -86,14 +101,17 @@ def write_study_figures(
     untrained: pd.DataFrame | None = None,
     write_trials: bool = True,
     reference: FixedScaleReference | None = None,
+    figures: Collection[str] | None = None,
 ) -> list[Path]:
-    """Every study figure whose columns exist, and the trials table.
+    """Every study figure whose columns exist (or, with ``figures``, those of these stems, e.g.
+    ``{"spearman_vs_scale"}``), each with its CSV, the trials table and the findings block.
 
     ``histories`` maps metric key to ``load_metric_history`` (``stsb_validation_spearman`` at step 0 gives the
     untrained baseline); ``tables`` gives figure tables by stem that replace the ones computed from ``trials``
     (a results folder's CSVs); ``untrained``: scale-0 Spearman rows to draw when no trial ran at scale 0;
     ``write_trials=False`` leaves ``trials.csv`` alone; ``reference``: a sibling's fixed-scale validation curve,
-    drawn in grey on the Spearman figure of a learnable-scale study.
+    drawn in grey on the Spearman figure of a learnable-scale study. An unknown stem in ``figures`` raises
+    `ValueError` naming the known ones, before anything is drawn.
     """
     tables = dict(tables or {})
     if (
@@ -123,24 +141,40 @@ def write_study_figures(
     mechanism = mechanism_summary(trials) if swept_scales(trials) else pd.DataFrame()
     if "layer_grid_heatmap" not in tables:
         tables["layer_grid_heatmap"] = layer_grid_summary(trials)
+    by_stem: dict[tuple[str, ...], Callable[[], list[Path]]] = {  # each figure's stems -> what draws it
+        ("spearman_vs_scale",): lambda: write_spearman_vs_scale(spearman, trials, out_dir, reference),
+        ("scale_and_condition",): lambda: write_scale_and_condition(spearman, out_dir),
+        ("concentration_vs_scale",): lambda: write_concentration_vs_scale(
+            tables.get("concentration_vs_scale", pd.DataFrame()), trials, out_dir
+        ),
+        ("mechanism_vs_scale",): lambda: write_mechanism_vs_scale(mechanism, trials, out_dir),
+        ("train_loss_curves",): lambda: write_train_loss_curves(tables["train_loss_curves"], trials, out_dir),
+        ("spearman_vs_step",): lambda: write_spearman_vs_step(
+            tables.get("spearman_vs_step", pd.DataFrame()), trials, out_dir
+        ),
+        ("learned_scale_trajectory",): lambda: write_learned_scale_trajectory(
+            tables["learned_scale_trajectory"], trials, out_dir
+        ),
+        ("angle_weights_heatmap",): lambda: write_angle_weights_heatmap(trials, out_dir, validation),
+        ("angle_scales_heatmap",): lambda: write_angle_scales_heatmap(trials, out_dir, validation),
+        ("layer_grid_heatmap", "layer_grid_tradeoff"): lambda: write_layer_grid_figures(
+            tables["layer_grid_heatmap"], out_dir
+        ),
+        ("extra_sets_vs_scale",): lambda: write_extra_sets_vs_scale(trials, out_dir),
+        ("schedule_arms",): lambda: write_schedule_arms(
+            trials, _int_or_none(config_value(trials, "trial.max_steps")), out_dir, _by_split(untrained)
+        ),
+    }
+    known = [stem for stems in by_stem for stem in stems]
+    unknown = sorted(set(figures or ()) - set(known))
+    if unknown:
+        raise ValueError(f"unknown figure stems {unknown}: the study figures are {', '.join(known)}")
+    drawn = [draw for stems, draw in by_stem.items() if figures is None or set(stems) & set(figures)]
     return [
         *write_study_findings(spearman, tables, trials, out_dir),
         *(write_trials_table(trials, out_dir) if write_trials else []),
-        *write_spearman_vs_scale(spearman, trials, out_dir, reference),
-        *write_scale_and_condition(spearman, out_dir),
-        *write_concentration_vs_scale(tables.get("concentration_vs_scale", pd.DataFrame()), trials, out_dir),
-        *write_mechanism_vs_scale(mechanism, trials, out_dir),
-        *write_train_loss_curves(tables["train_loss_curves"], trials, out_dir),
-        *write_spearman_vs_step(tables.get("spearman_vs_step", pd.DataFrame()), trials, out_dir),
         *write_validation_history(tables.get(HISTORY_STEM, pd.DataFrame()), out_dir),
-        *write_learned_scale_trajectory(tables["learned_scale_trajectory"], trials, out_dir),
-        *write_angle_weights_heatmap(trials, out_dir, validation),
-        *write_angle_scales_heatmap(trials, out_dir, validation),
-        *write_layer_grid_figures(tables["layer_grid_heatmap"], out_dir),
-        *write_extra_sets_vs_scale(trials, out_dir),
-        *write_schedule_arms(
-            trials, _int_or_none(config_value(trials, "trial.max_steps")), out_dir, _by_split(untrained)
-        ),
+        *(path for draw in drawn for path in draw()),
     ]
 
 
@@ -159,10 +193,17 @@ def _int_or_none(value: object) -> int | None:
         return None
 
 
-def write_results_folder(folder: ResultsFolder, out_dir: Path) -> list[Path]:
-    """Redraw a published results folder's figures from its CSVs into ``out_dir`` (``trials.csv`` and
-    ``config.yaml`` copied unchanged)."""
-    figures = write_study_figures(
-        folder.trials, {}, out_dir, folder.tables, folder.untrained, write_trials=False, reference=folder.reference
+def write_results_folder(folder: ResultsFolder, out_dir: Path, figures: Collection[str] | None = None) -> list[Path]:
+    """Redraw a published results folder's figures (all, or those of the stems in ``figures``) from its CSVs into
+    ``out_dir`` (``trials.csv`` and ``config.yaml`` copied unchanged)."""
+    written = write_study_figures(
+        folder.trials,
+        {},
+        out_dir,
+        folder.tables,
+        folder.untrained,
+        write_trials=False,
+        reference=folder.reference,
+        figures=figures,
     )
-    return [*folder.copy_sources(out_dir), *figures]
+    return [*folder.copy_sources(out_dir), *written]

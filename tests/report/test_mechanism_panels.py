@@ -239,3 +239,20 @@ def test_a_study_writes_both_panels_live_and_redraws_them_from_its_folder(tmp_pa
     no_history = tmp_path / "no_history"
     write_study_figures(trials, {}, no_history)
     assert not (no_history / "spearman_vs_step.png").exists() and (no_history / "mechanism_vs_scale.png").exists()
+
+
+def test_a_folder_redraws_only_the_figures_asked_for_and_refuses_an_unknown_one_before_writing(tmp_path: Path) -> None:
+    """`figures`: a page that shows two figures draws those two (each a second or more), with their CSVs and the
+    folder's other tables; a stem that no figure has is refused naming the known ones, and nothing is written."""
+    live = tmp_path / "live"
+    write_study_figures(trials_frame(), {"stsb_validation_spearman": history(trials_frame())}, live)
+    folder = load_results_folder(live)
+    chosen = {"spearman_vs_step", "mechanism_vs_scale"}
+    redrawn = {p.name for p in write_results_folder(folder, tmp_path / "chosen", figures=chosen)}
+    assert {p.split(".")[0] for p in redrawn if p.endswith(".png")} == chosen
+    assert {"spearman_vs_step.csv", "trials.csv", "validation_history.csv"} <= redrawn
+    assert "concentration_vs_scale.csv.gz" not in redrawn
+    assert {p.name for p in live.glob("*.png")} > {f"{stem}.png" for stem in chosen}, "the live study drew more"
+    with pytest.raises(ValueError, match="unknown figure stems \\['spearman'\\].*spearman_vs_scale"):
+        write_results_folder(folder, tmp_path / "refused", figures={"spearman"})
+    assert not (tmp_path / "refused").exists()
