@@ -98,5 +98,6 @@ def redraw_results_folder(
         *objective_comparison(folder.trials, level, options.get("margin", DEFAULT_MARGIN)),
         out_dir,
         run_length(folder.trials),
+        figures,
     )
     return written + write_paired_comparison(validation, lines, out_dir, test) + objective

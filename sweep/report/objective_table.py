@@ -9,11 +9,14 @@ validation table, then the test one, told apart by ``metric``) and ``objective_c
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
 
+from sweep.report.best_scale_figures import STEM as BEST_SCALE_STEM
 from sweep.report.best_scale_figures import write_best_scale_vs_condition
+from sweep.report.gap_figures import STEM as GAP_STEM
 from sweep.report.gap_figures import write_gap_vs_condition
 from sweep.report.paired_table import confirmation_lines, seed_comparisons
 from sweep.report.study_context import config_value
@@ -22,6 +25,7 @@ from sweep.stats.bootstrap import bullets
 from sweep.stats.verdicts import DEFAULT_MARGIN
 
 OBJECTIVE_STEM = "objective_comparison"
+OBJECTIVE_FIGURES = (BEST_SCALE_STEM, GAP_STEM)  # drawn where the study has a numeric condition
 
 
 def on_test_split(objective: str) -> str:
@@ -58,15 +62,20 @@ def run_length(trials: pd.DataFrame) -> str:
     return f"{steps} steps at every value (fixed)" if steps else "one pass at each value (steps vary)"
 
 
-def write_objective_comparison(table: pd.DataFrame, lines: list[str], out_dir: Path, note: str = "") -> list[Path]:
+def write_objective_comparison(
+    table: pd.DataFrame, lines: list[str], out_dir: Path, note: str = "", figures: Collection[str] | None = None
+) -> list[Path]:
     """``objective_comparison.csv`` and ``.md``, and the best scale and the gaps to it by condition where the study
     has a numeric condition (`sweep.report.best_scale_figures`, `sweep.report.gap_figures`; ``note``, e.g.
-    `run_length`, titles the gaps); nothing for an empty table."""
+    `run_length`, titles the gaps; ``figures``: only those of these stems, `OBJECTIVE_FIGURES`); nothing for an empty
+    table."""
     if table.empty:
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, markdown = out_dir / f"{OBJECTIVE_STEM}.csv", out_dir / f"{OBJECTIVE_STEM}.md"
     table.to_csv(csv, index=False)
     markdown.write_text("\n".join([bullets(lines), "", *markdown_table(table), ""]))
-    gaps = write_gap_vs_condition(table, out_dir, note)
-    return [csv, markdown, *write_best_scale_vs_condition(table, out_dir), *gaps]
+    wanted = set(OBJECTIVE_FIGURES if figures is None else figures)
+    gaps = write_gap_vs_condition(table, out_dir, note) if GAP_STEM in wanted else []
+    best = write_best_scale_vs_condition(table, out_dir) if BEST_SCALE_STEM in wanted else []
+    return [csv, markdown, *best, *gaps]

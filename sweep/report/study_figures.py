@@ -20,6 +20,7 @@ from sweep.report.findings import findings_block, write_findings
 from sweep.report.grid_figures import write_angle_scales_heatmap, write_angle_weights_heatmap, write_layer_grid_figures
 from sweep.report.history_figures import write_learned_scale_trajectory, write_train_loss_curves
 from sweep.report.mechanism_figures import mechanism_summary, write_mechanism_vs_scale
+from sweep.report.objective_table import OBJECTIVE_FIGURES
 from sweep.report.results_folder import HISTORY_STEM, PAIRED_STEM, FixedScaleReference, ResultsFolder
 from sweep.report.scale_figures import write_concentration_vs_scale, write_spearman_vs_scale
 from sweep.report.schedule_figures import write_schedule_arms
@@ -165,7 +166,7 @@ def write_study_figures(
             trials, _int_or_none(config_value(trials, "trial.max_steps")), out_dir, _by_split(untrained)
         ),
     }
-    known = [stem for stems in by_stem for stem in stems]
+    known = [stem for stems in by_stem for stem in stems] + list(OBJECTIVE_FIGURES)  # these: a folder's objective
     unknown = sorted(set(figures or ()) - set(known))
     if unknown:
         raise ValueError(f"unknown figure stems {unknown}: the study figures are {', '.join(known)}")
