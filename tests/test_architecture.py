@@ -191,7 +191,7 @@ def research_sources() -> dict[str, str]:
 
 def test_the_research_code_reaches_the_package_only_through_its_public_faces():
     sources = research_sources()
-    assert {"page.py", "literature.py", "redraw.py", "scale_sweeps.ipynb"} <= set(sources)
+    assert {"page.py", "literature.py", "redraw.py", "mnrl_scale.ipynb"} <= set(sources)
     reached = {
         (name, node.module if isinstance(node, ast.ImportFrom) else alias.name)
         for name, source in sources.items()

@@ -1,5 +1,8 @@
-"""What this repository's notebooks call: redraw one folder of ``results/`` from its shipped CSVs, or with
-``SWEEP_TRACKING_URI`` a live study from MLflow, and say what its paired comparison found (or why there is none).
+"""What this repository's notebooks call: redraw the figures a section shows of one folder of ``results/`` from its
+shipped CSVs (``SWEEP_ALL_FIGURES=1``: every figure of the folder), or with ``SWEEP_TRACKING_URI`` a live study from
+MLflow, and say what its paired comparison found (or why there is none). Each figure takes a second or more to draw,
+so a notebook draws the ones its text discusses (`research/tests/test_notebooks.py`: every figure a README names
+among them), which keeps each notebook to seconds.
 
 Research code beside the notebooks, not part of the ``sweep`` package: it names this repository's
 ``research/results/`` and calls the package's public face (`sweep.report.redraw_results_folder`,
@@ -21,6 +24,7 @@ instead, once, in the first section that runs, and the other sections say they w
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from sweep.report import redraw_results_folder
@@ -42,13 +46,19 @@ def output_dir(name: str) -> Path:
     return (ROOT / chosen if chosen else FIGURES) / name
 
 
-def regenerate(name: str, untrained_from: str | None = None) -> list[Path]:
-    """Redraw ``results/name`` from its CSVs into ``output_dir(name)``; in live mode draw the study from MLflow."""
+def _switched_on(variable: str) -> bool:
+    return os.environ.get(variable, "") not in ("", "0")
+
+
+def regenerate(name: str, figures: Sequence[str], untrained_from: str | None = None) -> list[Path]:
+    """Redraw the ``figures`` (stems) of ``results/name`` from its CSVs into ``output_dir(name)``, with the folder's
+    tables and findings; in live mode draw the study from MLflow."""
     uri = _live()
     if not uri:
         sibling = RESULTS / untrained_from if untrained_from else None
-        recompute = os.environ.get("SWEEP_RECOMPUTE", "") not in ("", "0")
-        return redraw_results_folder(RESULTS / name, output_dir(name), sibling, recompute=recompute)
+        drawn = None if _switched_on("SWEEP_ALL_FIGURES") else figures
+        recompute = _switched_on("SWEEP_RECOMPUTE")
+        return redraw_results_folder(RESULTS / name, output_dir(name), sibling, recompute=recompute, figures=drawn)
     from sweep.report import write_live_study  # mlflow: only for a live database
 
     experiment = os.environ.get("SWEEP_EXPERIMENT", name)

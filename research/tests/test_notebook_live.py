@@ -39,12 +39,12 @@ def test_live_mode_draws_the_named_study_once_outside_results_with_its_paired_li
     monkeypatch.setenv("SWEEP_TRACKING_URI", cfg.tracking.uri)
     monkeypatch.setenv("SWEEP_EXPERIMENT", "live_notebook")
 
-    drawn = notebook.regenerate("mnrl_scale")
+    drawn = notebook.regenerate("mnrl_scale", ["spearman_vs_scale"])
     assert drawn and all(Path(p).is_relative_to(live / "live_notebook") for p in drawn)
     assert {"spearman_vs_scale.png", "paired_comparison.md"} <= {Path(p).name for p in drawn}
     assert notebook.paired_line("mnrl_scale").startswith("- STSB validation Spearman: best scale ")
 
-    assert notebook.regenerate("mnrl_scale_lr") == []  # the same study is not drawn a second time
+    assert notebook.regenerate("mnrl_scale_lr", ["spearman_vs_scale"]) == []  # not drawn a second time
     assert notebook.paired_line("mnrl_scale_lr").startswith("skipped: live mode draws SWEEP_EXPERIMENT=live_notebook")
     assert sorted(p.name for p in live.iterdir()) == ["live_notebook"]
 
