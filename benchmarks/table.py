@@ -256,6 +256,6 @@ ROW_DESCRIPTIONS = (
     "wall time, from the trial's own clock (`time_phases`), over the trials after the first of each process.",
     "12. **Commands that train nothing**: the wall time of a fresh process for `python -m sweep --help`, a refused "
     "config (the study's command with `study.timeout=-5`: one line, exit 2) and the rerun of a finished study (a "
-    "2-scale grid of 4-step trials trained once first), each against `python -c \"import sweep\"` run alternately "
+    '2-scale grid of 4-step trials trained once first), each against `python -c "import sweep"` run alternately '
     "with them; the verdict is the command's median seconds against the issue's goal of 5 s.",
 )
