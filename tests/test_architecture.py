@@ -102,7 +102,7 @@ LAZY_FACES += ["sweep.inputs", "sweep.losses"]  # faces that import each public 
 # package through these faces only, as a user's code would
 NOTEBOOKS_DIR = PACKAGE_DIR.parent / "research" / "notebooks"
 RESEARCH_DIR = PACKAGE_DIR.parent / "research" / "findings"
-RESEARCH_FACES = {"sweep.report", "sweep.stats"}
+RESEARCH_FACES = {"sweep.report", "sweep.stats", "sweep.errors"}  # errors: the one exception hierarchy
 
 
 def unit_of(module: str) -> str:

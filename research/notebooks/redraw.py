@@ -27,6 +27,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from sweep.errors import ConfigError, SweepError
 from sweep.report import redraw_results_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,14 @@ RESULTS = ROOT / "research" / "results"
 FIGURES = ROOT / "sweep_runs" / "figures"
 _skipped: dict[str, str] = {}  # section name -> why live mode drew nothing there
 _drawn: set[str] = set()  # experiments live mode has drawn in this kernel
+
+
+class Refusal(Exception):
+    """A bad setting of the notebook's environment (a tracking URI with no database behind it, a study it does not
+    hold): IPython shows its one line, naming the setting and the fix, instead of a traceback."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for an exception's own rendering
+        return [f"sweep: {self}"]
 
 
 def _live() -> str | None:
@@ -65,8 +74,13 @@ def regenerate(name: str, figures: Sequence[str], untrained_from: str | None = N
     if experiment in _drawn:
         _skipped[name] = f"skipped: live mode draws SWEEP_EXPERIMENT={experiment} once, in its first section"
         return []
+    try:
+        written = write_live_study(uri, output_dir(experiment), experiment=experiment)
+    except SweepError as error:  # raised before anything is written: no database or folder is created
+        detail = error.allowed if isinstance(error, ConfigError) else str(error)
+        raise Refusal(f"SWEEP_TRACKING_URI={uri}, SWEEP_EXPERIMENT={experiment}: {detail}") from None
     _drawn.add(experiment)
-    return write_live_study(uri, output_dir(experiment), experiment=experiment)
+    return written
 
 
 def paired_line(name: str) -> str:

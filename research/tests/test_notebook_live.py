@@ -66,3 +66,28 @@ def test_offline_figures_go_outside_the_tracked_results_unless_asked(notebook, m
     assert notebook.output_dir("mnrl_scale") == ROOT / "sweep_runs" / "figures" / "mnrl_scale"
     monkeypatch.setenv("SWEEP_FIGURES_DIR", "research/results")  # relative: from the repository root
     assert notebook.output_dir("mnrl_scale") == ROOT / "research" / "results" / "mnrl_scale"
+
+
+@pytest.mark.parametrize("store", ["missing database", "unknown experiment"])
+def test_a_bad_live_setting_is_one_line_in_the_notebook_and_creates_nothing(
+    notebook, compose_cfg, tmp_path, monkeypatch, store
+):
+    """Issue 52: with SWEEP_TRACKING_URI naming a database that does not exist, the notebook showed a traceback
+    (and before that created the database); IPython now shows the refusal's one line (`_render_traceback_`)."""
+    monkeypatch.setattr(notebook, "FIGURES", tmp_path / "figures")
+    monkeypatch.delenv("SWEEP_FIGURES_DIR", raising=False)
+    if store == "missing database":
+        uri = f"sqlite:///{tmp_path / 'nowhere' / 'mlflow.db'}"
+    else:
+        cfg = compose_cfg("+study.search_space.loss.scale=[1,20]", "name=live_notebook")
+        run_study(cfg)
+        uri = cfg.tracking.uri
+    monkeypatch.setenv("SWEEP_TRACKING_URI", uri)
+    monkeypatch.setenv("SWEEP_EXPERIMENT", "no_such_study")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(notebook.Refusal) as refusal:
+        notebook.regenerate("mnrl_scale", ["spearman_vs_scale"])
+    lines = refusal.value._render_traceback_()
+    assert len(lines) == 1 and lines[0].startswith(f"sweep: SWEEP_TRACKING_URI={uri}, SWEEP_EXPERIMENT=no_such_study: ")
+    assert ("no such database" if store == "missing database" else "no MLflow experiment named") in lines[0]
+    assert sorted(tmp_path.rglob("*")) == before, "nothing created"

@@ -16,6 +16,7 @@ import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
+from sweep.errors import MissingInput
 from sweep.names import (
     ARTIFACT_CONFIG,
     ATTR_VALIDATION_SPEARMAN,
@@ -57,12 +58,12 @@ def _resolve_parent(client: MlflowClient, experiment_name: str | None, parent_ru
         raise ValueError("give an experiment name or a parent run id")
     experiment = client.get_experiment_by_name(experiment_name)
     if experiment is None:
-        raise ValueError(f"no MLflow experiment named {experiment_name!r}")
+        raise MissingInput(f"no MLflow experiment named {experiment_name!r}")
     parents = _search_all(
         client, experiment.experiment_id, f"tags.`{TAG_ROLE}` = '{ROLE_STUDY}'", ["attributes.start_time DESC"]
     )
     if not parents:
-        raise ValueError(f"experiment {experiment_name!r} has no parent run tagged {TAG_ROLE} = {ROLE_STUDY}")
+        raise MissingInput(f"experiment {experiment_name!r} has no parent run tagged {TAG_ROLE} = {ROLE_STUDY}")
     if len(parents) > 1:
         log.warning(
             "experiment %r has %d study runs; using the newest, %s (pass --parent-run-id to choose)",
