@@ -217,11 +217,6 @@ def is_spawned_worker() -> bool:
     return PARENT_ENV in os.environ
 
 
-def worker_threads(n_workers: int) -> int:
-    """Torch threads per worker process: the cores shared evenly."""
-    return max(1, (os.cpu_count() or 1) // n_workers)
-
-
 @dataclass(frozen=True)
 class Worker:
     """What one worker process gets beside this run's arguments: environment variables (a GPU worker's

@@ -15,7 +15,7 @@ import optuna
 import pandas as pd
 import transformers
 
-from sweep.config.checks import with_values
+from sweep.config.checks import with_values, worker_threads
 from sweep.config.devices import place_workers
 from sweep.config.schema import StudyConfig, SweepConfig
 from sweep.names import ATTR_VERDICT, TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
@@ -28,7 +28,6 @@ from sweep.signals import (
     signal_name,
     spawn_workers,
     stop_workers,
-    worker_threads,
 )
 from sweep.study import grid_queue
 from sweep.study.lifecycle import finish, open_sweep

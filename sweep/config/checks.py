@@ -104,6 +104,12 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def worker_threads(n_workers: int) -> int:
+    """Torch threads per worker process: the usable cores (`usable_cores`, the bound of `study.n_workers` too)
+    shared evenly, not the host's (a SLURM task given 4 of 64 cores runs 2 workers at 2 threads, not 32)."""
+    return max(1, usable_cores() // n_workers)
+
+
 def require_int(key: str, value: Any, minimum: int = 1, maximum: int | None = None, note: str = "") -> int:
     """``value`` is an integer in ``minimum..maximum`` (``note`` is appended to the message)."""
     if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):

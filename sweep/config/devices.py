@@ -3,8 +3,8 @@ a SLURM task's own, or a simulated count), the one-line checks of the key, the p
 workers on them (one worker process pinned to each GPU in turn) and the device a trial records (`trial_records`).
 
 A worker is pinned by its environment: the coordinating process starts it with ``CUDA_VISIBLE_DEVICES=<its GPU>``,
-so CUDA, initialised in the worker only, sees that one GPU as ``cuda:0`` (`sweep.app` says why the coordinator does
-not train). Entries of ``study.devices`` count the GPUs this process sees, as ``cuda:N`` does: with
+so CUDA, initialised in the worker only, sees that one GPU as ``cuda:0`` (`sweep.study_command` says why the
+coordinator does not train). Entries of ``study.devices`` count the GPUs this process sees, as ``cuda:N`` does: with
 ``CUDA_VISIBLE_DEVICES=2,3``, ``study.devices=[1]`` is the physical GPU 3, and the worker gets
 ``CUDA_VISIBLE_DEVICES=3`` (an entry may also be a ``GPU-...``/``MIG-...`` UUID; it is passed on as it is)."""
 

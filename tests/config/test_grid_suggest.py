@@ -3,6 +3,7 @@ values, other grids as categorical choices, the seed as its one value."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import optuna
@@ -10,7 +11,7 @@ import pytest
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from sweep.config import search_space
-from sweep.config.checks import MAX_WORKERS, usable_cores
+from sweep.config.checks import MAX_WORKERS, usable_cores, worker_threads
 from sweep.errors import ConfigError
 from sweep.study.grid_queue import grid_point
 from sweep.study.validation import check_config
@@ -107,3 +108,12 @@ def test_more_workers_than_cores_are_refused_before_any_work(compose_cfg):
     with pytest.raises(ConfigError) as error:
         check_config(compose_cfg("study.n_workers=1000"), load=False)
     assert error.value.key == "study.n_workers" and f"the {cores} CPU cores" in str(error.value)
+
+
+def test_each_worker_gets_its_share_of_the_cores_this_process_may_use(monkeypatch):
+    """The torch threads of a worker came from the host's core count (`os.cpu_count`) while `study.n_workers` was
+    bounded by the process's own cores: a task given 4 of 64 cores ran 2 workers at 32 threads each."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert usable_cores() == 4
+    assert [worker_threads(n) for n in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
