@@ -51,12 +51,19 @@ def shared_root(tmp_path_factory: pytest.TempPathFactory) -> str:
     return f"paths.root={tmp_path_factory.mktemp('runs')}"
 
 
+def composer(tmp_path: Path, *first: str) -> Compose:
+    """The function `compose_cfg` gives: compose(*overrides, tiny=True), the app's config with the overrides
+    ``first`` (e.g. a search path), then `TINY`, then state under tmp_path."""
+
+    def _compose(*overrides: str, tiny: bool = True) -> DictConfig:
+        state = f"paths.root={tmp_path / 'runs'}"
+        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+            return compose("config", overrides=[*first, *(TINY if tiny else []), state, *overrides])
+
+    return _compose
+
+
 @pytest.fixture
 def compose_cfg(tmp_path: Path) -> Compose:
     """compose_cfg(*overrides, tiny=True): the app's config with state under tmp_path."""
-
-    def _compose(*overrides: str, tiny: bool = True) -> DictConfig:
-        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-            return compose("config", overrides=[*(TINY if tiny else []), f"paths.root={tmp_path / 'runs'}", *overrides])
-
-    return _compose
+    return composer(tmp_path)

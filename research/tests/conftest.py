@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from sweep.config.checks import CONFIG_DIR
-from tests.conftest import TINY, Compose, no_user_state, shared_root
+from tests.conftest import Compose, composer, no_user_state, shared_root
 
 __all__ = ["EXPERIMENTS", "RESEARCH_CONF", "no_user_state", "shared_root"]
 
@@ -21,12 +20,4 @@ EXPERIMENTS = sorted(p.stem for root in (Path(CONFIG_DIR), RESEARCH_CONF) for p 
 @pytest.fixture
 def compose_cfg(tmp_path: Path) -> Compose:
     """compose_cfg(*overrides, tiny=True): the app's config, this repository's studies found, state under tmp_path."""
-
-    def _compose(*overrides: str, tiny: bool = True):
-        with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-            search = f"hydra.searchpath=[file://{RESEARCH_CONF}]"
-            return compose(
-                "config", overrides=[search, *(TINY if tiny else []), f"paths.root={tmp_path / 'runs'}", *overrides]
-            )
-
-    return _compose
+    return composer(tmp_path, f"hydra.searchpath=[file://{RESEARCH_CONF}]")
