@@ -47,7 +47,7 @@ from sweep.training import disk_use, kept_models, model_card
 log = logging.getLogger("sweep")
 
 
-def quiet_libraries() -> None:
+def _quiet_libraries() -> None:
     """Keep the console to sweep's own lines and progress bars."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for name in ("transformers", "sentence_transformers", "datasets", "mlflow", "alembic", "httpx"):
@@ -181,7 +181,7 @@ def open_study(config: SweepConfig, overrides: list[str], validated: bool) -> Op
     """Open the study of a valid `config` (composed with the command line's `overrides`; `validated`: the validation
     pass already ran on it) and plan its workers. Raises `ConfigError` for what only opening finds (e.g. a study
     of the same name with another search space)."""
-    quiet_libraries()
+    _quiet_libraries()
     extra, trains = _extra_workers(config.study, config.trial.device)
     threads = None
     if extra:  # every worker process gets its share of the cores
