@@ -40,21 +40,6 @@ from sweep.report.summaries import (
 
 EMPTY_HISTORY = pd.DataFrame(columns=["run_id", "step", "value"])
 WALL_TIME = "trial_wall_time_s"  # each trial's wall time (sweep.study.run_loop)
-FIGURE_STEMS = (
-    "spearman_vs_scale",
-    "scale_and_condition",
-    "concentration_vs_scale",
-    "mechanism_vs_scale",
-    "train_loss_curves",
-    "spearman_vs_step",
-    "learned_scale_trajectory",
-    "angle_weights_heatmap",
-    "angle_scales_heatmap",
-    "layer_grid_heatmap",
-    "layer_grid_tradeoff",
-    "extra_sets_vs_scale",
-    "schedule_arms",
-)
 
 
 def write_trials_table(trials: pd.DataFrame, out_dir: Path) -> list[Path]:
