@@ -1,8 +1,8 @@
 """sweep: experiments on the scale (= 1/temperature) of contrastive sentence-embedding losses.
 
 Also the one piece every lazy package face shares (`lazy_face`, PEP 562): every sub-package's face but
-`sweep.config` and `sweep.losses` imports each public name from its module on first use, so that importing one
-statistic does not import torch, nor checking a config MLflow."""
+`sweep.config` (whose import registers the schema with Hydra) imports each public name from its module on first use,
+so that importing one statistic does not import torch, nor checking a config MLflow."""
 
 from __future__ import annotations
 
