@@ -69,9 +69,6 @@ COLUMNS = [
     "indistinguishable",
     "not_scoreable",
 ]
-# (run id, split) -> a trial's gold/cosine table; ``cosine`` may hold any order-preserving stand-in of a trial that
-# did not collapse (a results folder ships ranks: `sweep.report.predictions_file`), as the statistics read ranks only
-PredictionSource = Fetch
 POINT = "point"  # the column that replaces "scale" when grid points are compared
 SCHEDULE_NAME = SCHEDULE.removeprefix("loss.")  # a swept schedule key's condition name: scale_schedule.<key>
 STSB_VALIDATION_LABEL = "STSB validation Spearman"  # what every line of the comparison is about
@@ -90,7 +87,7 @@ def _labels(scales: list[object]) -> list[float] | list[str]:
     return [str(s) for s in scales] if isinstance(scales[0], str) else [float(cast(float, s)) for s in scales]
 
 
-def _condition_arrays(group: pd.DataFrame, fetch: PredictionSource, split: str) -> ConditionArrays | None:
+def _condition_arrays(group: pd.DataFrame, fetch: Fetch, split: str) -> ConditionArrays | None:
     """The condition's predictions over the seeds that every scale of the group has."""
     group, seeds, scales = _common_seeds(group)
     if len(scales) < 2 or not seeds:
@@ -248,7 +245,7 @@ def paired_comparisons(
     level: float = 0.95,
     seed: int = 0,
     margin: float = DEFAULT_MARGIN,
-    fetch: PredictionSource | None = None,
+    fetch: Fetch | None = None,
     chosen: Mapping[str, object] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The table (one row per condition and scale, or per grid point in a ``point`` column, with n_pairs, n_seeds,

@@ -40,7 +40,10 @@ PREDICTIONS_FILE = "predictions.npz"
 LEGACY_PREDICTIONS_CSV = "predictions.csv.gz"  # the text format of folders published before predictions.npz
 COLUMNS = ["trial_number", "split", "gold", "cosine"]  # the long table both formats hold
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # a fixed member time: the same predictions give the same bytes
-Fetch = Callable[[str, str], pd.DataFrame | None]  # (trial number, split) -> its gold/cosine table, or None
+# (run id, split) -> a trial's gold/cosine table, or None (a results folder's run id is its trial number); ``cosine``
+# may hold any order-preserving stand-in of a trial that did not collapse (a folder ships ranks), as the paired
+# statistics read ranks only
+Fetch = Callable[[str, str], pd.DataFrame | None]
 
 
 def split_arrays(split: str, table: pd.DataFrame) -> dict[str, np.ndarray]:
