@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from sweep.config.schema import DataConfig, ModelConfig, StudyConfig, TrialConfig
+from sweep.config.schema import DataConfig, ModelConfig, StatsConfig, StudyConfig, TrackingConfig, TrialConfig
 from sweep.errors import ConfigError, ConfigErrors
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 
@@ -97,6 +97,8 @@ def _is_int(value: Any) -> bool:
 
 
 MAX_WORKERS = 64  # worker processes of one study, whatever the machine: each holds a model and a database connection
+MAX_PACK = 64  # trials one worker trains together (study.pack): each is a model in the worker's memory
+MAX_SEED = 2**32 - 1  # NumPy's seed range: transformers' set_seed seeds NumPy, which refuses a larger seed
 
 
 def usable_cores() -> int:
@@ -127,18 +129,25 @@ def require_auto_or_int(key: str, value: Any, note: str = "") -> None:
 def require_number(
     key: str, value: Any, low: float = -math.inf, high: float | None = None, strict: bool = False, note: str = ""
 ) -> float:
-    """``value`` is a number >= ``low`` (> with ``strict``) and, with ``high``, <= ``high`` (``note`` is appended to
-    the message). Returns it as a float."""
+    """``value`` is a finite number >= ``low`` (> with ``strict``) and, with ``high``, <= ``high`` (``note`` is
+    appended to the message; ``inf`` is no number of any key: a key without a limit takes null). Returns it as a
+    float."""
     ok = (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
+        and math.isfinite(value)
         and (value > low if strict else value >= low)
         and (high is None or value <= high)
     )
     if not ok:
-        bound = f"in [{low}, {high}]" if high is not None else f"{'>' if strict else '>='} {low}"
-        raise ConfigError(key, value, f"must be a number {bound}" + (f" ({note})" if note else ""))
+        bound = f"in [{low:g}, {high:g}]" if high is not None else f"{'>' if strict else '>='} {low:g}"
+        raise ConfigError(key, value, f"must be a finite number {bound}" + (f" ({note})" if note else ""))
     return float(value)
+
+
+def require_seed(key: str, value: Any) -> int:
+    """``value`` is a seed: an integer in ``0..MAX_SEED``."""
+    return require_int(key, value, minimum=0, maximum=MAX_SEED, note="NumPy's seed range")
 
 
 def parse_numbers(key: str, value: Any, kind: type = int) -> tuple:
@@ -209,7 +218,7 @@ def validate_trial(trial: TrialConfig) -> None:
         problems.check(require_int, "trial.early_stopping_patience", trial.early_stopping_patience, note=note)
     problems.check(require_int, "trial.logging_steps", trial.logging_steps)
     problems.check(require_auto_or_int, "trial.eval_batch_size", trial.eval_batch_size)
-    problems.check(require_int, "trial.seed", trial.seed, minimum=0)
+    problems.check(require_seed, "trial.seed", trial.seed)
     problems.check(require_number, "trial.learning_rate", trial.learning_rate, 0.0)
     problems.check(require_number, "trial.weight_decay", trial.weight_decay, 0.0)
     problems.check(require_number, "trial.warmup_ratio", trial.warmup_ratio, 0.0, 1.0)
@@ -217,7 +226,8 @@ def validate_trial(trial: TrialConfig) -> None:
     problems.check(require_choice, "trial.batch_sampler", trial.batch_sampler, BATCH_SAMPLERS)
     problems.check(require_choice, "trial.save_model", trial.save_model, SAVE_MODELS)
     if trial.torch_threads is not None:
-        problems.check(require_int, "trial.torch_threads", trial.torch_threads)
+        note = "or null to share the usable CPU cores among the workers"
+        problems.check(require_int, "trial.torch_threads", trial.torch_threads, maximum=usable_cores(), note=note)
     problems.raise_any()
 
 
@@ -243,6 +253,7 @@ def validate_learning_rate(trial: TrialConfig, model: ModelConfig) -> None:
 def validate_data(data: DataConfig) -> None:
     problems = Problems()
     problems.check(require_choice, "data.source", data.source, DATA_SOURCES)
+    problems.check(require_seed, "data.seed", data.seed)
     for split, spec in (("train", data.train), ("validation", data.validation), ("test", data.test)):
         if spec.max_samples is not None:
             problems.check(require_int, f"data.{split}.max_samples", spec.max_samples)
@@ -279,12 +290,38 @@ def validate_study(study: StudyConfig) -> None:
     note = f"each worker is a process: at most the {cores} CPU cores this process may use, {MAX_WORKERS} in all"
     problems.check(require_int, "study.n_workers", study.n_workers, maximum=min(cores, MAX_WORKERS), note=note)
     problems.check(require_int, "study.max_retries", study.max_retries, minimum=0)
-    problems.check(require_int, "study.pack", study.pack, minimum=1)
+    problems.check(require_int, "study.pack", study.pack, maximum=MAX_PACK, note="trials trained together")
     problems.check(require_int, "study.heartbeat_interval", study.heartbeat_interval, note="seconds")
     problems.check(require_number, "study.outage_timeout_s", study.outage_timeout_s, low=0, strict=True, note="seconds")
     if study.pack_memory_gib is not None:
         note = "GiB, or null"
         problems.check(require_number, "study.pack_memory_gib", study.pack_memory_gib, low=0, strict=True, note=note)
+    problems.raise_any()
+
+
+def validate_stats(stats: StatsConfig) -> None:
+    """Check the keys of the `stats` section that training reads (the held-out and random pairs, the gold-score
+    thresholds, the seed); the report's keys (``loss_scales``, ``paired``) are checked by `sweep.stats.probe`."""
+    problems = Problems()
+    problems.check(require_int, "stats.heldout_pairs", stats.heldout_pairs, minimum=0, note="0: none")
+    problems.check(require_int, "stats.n_random_pairs", stats.n_random_pairs)
+    gold = "an STSB gold score, 0..1"
+    high = problems.check(require_number, "stats.high_threshold", stats.high_threshold, 0.0, 1.0, note=gold)
+    low = problems.check(require_number, "stats.low_threshold", stats.low_threshold, 0.0, 1.0, note=gold)
+    if high is not None and low is not None and low >= high:
+        problems.add(ConfigError("stats.low_threshold", low, f"must be below stats.high_threshold={high:g}"))
+    problems.check(require_seed, "stats.seed", stats.seed)
+    problems.raise_any()
+
+
+def validate_tracking(tracking: TrackingConfig) -> None:
+    """Check the numbers of the `tracking` section (its URI: `sweep.config.database_drivers`)."""
+    problems = Problems()
+    seconds = "seconds"
+    problems.check(require_number, "tracking.outage_timeout_s", tracking.outage_timeout_s, 0, strict=True, note=seconds)
+    interval = tracking.system_metrics_interval_s
+    note = "seconds between samples"
+    problems.check(require_number, "tracking.system_metrics_interval_s", interval, low=0, strict=True, note=note)
     problems.raise_any()
 
 

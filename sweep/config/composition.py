@@ -50,10 +50,12 @@ SPACE = "study.search_space"
 
 def _new_search_space_key(missing: str, given: dict[str, Any]) -> ConfigError | None:
     """A search-space key set from the command line that the composed config does not have yet (no experiment
-    declares it): the line with Hydra's ``+`` that adds it."""
+    declares it), or a whole search space set over the empty one (``study.search_space={loss:{scale:[1,2]}}``): the
+    line with Hydra's ``+`` that adds it."""
     if not missing.startswith(SPACE):
         return None
-    key = next((k for k in given if k == missing or k.startswith(f"{missing}.")), None)
+    related = (k for k in given if k == missing or k.startswith(f"{missing}.") or missing.startswith(f"{k}."))
+    key = next(related, None)
     if key is None:
         return None
     value = given[key]

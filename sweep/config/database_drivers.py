@@ -1,5 +1,6 @@
 """The databases a config or command names: a storage or tracking URL whose driver (an extra of the package) is not
-installed is refused before anything opens, with the command that installs it (`require_driver`); a SQLite store a
+installed is refused before anything opens, with the command that installs it (`require_driver`), and the Optuna
+storage must be such a URL (`require_database_url`); a SQLite store a
 command only reads must exist (`missing_store`), since opening it would create it."""
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def require_driver(key: str, url: str) -> None:
         postgres = dialect.name == "postgresql" and module == "psycopg"
         fix = POSTGRES_FIX if postgres else f"install the package that provides {module}"
         raise ConfigError(key, url, f"its database driver ({module}) is not installed: {fix}") from None
+
+
+def require_database_url(key: str, url: str) -> None:
+    """`url` (of config key `key`) is a SQLAlchemy database URL, which Optuna's RDB storage opens (not a path)."""
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError):
+        raise ConfigError(
+            key, url, "must be a database URL: sqlite:///PATH (a file) or postgresql://USER@HOST/DATABASE"
+        ) from None
 
 
 def missing_store(tracking_uri: str | None) -> str | None:

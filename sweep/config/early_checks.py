@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sweep.config.checks import require_seed
 from sweep.errors import ConfigError
 
 # A study name becomes a folder (``<paths.root>/models/<name>``), an Optuna study and an MLflow run name: a name,
@@ -17,10 +18,10 @@ STUDY_NAME_RULE = (
 )
 
 
-def check_study_name(name: Any) -> None:
-    """`name` (the study's) is one folder name: no path separator, no ``..``, not hidden."""
+def check_study_name(name: Any, key: str = "name") -> None:
+    """`name` (the study's, of config key `key`) is one folder name: no path separator, no ``..``, not hidden."""
     if isinstance(name, str) and not STUDY_NAME.fullmatch(name):
-        raise ConfigError("name", name, STUDY_NAME_RULE)
+        raise ConfigError(key, name, STUDY_NAME_RULE)
 
 
 def check_seeds(seeds: Any) -> None:
@@ -30,6 +31,11 @@ def check_seeds(seeds: Any) -> None:
         raise ConfigError(
             "study.seeds", [], "must list at least one seed (e.g. study.seeds=[0,1,2]), or null to train at trial.seed"
         )
+    for seed in seeds or []:
+        require_seed("study.seeds", seed)
+    if seeds is not None and len(set(seeds)) < len(seeds):
+        repeated = sorted({seed for seed in seeds if list(seeds).count(seed) > 1})
+        raise ConfigError("study.seeds", list(seeds), f"lists {repeated} more than once: list each seed once")
 
 
 def check_batch_fits(max_samples: Any, batch_size: Any) -> None:

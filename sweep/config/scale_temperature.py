@@ -19,6 +19,9 @@ from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
 
 KEYS = ("scale", "temperature")
+# The highest scale a config may set: CLIP caps its learnt scale at 100, and at a scale far above that the softmax is
+# a hard maximum (at 65504, a cosine of 1 overflows fp16).
+MAX_SCALE = 1000.0
 
 
 @functools.cache
@@ -72,12 +75,12 @@ def scale_values(loss: LossConfig) -> dict[str, float]:
         temperature = require_number(
             "loss.temperature",
             loss.temperature,
-            low=0,
-            strict=True,
+            low=1 / MAX_SCALE,
             note="scale = 1/temperature; use loss.scale=0 for the zero-scale control",
         )
         scale = 1.0 / temperature
-    scale = require_number("loss.scale", scale, low=0, note="0 is the untrained control; scale = 1/temperature")
+    note = "0 is the untrained control; scale = 1/temperature"
+    scale = require_number("loss.scale", scale, low=0, high=MAX_SCALE, note=note)
     return {"loss.scale": scale, "loss.temperature": math.inf if scale == 0 else 1.0 / scale}
 
 

@@ -43,7 +43,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.config.checks import plain_dict, require_auto_or_int, require_choice
+from sweep.config.checks import plain_dict, require_auto_or_int, require_choice, require_int, require_seed
 from sweep.config.schema import PrunerConfig, SamplerConfig, StudyConfig
 from sweep.config.sqlite_lock import sqlite_init_lock, wait_while_locked
 from sweep.errors import ConfigError
@@ -161,6 +161,8 @@ def _build(
 def make_sampler(sampler: SamplerConfig, space: search_space.Space) -> optuna.samplers.BaseSampler:
     """The sampler of `study.sampler` (a short name or a `_target_`, see the module docstring)."""
     require_choice("study.sampler.name", sampler.name, SAMPLERS)
+    if sampler.seed is not None:
+        require_seed("study.sampler.seed", sampler.seed)
     grid = bool(space) and search_space.is_grid(space)
     choice = _choice("study.sampler", sampler, "auto", SAMPLER_TARGETS)
     if not choice[2]:  # auto
@@ -180,6 +182,9 @@ def make_pruner(pruner: PrunerConfig, eval_steps: int) -> optuna.pruners.BasePru
     steps (trials report at every `eval_steps`)."""
     require_choice("study.pruner.name", pruner.name, PRUNERS)
     require_auto_or_int("study.pruner.min_resource", pruner.min_resource, note="training steps")
+    require_int("study.pruner.n_startup_trials", pruner.n_startup_trials, minimum=0, note="trials")
+    require_int("study.pruner.n_warmup_steps", pruner.n_warmup_steps, minimum=0, note="training steps")
+    require_int("study.pruner.reduction_factor", pruner.reduction_factor, minimum=2)
     choice = _choice("study.pruner", pruner, "none", PRUNER_TARGETS)
     cls = _locate(choice, optuna.pruners.BasePruner)
     fixed = {}

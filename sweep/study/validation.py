@@ -22,16 +22,17 @@ from sweep.config.checks import (
     Problems,
     eval_batch_size,
     flatten,
-    require_number,
     validate_data,
     validate_learning_rate,
     validate_model,
+    validate_stats,
     validate_study,
+    validate_tracking,
     validate_trial,
     with_values,
 )
 from sweep.config.composition import check_known_keys
-from sweep.config.database_drivers import require_driver
+from sweep.config.database_drivers import require_database_url, require_driver
 from sweep.config.devices import place_workers
 from sweep.config.early_checks import check_batch_fits, check_precision, check_seeds, check_study_name
 from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler, check_swept_overrides
@@ -115,7 +116,8 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
     sets; without: a config meant for another machine). Raises `ConfigErrors` naming every bad key, one line each."""
     problems = Problems()
     problems.check(check_study_name, cfg.name)  # a name is a folder: before anything else reads it
-    problems.check(check_study_name, cfg.study.name)
+    if cfg.study.name != cfg.name:  # set apart from `name` (its default is ${name})
+        problems.check(check_study_name, cfg.study.name, "study.name")
     problems.check(check_root, cfg.paths.root)
     declared = problems.check(declared_space, cfg.study)
     space = None
@@ -126,11 +128,11 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
     problems.check(check_known_keys, cfg)
     problems.check(validate_study, cfg.study)
     problems.check(check_seeds, cfg.study.seeds)
+    problems.check(require_database_url, "study.storage", cfg.study.storage)
     problems.check(require_driver, "study.storage", cfg.study.storage)
     problems.check(require_driver, "tracking.uri", cfg.tracking.uri)
-    interval = cfg.tracking.system_metrics_interval_s
-    note = "seconds between samples"
-    problems.check(require_number, "tracking.system_metrics_interval_s", interval, low=0, strict=True, note=note)
+    problems.check(validate_tracking, cfg.tracking)
+    problems.check(validate_stats, cfg.stats)
     if cfg.study.devices is not None:
         problems.check(place_workers, cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
     models: dict[str, ModelConfig] = {}  # the distinct model sections of the points without errors

@@ -51,7 +51,7 @@ def test_a_refused_config_never_imports_mlflow_and_creates_nothing(tmp_path):
     done = run_sweep_from(tmp_path, "+experiment=mnrl_scale", data, "study.timeout=-5", env=env, timeout=300)
     refusal = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
     assert done.returncode == 2 and refusal == [
-        "sweep: invalid config: study.timeout=-5.0: must be a number > 0 (seconds, or null)"
+        "sweep: invalid config: study.timeout=-5.0: must be a finite number > 0 (seconds, or null)"
     ], refusal
     assert "mlflow" not in imported(done.stderr)
     assert not list(tmp_path.iterdir()), "a refused command creates nothing (no state folder, no Hydra folder)"

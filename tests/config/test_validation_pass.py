@@ -18,7 +18,7 @@ def test_the_command_names_every_bad_key_at_once_before_any_folder(tmp_path):
     assert done.returncode == 2, done.stderr[-3000:]
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("sweep: invalid config: ") for line in lines), lines
-    assert lines[0].startswith("sweep: invalid config: study.timeout=-5.0: must be a number > 0"), lines
+    assert lines[0].startswith("sweep: invalid config: study.timeout=-5.0: must be a finite number > 0"), lines
     assert lines[1].startswith("sweep: invalid config: trial.max_steps=-1: must be an integer >= 1"), lines
     assert not home.exists(), "nothing created: no Hydra folder, no study, no MLflow database"
 
