@@ -71,10 +71,8 @@ def loss_vs_scale(similarities: Sequence[float], scales: Sequence[float]) -> pd.
     loss.sum().backward()
     assert sims.grad is not None  # set by backward()
     grads = sims.grad.numpy() + 0.0  # turns -0.0 (scale 0) into 0.0
-    table = pd.DataFrame({"scale": scale.numpy(), "loss": loss.detach().numpy()})
-    for i in range(grads.shape[1]):
-        table[f"grad_{i}"] = grads[:, i]
-    return table
+    columns = {"scale": scale.numpy(), "loss": loss.detach().numpy()}
+    return pd.DataFrame(columns | {f"grad_{i}": grads[:, i] for i in range(grads.shape[1])})
 
 
 def profile_label(similarities: Sequence[float]) -> str:
