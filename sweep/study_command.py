@@ -199,6 +199,8 @@ def run_study(opened: OpenedStudy, worker_arguments: list[str]) -> None:
     try:
         if trains:
             sweep.run()
+        else:  # the workers train it all (study.devices): this process says how far they are
+            sweep.follow(lambda: any(worker.poll() is None for worker in workers))
     except KeyboardInterrupt as caught:
         interrupt = caught
     try:

@@ -52,9 +52,10 @@ class StudyProgress:
     started: float = field(default_factory=time.monotonic)
     finished_here: int = 0
 
-    def line(self, done: int) -> str:
-        """``9 of 27 done; about 4 min left, finish ~05:52 UTC`` after one more trial of this process."""
-        self.finished_here += 1
+    def line(self, done: int, finished: int = 1) -> str:
+        """``9 of 27 done; about 4 min left, finish ~05:52 UTC`` after `finished` more trials of this process (of
+        the study, for a process that follows the workers training it: then `workers` is 1, their rate is its)."""
+        self.finished_here += finished
         done = min(done, self.total)
         left = self.total - done
         if left == 0:

@@ -55,6 +55,7 @@ from sweep.training.trial_settings import TrialSettings
 log = logging.getLogger(__name__)
 
 DEFAULT_N_TRIALS = 20
+FOLLOW_POLL_S = 5.0  # how often a coordinator that trains nothing reads the study's done count (`StudyRunner.follow`)
 DONE_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
@@ -257,6 +258,35 @@ class StudyRunner:
         tag = functools.partial(self.client.set_tag, self.parent_run_id, PROGRESS_TAG, text)
         self.client.writer.write("parent progress", tag)
 
+    def total_trials(self) -> int:
+        """The trials this study trains in all: its grid (seeds included), else `study.n_trials`."""
+        if self.is_grid:
+            return search_space.grid_size(self.space)
+        return self.cfg.study.n_trials or (DEFAULT_N_TRIALS if self.space else 1)
+
+    def report_plan(self, total: int) -> None:
+        """Say what the study will train, before any training (`sweep.study.progress.plan_line`)."""
+        seeds, steps, root = len(self.cfg.study.seeds or [0]), self.cfg.trial.max_steps, self.cfg.paths.root
+        log.info("%s", plan_line(self.study.study_name, total, self.done_count(), seeds, steps, root))
+
+    def follow(self, running: Callable[[], bool], poll_s: float = FOLLOW_POLL_S) -> None:
+        """Report a study that other processes train (`study.devices`: a worker pinned to each GPU, this process
+        only coordinating): the plan, then a progress line whenever more trials are done, until `running()` is
+        false (no worker runs)."""
+        total = self.total_trials()
+        self.report_plan(total)
+        timing = StudyProgress(total)  # the workers' trials together: the study's own rate
+        seen = self.done_count()
+        while True:
+            still_running = running()
+            done = self.done_count()
+            if done > seen:
+                self.report_progress(timing.line(done, finished=done - seen))
+                seen = done
+            if not still_running:
+                return
+            time.sleep(poll_s)
+
     def trials_in(self, *states: TrialState) -> list[FrozenTrial]:
         return self.study.get_trials(deepcopy=False, states=states)
 
@@ -274,11 +304,7 @@ class StudyRunner:
         if self.is_grid and not self.trials_in(TrialState.WAITING, TrialState.RUNNING):
             log.info("study %s is complete: nothing to train", self.study.study_name)
             return
-        total = (
-            search_space.grid_size(self.space)
-            if self.is_grid
-            else self.cfg.study.n_trials or (DEFAULT_N_TRIALS if self.space else 1)
-        )
+        total = self.total_trials()
         progress = tqdm(
             total=total,
             initial=min(total, self.done_count()),
@@ -288,8 +314,7 @@ class StudyRunner:
         )
         reporting = not is_spawned_worker()  # the process that started the workers speaks for the study
         if reporting:
-            seeds, steps, root = len(self.cfg.study.seeds or [0]), self.cfg.trial.max_steps, self.cfg.paths.root
-            log.info("%s", plan_line(self.study.study_name, total, self.done_count(), seeds, steps, root))
+            self.report_plan(total)
         timing = StudyProgress(total, workers=self.cfg.study.n_workers)
 
         def count(study: optuna.Study, trial: FrozenTrial) -> None:

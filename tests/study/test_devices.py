@@ -66,6 +66,7 @@ def test_each_worker_trains_on_the_one_gpu_it_was_given(tmp_path):
             if is_alive(pid):
                 os.kill(pid, signal.SIGKILL)
     assert process.returncode == 0, output[-3000:]
+    assert "study mnrl_scale: 2 trials" in output and "2 of 2 done" in output, "the coordinator reports progress"
 
     trials = load_trials(storage)
     assert sorted(t.params["loss.scale"] for t in trials if t.state.name == "COMPLETE") == [1, 20]

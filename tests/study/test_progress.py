@@ -36,3 +36,11 @@ def test_the_last_trial_says_only_that_all_are_done_and_a_resumed_count_never_pa
 
 def test_durations_read_as_a_person_says_them():
     assert [duration(s) for s in (40, 240, 9000)] == ["40 s", "4 min", "2.5 h"]
+
+
+def test_a_coordinator_counts_every_trial_its_workers_finished_since_it_started(monkeypatch):
+    """`study.devices`: the process that follows the workers sees several trials done between two looks; the study's
+    rate is theirs together (4 trials in 20 s: 5 s a trial, 6 left: 30 s)."""
+    monkeypatch.setattr(progress.time, "monotonic", lambda: 20.0)
+    text = StudyProgress(total=10, started=0.0).line(done=4, finished=4)
+    assert text.startswith("4 of 10 done; about 30 s left"), text
