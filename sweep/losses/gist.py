@@ -10,7 +10,8 @@ from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 from sweep.config.checks import require_choice, require_number
 from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
-from sweep.inputs.model import build_model, local_path
+from sweep.inputs.model import build_model
+from sweep.inputs.model_source import local_path
 from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, BaseModel, LossSpec
 
 BASE_GUIDE = "base"

@@ -18,7 +18,7 @@ from torch import nn
 from sweep.config.checks import parse_numbers, require_choice, require_int, require_number
 from sweep.config.schema import LossConfig, ModelConfig, WrapperConfig
 from sweep.errors import ConfigError
-from sweep.inputs.model import model_shape
+from sweep.inputs.model_source import model_shape
 
 WRAPPERS = ("matryoshka", "adaptive_layer", "matryoshka2d")
 LAYER_WEIGHTINGS = ("uniform", "log", "linear")

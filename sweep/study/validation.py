@@ -39,11 +39,11 @@ from sweep.config.scale_temperature import scale_values
 from sweep.config.schema import DataConfig, EvalConfig, LossConfig, ModelConfig, SweepConfig, TrialConfig
 from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import validate_layer_grid
+from sweep.evaluation.layer_grid_config import validate_layer_grid
 from sweep.inputs import data as data_module
-from sweep.inputs.model import check_available
+from sweep.inputs.model_source import check_available
 from sweep.losses import loss_values, validate_loss
-from sweep.stats.probe import check_stats
+from sweep.stats.stats_checks import check_stats
 from sweep.study import race_settings
 from sweep.study.setup import check_root, declared_space, make_pruner, make_sampler
 
