@@ -48,17 +48,20 @@ from sweep.study import race_settings
 from sweep.study.setup import check_root, declared_space, make_pruner, make_sampler
 
 
-def derived_values(loss: LossConfig, trial: TrialConfig, model_kind: str) -> dict[str, Any]:
+def derived_values(loss: LossConfig, trial: TrialConfig, model_kind: str, eval_batch: bool = True) -> dict[str, Any]:
     """The keys a trial's config derives ({dotted key: value}): `loss.scale` and `loss.temperature` agreeing, the
-    loss's own (AnglE's weights, a schedule's keys) and the evaluation batch size (``auto`` read for `model.kind`)."""
-    return {**scale_values(loss), **loss_values(loss), "trial.eval_batch_size": eval_batch_size(trial, model_kind)}
+    loss's own (AnglE's weights, a schedule's keys) and, with `eval_batch`, the evaluation batch size (``auto`` read
+    for `model.kind`; for a transformer on ``trial.device=auto`` that asks torch whether a GPU is there)."""
+    batch = {"trial.eval_batch_size": eval_batch_size(trial, model_kind)} if eval_batch else {}
+    return {**scale_values(loss), **loss_values(loss), **batch}
 
 
-def validate_trial_config(cfg: SweepConfig) -> SweepConfig:
+def validate_trial_config(cfg: SweepConfig, eval_batch: bool = True) -> SweepConfig:
     """Check one trial's config (its search-space values applied) and return it resolved (`derived_values`; `cfg`
-    is unchanged). Raises `ConfigErrors` with every error found."""
+    is unchanged; without `eval_batch`, ``trial.eval_batch_size: auto`` stays unread). Raises `ConfigErrors` with
+    every error found."""
     problems = Problems()
-    derived = problems.check(derived_values, cfg.loss, cfg.trial, cfg.model.kind)
+    derived = problems.check(derived_values, cfg.loss, cfg.trial, cfg.model.kind, eval_batch)
     if derived is not None:
         cfg = with_values(cfg, derived)
     problems.check(validate_model, cfg.model)
@@ -142,7 +145,8 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
         for point in search_space.candidate_points(space) or [{}]:
             trial_cfg = problems.check(search_space.apply, cfg, point)
             try:
-                trial_cfg = validate_trial_config(trial_cfg) if trial_cfg is not None else None
+                # `auto` stays unread: the value is a trial's, and reading it may import torch (a GPU is there?)
+                trial_cfg = validate_trial_config(trial_cfg, eval_batch=False) if trial_cfg is not None else None
             except ConfigError as error:
                 problems.add(error, where=_point_words(point))
                 continue
