@@ -2,9 +2,13 @@
 each error collected so that one run of the command names every bad key (`check_config`); and the checks of one
 trial's config (`validate_trial_config`), which the pass runs on every grid point (or distribution bound).
 
-The checks themselves stay with what they check (the sections' in `sweep.config.checks`, each loss's in its module,
-the extra sets' in `sweep.evaluation.extra_sets`, the statistics' in `sweep.stats.probe`, the sampler's and pruner's
-in `sweep.study.setup`, the race's in `sweep.study.race_settings`); this module is the one place that runs them all.
+The checks themselves stay with what they check (the sections' in `sweep.config.checks`, each loss's rules in
+`sweep.losses.rules`, run by `sweep.losses.loss_checks`, the wrapper's in `sweep.losses.wrapper_checks`, the base
+model's and its shape in `sweep.inputs.model_source`, the extra sets' in `sweep.evaluation.extra_sets`, the layer
+grid's in `sweep.evaluation.layer_grid_config`, the statistics' in `sweep.stats.stats_checks`, the sampler's and
+pruner's in `sweep.study.setup`, the race's in `sweep.study.race_settings`); this module is the one place that runs
+them all. None of them imports torch, sentence-transformers or transformers (a model's shape is read from its
+config.json), so that a refusal does not wait for them (tests/config/test_help.py).
 A check whose input another check refused does not run (the model's shape is not read from a model config that has
 errors, a data file not looked for in a data section that has errors), so that each error is named once, by the check
 that owns it."""

@@ -47,8 +47,9 @@ def test_help_imports_none_of_the_training_libraries(tmp_path):
 
 
 def test_a_refused_config_never_imports_mlflow_and_creates_nothing(tmp_path):
-    """A refusal needs the checks (the losses' own import torch and sentence-transformers), not the tracking: the
-    package faces import each name on first use, so MLflow is not imported before the config is valid."""
+    """A refusal needs the checks, not the tracking: the package faces import each name on first use, so MLflow is
+    not imported before the config is valid (nor torch and sentence-transformers, since the checks live apart from
+    the loss classes: `test_the_validation_pass_imports_none_of_the_training_libraries`)."""
     env = clean_env(SWEEP_HOME=str(tmp_path / "home"), PYTHONPROFILEIMPORTTIME="1")
     data = f"data.local_dir={REPO.parent / 'shared' / 'data'}"  # found: the refusal is the timeout's alone
     done = run_sweep_from(tmp_path, "+experiment=mnrl_scale", data, "study.timeout=-5", env=env, timeout=300)
