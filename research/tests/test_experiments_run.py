@@ -12,7 +12,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from research.tests.conftest import EXPERIMENTS
 from sweep.config.checks import eval_batch_size
-from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid, validate_layer_grid
+from sweep.evaluation.layer_grid import stsb_layer_grid
+from sweep.evaluation.layer_grid_config import grid_sets, validate_layer_grid
 from sweep.inputs.data import load_split
 from sweep.inputs.model import build_model
 from sweep.study.lifecycle import finish, open_sweep

@@ -4,7 +4,11 @@ before any training, each a `ConfigError` naming the key."""
 
 from __future__ import annotations
 
+import ast
 import csv
+import functools
+import importlib
+import importlib.util
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,16 +23,47 @@ DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 LINKED_KEYS = {"loss.scale": "loss.temperature", "loss.temperature": "loss.scale"}
 
 
-def check_optimizer_and_scheduler(trial: TrialConfig) -> None:
-    """`trial.optimizer` and `trial.lr_scheduler` are names transformers knows."""
-    from transformers.trainer_utils import SchedulerType
-    from transformers.training_args import OptimizerNames
+@functools.lru_cache(maxsize=4)
+def transformers_names(module: str, enum: str) -> tuple[str, ...]:
+    """The values of the string enum `enum` of transformers' `module` (``training_args``: `OptimizerNames`), read from
+    the installed source file without importing it: importing transformers.training_args imports torch, seconds of a
+    refusal. Where the file or the class is not found (another transformers layout), the enum is imported."""
+    spec = importlib.util.find_spec("transformers")  # finds the package without importing it
+    locations = spec.submodule_search_locations if spec is not None else None
+    source = Path(next(iter(locations)), f"{module}.py") if locations else None
+    if source is not None and source.is_file():
+        for node in ast.parse(source.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name == enum:
+                values = tuple(
+                    item.value.value
+                    for item in node.body
+                    if isinstance(item, ast.Assign)
+                    and isinstance(item.value, ast.Constant)
+                    and isinstance(item.value.value, str)
+                )
+                if values:
+                    return values
+    members = getattr(importlib.import_module(f"transformers.{module}"), enum)
+    return tuple(member.value for member in members)
 
+
+def check_optimizer_and_scheduler(trial: TrialConfig) -> None:
+    """`trial.optimizer` and `trial.lr_scheduler` are names transformers knows (`transformers_names`)."""
     for key, value, names, kind in (
-        ("trial.optimizer", trial.optimizer, OptimizerNames, "optimizer (transformers OptimizerNames)"),
-        ("trial.lr_scheduler", trial.lr_scheduler, SchedulerType, "scheduler (transformers SchedulerType)"),
+        (
+            "trial.optimizer",
+            trial.optimizer,
+            ("training_args", "OptimizerNames"),
+            "optimizer (transformers OptimizerNames)",
+        ),
+        (
+            "trial.lr_scheduler",
+            trial.lr_scheduler,
+            ("trainer_utils", "SchedulerType"),
+            "scheduler (transformers SchedulerType)",
+        ),
     ):
-        allowed = [member.value for member in names]
+        allowed = transformers_names(*names)
         if value not in allowed:
             raise ConfigError(key, value, f"is not a transformers {kind}: one of {', '.join(allowed)}")
 

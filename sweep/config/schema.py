@@ -40,7 +40,7 @@ refuse a form it accepts:
 Untyped for OmegaConf: ``loss`` itself (all but ``loss.wrapper`` and ``loss.scale_schedule``). Its keys depend on
 ``loss.name`` (``scale`` and ``temperature`` for MNRL, ``w1..w3`` and three scales for AnglE, a guide for GIST, ...),
 and ``loss.name`` may be changed by an override or an experiment without changing the group option, so no single
-schema fits; the loss registry (`sweep.losses.LOSSES`, each `LossSpec.check`) owns those keys and their checks. For
+schema fits; the loss rules (`sweep.losses.RULES`, each `LossRules.check`) own those keys and their checks. For
 mypy the section is `LossConfig`: its name, wrapper and schedule typed, its other keys read by name.
 
 Every function below the entry points takes the section it reads, annotated with its class here (a `DictConfig` of

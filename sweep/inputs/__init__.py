@@ -1,5 +1,5 @@
-"""Layer 3, inputs: the base model (`model.*`), the training and evaluation data (`data.*`) and the study-wide
-tokenization cache.
+"""Layer 3, inputs: the base model (`model.*`: where it comes from and its shape, `model_source`; building it,
+`model`), the training and evaluation data (`data.*`) and the study-wide tokenization cache.
 
 The public face: each name is imported from its module on first use (`sweep.lazy_face`), so that a command
 that only checks its config does not import what only training needs."""
@@ -12,7 +12,8 @@ from sweep import lazy_face
 
 if TYPE_CHECKING:
     from sweep.inputs.data import DATA_SPLITS, load_all, load_split, resolve_source
-    from sweep.inputs.model import ModelShape, build_model, model_shape, resolve_path
+    from sweep.inputs.model import build_model
+    from sweep.inputs.model_source import ModelShape, model_shape, resolve_path
     from sweep.inputs.preprocess_cache import PreprocessCache
 
 __all__ = [
@@ -30,7 +31,8 @@ __all__ = [
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
     "data": ("DATA_SPLITS", "load_all", "load_split", "resolve_source"),
-    "model": ("ModelShape", "build_model", "model_shape", "resolve_path"),
+    "model": ("build_model",),
+    "model_source": ("ModelShape", "model_shape", "resolve_path"),
     "preprocess_cache": ("PreprocessCache",),
 }
 _MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

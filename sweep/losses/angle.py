@@ -6,7 +6,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AnglELoss
 
 from sweep.config.schema import LossConfig
-from sweep.losses.spec import SCORED_PAIRS_OR_TEXT_TUPLES, BaseModel, LossSpec
+from sweep.losses.spec import BaseModel, LossSpec
 
 
 def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> AnglELoss:
@@ -31,4 +31,4 @@ def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -
     return AnglELoss(model, scale=loss.scale)
 
 
-SPEC = LossSpec(from_config, SCORED_PAIRS_OR_TEXT_TUPLES, scheduled=AnglELoss)
+SPEC = LossSpec(from_config, scheduled=AnglELoss)

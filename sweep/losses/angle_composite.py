@@ -10,21 +10,12 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss
 from torch import Tensor, nn
 
-from sweep.config.checks import parse_numbers, require_number
 from sweep.config.schema import LossConfig
-from sweep.errors import ConfigError
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
-from sweep.losses.spec import SCORED_PAIRS, BaseModel, LossSpec
+from sweep.losses.rules import angle_weights, check_weights
+from sweep.losses.spec import BaseModel, LossSpec
 
 TERMS = ("cos", "ibn", "angle")
-
-
-def check_weights(key: str, weights: tuple[float, float, float]) -> None:
-    """(w1, w2, w3) are >= 0 and not all zero."""
-    if min(weights) < 0 or max(weights) == 0:
-        raise ConfigError(
-            key, list(weights), "weights must be >= 0 and not all zero (w1 cosine, w2 in-batch negatives, w3 angle)"
-        )
 
 
 class AnglECompositeLoss(nn.Module):
@@ -99,37 +90,10 @@ class AnglECompositeLoss(nn.Module):
         return dict(self.last_terms)
 
 
-def weights(loss: LossConfig) -> tuple[float, float, float]:
-    """(w1, w2, w3): `loss.weights` ("w1,w2,w3", a grid-friendly string) wins over w1/w2/w3."""
-    if loss.weights is not None:
-        parsed = parse_numbers("loss.weights", loss.weights, float)
-        if len(parsed) != 3:
-            raise ConfigError(
-                "loss.weights", loss.weights, 'must be three numbers "w1,w2,w3" (cosine, in-batch negatives, angle)'
-            )
-        return parsed[0], parsed[1], parsed[2]
-    w1, w2, w3 = (require_number(f"loss.{key}", loss[key], low=0) for key in ("w1", "w2", "w3"))
-    return w1, w2, w3
-
-
-def check(loss: LossConfig) -> None:
-    check_weights("loss.weights" if loss.weights is not None else "loss.w1/w2/w3", weights(loss))
-    for name in ("cos_scale", "ibn_scale", "angle_scale"):
-        require_number(f"loss.{name}", loss[name], low=0)
-    require_number("loss.positive_threshold", loss.positive_threshold)
-
-
-def resolve(loss: LossConfig) -> dict[str, float]:
-    """The logged params show what trains: a `loss.weights` string sets w1, w2, w3."""
-    if loss.weights is None:
-        return {}
-    return dict(zip(("loss.w1", "loss.w2", "loss.w3"), weights(loss), strict=True))
-
-
 def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> AnglECompositeLoss:
     return AnglECompositeLoss(
         model,
-        *weights(loss),
+        *angle_weights(loss),
         cos_scale=loss.cos_scale,
         ibn_scale=loss.ibn_scale,
         angle_scale=loss.angle_scale,
@@ -137,4 +101,4 @@ def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -
     )
 
 
-SPEC = LossSpec(from_config, SCORED_PAIRS, check=check, resolve=resolve)
+SPEC = LossSpec(from_config)

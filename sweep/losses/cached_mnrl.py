@@ -5,10 +5,9 @@ from __future__ import annotations
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
 
-from sweep.config.checks import require_int
 from sweep.config.schema import LossConfig
 from sweep.losses import mnrl
-from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
+from sweep.losses.spec import BaseModel, LossSpec
 
 
 class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLoss):
@@ -46,11 +45,6 @@ class ScaledCachedMultipleNegativesRankingLoss(CachedMultipleNegativesRankingLos
         self.loss.scale = float(scale)  # the wrapped MultipleNegativesRankingLoss holds the scale
 
 
-def check(loss: LossConfig) -> None:
-    mnrl.check(loss)
-    require_int("loss.mini_batch_size", loss.mini_batch_size)
-
-
 def from_config(
     model: SentenceTransformer, loss: LossConfig, base: BaseModel
 ) -> ScaledCachedMultipleNegativesRankingLoss:
@@ -59,11 +53,5 @@ def from_config(
     )
 
 
-SPEC = LossSpec(
-    from_config,
-    TEXT_TUPLES,
-    check=check,
-    transformer_only=True,
-    gradient_cache=True,
-    scheduled=ScaledCachedMultipleNegativesRankingLoss,  # its `scale` is the wrapped MNRL's (set through it)
-)
+# its `scale` is the wrapped MNRL's (set through it)
+SPEC = LossSpec(from_config, scheduled=ScaledCachedMultipleNegativesRankingLoss)

@@ -6,10 +6,10 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 from sentence_transformers.util import pairwise_cos_sim, pairwise_dot_score
 
-from sweep.config.checks import require_choice
 from sweep.config.schema import LossConfig
-from sweep.losses.spec import SCORED_PAIRS, BaseModel, LossSpec
+from sweep.losses.spec import BaseModel, LossSpec
 
+# the names of `sweep.losses.rules.PAIRWISE_SIMILARITIES`
 PAIRWISE_SIMILARITIES = {"cosine": pairwise_cos_sim, "dot": pairwise_dot_score}
 
 
@@ -30,8 +30,4 @@ def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -
     return CoSENTLoss(model, scale=loss.scale, similarity_fct=PAIRWISE_SIMILARITIES[loss.similarity])
 
 
-def check(loss: LossConfig) -> None:
-    require_choice("loss.similarity", loss.similarity, PAIRWISE_SIMILARITIES)
-
-
-SPEC = LossSpec(from_config, SCORED_PAIRS, check=check, scheduled=CoSENTLoss)
+SPEC = LossSpec(from_config, scheduled=CoSENTLoss)

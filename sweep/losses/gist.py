@@ -7,14 +7,11 @@ import functools
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 
-from sweep.config.checks import require_choice, require_number
 from sweep.config.schema import LossConfig
-from sweep.errors import ConfigError
-from sweep.inputs.model import build_model, local_path
-from sweep.losses.spec import TEXT_PAIRS_OR_TRIPLETS, BaseModel, LossSpec
-
-BASE_GUIDE = "base"
-MARGIN_STRATEGIES = ("absolute", "relative")
+from sweep.inputs.model import build_model
+from sweep.inputs.model_source import local_path
+from sweep.losses.rules import BASE_GUIDE
+from sweep.losses.spec import BaseModel, LossSpec
 
 
 @functools.lru_cache(maxsize=2)
@@ -63,16 +60,4 @@ def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -
     )
 
 
-def check(loss: LossConfig) -> None:
-    require_number("loss.scale", loss.scale, low=0, strict=True)  # temperature inf: the masked -inf logits turn NaN
-    require_choice("loss.margin_strategy", loss.margin_strategy, MARGIN_STRATEGIES)
-    require_number("loss.margin", loss.margin)
-    if not isinstance(loss.guide, str) or not loss.guide:
-        raise ConfigError(
-            "loss.guide",
-            loss.guide,
-            f"must be {BASE_GUIDE!r} (a frozen copy of the base model) or a SentenceTransformer name or path",
-        )
-
-
-SPEC = LossSpec(from_config, TEXT_PAIRS_OR_TRIPLETS, check=check, transformer_only=True)
+SPEC = LossSpec(from_config)

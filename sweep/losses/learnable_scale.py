@@ -11,17 +11,10 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from torch import Tensor, nn
 from transformers import TrainerCallback
 
-from sweep.config.checks import require_number
 from sweep.config.schema import LossConfig
 from sweep.losses import mnrl
-from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
-
-
-def check_scales(scale: float, max_scale: float | None, prefix: str = "") -> None:
-    """The initial scale is > 0 (it is stored as its log) and the clamp, when set, is >= it."""
-    require_number(f"{prefix}scale", scale, low=0, strict=True, note="the initial scale, stored as its log")
-    if max_scale is not None:
-        require_number(f"{prefix}max_scale", max_scale, low=scale)
+from sweep.losses.rules import check_scales
+from sweep.losses.spec import BaseModel, LossSpec
 
 
 class LearnableScaleMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
@@ -109,13 +102,6 @@ def learnable_scales(loss: nn.Module) -> list[LearnableScaleMultipleNegativesRan
     return [m for m in loss.modules() if isinstance(m, LearnableScaleMultipleNegativesRankingLoss)]
 
 
-def check(loss: LossConfig) -> None:
-    mnrl.check(loss)
-    check_scales(loss.scale, loss.max_scale, prefix="loss.")
-    if loss.scale_learning_rate is not None:
-        require_number("loss.scale_learning_rate", loss.scale_learning_rate, low=0, strict=True)
-
-
 def from_config(
     model: SentenceTransformer, loss: LossConfig, base: BaseModel
 ) -> LearnableScaleMultipleNegativesRankingLoss:
@@ -131,10 +117,4 @@ def learning_rates(loss: LossConfig) -> dict[str, float]:
     return {r"logit_scale$": float(loss.scale_learning_rate)}
 
 
-SPEC = LossSpec(
-    from_config,
-    TEXT_TUPLES,
-    check=check,
-    learning_rates=learning_rates,
-    weight_decay="must be 0 with loss.name=learnable_scale: decay would pull logit_scale towards 0 (scale 1)",
-)
+SPEC = LossSpec(from_config, learning_rates=learning_rates)

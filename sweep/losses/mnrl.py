@@ -8,11 +8,10 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from sentence_transformers.util import cos_sim, dot_score
 
-from sweep.config.checks import require_choice
 from sweep.config.schema import LossConfig
-from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
+from sweep.losses.spec import BaseModel, LossSpec
 
-SIMILARITIES = {"cosine": cos_sim, "dot": dot_score}
+SIMILARITIES = {"cosine": cos_sim, "dot": dot_score}  # the names of `sweep.losses.rules.SIMILARITIES`
 
 
 class ScaledMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
@@ -46,12 +45,8 @@ class ScaledMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         return math.inf if self.scale == 0 else 1.0 / self.scale
 
 
-def check(loss: LossConfig) -> None:
-    require_choice("loss.similarity", loss.similarity, SIMILARITIES)
-
-
 def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> ScaledMultipleNegativesRankingLoss:
     return ScaledMultipleNegativesRankingLoss(model, scale=loss.scale, similarity=loss.similarity)
 
 
-SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, scheduled=ScaledMultipleNegativesRankingLoss)
+SPEC = LossSpec(from_config, scheduled=ScaledMultipleNegativesRankingLoss)

@@ -8,10 +8,9 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
-from sweep.config.checks import require_number
 from sweep.config.schema import LossConfig
 from sweep.losses import mnrl
-from sweep.losses.spec import TEXT_TUPLES, BaseModel, LossSpec
+from sweep.losses.spec import BaseModel, LossSpec
 
 
 def uniformity(embeddings: Tensor, t: float = 2.0) -> Tensor:
@@ -69,12 +68,6 @@ class UniformityRegularizedMNRL(mnrl.ScaledMultipleNegativesRankingLoss):
         )
 
 
-def check(loss: LossConfig) -> None:
-    mnrl.check(loss)
-    require_number("loss.uniformity_weight", loss.uniformity_weight, low=0)
-    require_number("loss.uniformity_t", loss.uniformity_t, low=0, strict=True)
-
-
 def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -> UniformityRegularizedMNRL:
     return UniformityRegularizedMNRL(
         model,
@@ -85,4 +78,4 @@ def from_config(model: SentenceTransformer, loss: LossConfig, base: BaseModel) -
     )
 
 
-SPEC = LossSpec(from_config, TEXT_TUPLES, check=check, scheduled=UniformityRegularizedMNRL)
+SPEC = LossSpec(from_config, scheduled=UniformityRegularizedMNRL)

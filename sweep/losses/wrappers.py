@@ -4,7 +4,8 @@ Keys (``sweep/conf/loss/wrapper/default.yaml``): ``name`` (null | matryoshka | a
 and ``weights`` (lists or comma strings such as ``"384,256,128,64"``, so that a grid can sweep them),
 ``n_dims_per_step`` (null: the class default, -1 for MatryoshkaLoss and 1 for Matryoshka2dLoss),
 ``n_layers_per_step``, ``last_layer_weight``, ``prior_layers_weight``, ``kl_div_weight``, ``kl_temperature``,
-``layer_weighting`` (uniform | log | linear). Each key is passed to the sentence-transformers class unchanged.
+``layer_weighting`` (uniform | log | linear). Each key is passed to the sentence-transformers class unchanged; their
+checks against the loss and the model are `sweep.losses.wrapper_checks`'.
 """
 
 from __future__ import annotations
@@ -15,15 +16,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss, MatryoshkaLoss
 from torch import nn
 
-from sweep.config.checks import parse_numbers, require_choice, require_int, require_number
-from sweep.config.schema import LossConfig, ModelConfig, WrapperConfig
-from sweep.errors import ConfigError
-from sweep.inputs.model import model_shape
-
-WRAPPERS = ("matryoshka", "adaptive_layer", "matryoshka2d")
-LAYER_WEIGHTINGS = ("uniform", "log", "linear")
-DIM_WRAPPERS = ("matryoshka", "matryoshka2d")
-LAYER_WRAPPERS = ("adaptive_layer", "matryoshka2d")
+from sweep.config.checks import parse_numbers
+from sweep.config.schema import WrapperConfig
 
 
 def _dims_and_weights(wrapper: WrapperConfig) -> dict[str, Any]:
@@ -69,60 +63,3 @@ def wrap(model: SentenceTransformer, loss: nn.Module, wrapper: WrapperConfig) ->
     if hasattr(loss, "logged_metrics"):
         wrapped.logged_metrics = loss.logged_metrics
     return wrapped
-
-
-def _check_step(key: str, value: Any, count: int, what: str) -> None:
-    if not (isinstance(value, int) and value == -1):  # -1: all of them
-        require_int(key, value, minimum=1, maximum=count, note=f"or -1 for all; {what}")
-
-
-def validate_wrapper(loss: LossConfig, model: ModelConfig, gradient_cache: bool) -> None:
-    """Check `loss.wrapper` against the model: dims (positive, strictly decreasing, <= the model dimension),
-    weights, per-step counts, layer counts (<= the model's layers) and the wrapper/loss/model compatibility."""
-    wrapper = loss.wrapper
-    if wrapper.name is None:
-        return
-    require_choice("loss.wrapper.name", wrapper.name, WRAPPERS)
-    if wrapper.name in LAYER_WRAPPERS:
-        if model.kind != "transformer":
-            raise ConfigError(
-                "loss.wrapper.name", wrapper.name, "needs model.kind=transformer (a static model has no layers)"
-            )
-        if gradient_cache:
-            raise ConfigError(
-                "loss.wrapper.name",
-                wrapper.name,
-                f"does not work with loss {loss.name} (gradient caching); use matryoshka or loss.name=mnrl",
-            )
-    shape = model_shape(model)
-    if wrapper.name in DIM_WRAPPERS:
-        dims = parse_numbers("loss.wrapper.dims", wrapper.dims)
-        if len(set(dims)) != len(dims) or list(dims) != sorted(dims, reverse=True) or dims[-1] < 1:
-            raise ConfigError(
-                "loss.wrapper.dims",
-                wrapper.dims,
-                'must be distinct positive dims in decreasing order, e.g. "384,256,128,64"',
-            )
-        if dims[0] > shape.dim:
-            raise ConfigError("loss.wrapper.dims", wrapper.dims, f"must be <= the model dimension {shape.dim}")
-        if wrapper.weights is not None:
-            weights = parse_numbers("loss.wrapper.weights", wrapper.weights, float)
-            if len(weights) != len(dims) or min(weights) < 0 or max(weights) == 0:
-                raise ConfigError(
-                    "loss.wrapper.weights",
-                    wrapper.weights,
-                    f"must be {len(dims)} numbers >= 0 (one per dim), not all zero",
-                )
-        if wrapper.n_dims_per_step is not None:
-            _check_step("loss.wrapper.n_dims_per_step", wrapper.n_dims_per_step, len(dims), f"{len(dims)} dims")
-    if wrapper.name in LAYER_WRAPPERS:
-        assert shape.layers is not None  # a transformer (checked above) has layers
-        _check_step(
-            "loss.wrapper.n_layers_per_step",
-            wrapper.n_layers_per_step,
-            shape.layers,
-            f"the model has {shape.layers} layers",
-        )
-        for key in ("last_layer_weight", "prior_layers_weight", "kl_div_weight", "kl_temperature"):
-            require_number(f"loss.wrapper.{key}", getattr(wrapper, key), low=0)
-        require_choice("loss.wrapper.layer_weighting", wrapper.layer_weighting, LAYER_WEIGHTINGS)

@@ -12,9 +12,8 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import Problems, plain_dict, require_int, require_number
+from sweep.config.checks import plain_dict
 from sweep.config.schema import LossConfig, StatsConfig
-from sweep.errors import ConfigError
 from sweep.loggers import TrialLogger
 from sweep.losses.learnable_scale import learnable_scales
 from sweep.stats.concentration import at_scale, concentration_statistics, in_batch_statistics, loss_metric
@@ -80,20 +79,6 @@ def loss_scales(stats: StatsConfig, search_space: Mapping[str, Any], loss: LossC
         return sorted(1.0 / float(t) for t in grid["temperature"] if t > 0)
     scale = loss.get("scale")
     return [float(scale)] if isinstance(scale, (int, float)) else []
-
-
-def check_stats(stats: StatsConfig) -> None:
-    """The statistics keys this module reads that training does not: ``loss_scales`` and ``paired.*``."""
-    problems = Problems()
-    scales = stats.loss_scales  # a list of numbers or null (sweep.config.schema)
-    if scales is not None and any(scale < 0 for scale in scales):
-        problems.add(ConfigError("stats.loss_scales", list(scales), "must be null or a list of scales >= 0"))
-    problems.check(require_int, "stats.paired.resamples", stats.paired.resamples, minimum=2)
-    if not 0 < stats.paired.level < 1:
-        problems.add(ConfigError("stats.paired.level", stats.paired.level, "must be a number in (0, 1), e.g. 0.95"))
-    margin = stats.paired.margin
-    problems.check(require_number, "stats.paired.margin", margin, 0.0, 1.0, note="a Spearman difference, e.g. 0.01")
-    problems.raise_any()
 
 
 class ConcentrationProbe:

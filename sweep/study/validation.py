@@ -2,9 +2,13 @@
 each error collected so that one run of the command names every bad key (`check_config`); and the checks of one
 trial's config (`validate_trial_config`), which the pass runs on every grid point (or distribution bound).
 
-The checks themselves stay with what they check (the sections' in `sweep.config.checks`, each loss's in its module,
-the extra sets' in `sweep.evaluation.extra_sets`, the statistics' in `sweep.stats.probe`, the sampler's and pruner's
-in `sweep.study.setup`, the race's in `sweep.study.race_settings`); this module is the one place that runs them all.
+The checks themselves stay with what they check (the sections' in `sweep.config.checks`, each loss's rules in
+`sweep.losses.rules`, run by `sweep.losses.loss_checks`, the wrapper's in `sweep.losses.wrapper_checks`, the base
+model's and its shape in `sweep.inputs.model_source`, the extra sets' in `sweep.evaluation.extra_sets`, the layer
+grid's in `sweep.evaluation.layer_grid_config`, the statistics' in `sweep.stats.stats_checks`, the sampler's and
+pruner's in `sweep.study.setup`, the race's in `sweep.study.race_settings`); this module is the one place that runs
+them all. None of them imports torch, sentence-transformers or transformers (a model's shape is read from its
+config.json), so that a refusal does not wait for them (tests/config/test_help.py).
 A check whose input another check refused does not run (the model's shape is not read from a model config that has
 errors, a data file not looked for in a data section that has errors), so that each error is named once, by the check
 that owns it."""
@@ -40,26 +44,29 @@ from sweep.config.scale_temperature import scale_values
 from sweep.config.schema import DataConfig, EvalConfig, LossConfig, ModelConfig, SweepConfig, TrialConfig
 from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import validate_layer_grid
+from sweep.evaluation.layer_grid_config import validate_layer_grid
 from sweep.inputs import data as data_module
-from sweep.inputs.model import check_available
+from sweep.inputs.model_source import check_available
 from sweep.losses import loss_values, validate_loss
-from sweep.stats.probe import check_stats
+from sweep.stats.stats_checks import check_stats
 from sweep.study import race_settings
 from sweep.study.setup import check_root, declared_space, make_pruner, make_sampler
 
 
-def derived_values(loss: LossConfig, trial: TrialConfig, model_kind: str) -> dict[str, Any]:
+def derived_values(loss: LossConfig, trial: TrialConfig, model_kind: str, eval_batch: bool = True) -> dict[str, Any]:
     """The keys a trial's config derives ({dotted key: value}): `loss.scale` and `loss.temperature` agreeing, the
-    loss's own (AnglE's weights, a schedule's keys) and the evaluation batch size (``auto`` read for `model.kind`)."""
-    return {**scale_values(loss), **loss_values(loss), "trial.eval_batch_size": eval_batch_size(trial, model_kind)}
+    loss's own (AnglE's weights, a schedule's keys) and, with `eval_batch`, the evaluation batch size (``auto`` read
+    for `model.kind`; for a transformer on ``trial.device=auto`` that asks torch whether a GPU is there)."""
+    batch = {"trial.eval_batch_size": eval_batch_size(trial, model_kind)} if eval_batch else {}
+    return {**scale_values(loss), **loss_values(loss), **batch}
 
 
-def validate_trial_config(cfg: SweepConfig) -> SweepConfig:
+def validate_trial_config(cfg: SweepConfig, eval_batch: bool = True) -> SweepConfig:
     """Check one trial's config (its search-space values applied) and return it resolved (`derived_values`; `cfg`
-    is unchanged). Raises `ConfigErrors` with every error found."""
+    is unchanged; without `eval_batch`, ``trial.eval_batch_size: auto`` stays unread). Raises `ConfigErrors` with
+    every error found."""
     problems = Problems()
-    derived = problems.check(derived_values, cfg.loss, cfg.trial, cfg.model.kind)
+    derived = problems.check(derived_values, cfg.loss, cfg.trial, cfg.model.kind, eval_batch)
     if derived is not None:
         cfg = with_values(cfg, derived)
     problems.check(validate_model, cfg.model)
@@ -144,7 +151,8 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
         for point in search_space.candidate_points(space) or [{}]:
             trial_cfg = problems.check(search_space.apply, cfg, point)
             try:
-                trial_cfg = validate_trial_config(trial_cfg) if trial_cfg is not None else None
+                # `auto` stays unread: the value is a trial's, and reading it may import torch (a GPU is there?)
+                trial_cfg = validate_trial_config(trial_cfg, eval_batch=False) if trial_cfg is not None else None
             except ConfigError as error:
                 problems.add(error, where=_point_words(point))
                 continue

@@ -19,7 +19,7 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerModelC
 
 from sweep.config.checks import CONFIG_DIR
 from sweep.config.schema import ModelConfig
-from sweep.inputs.model import resolve_path, saved_static_module
+from sweep.inputs.model_source import resolve_path, saved_static_module
 from sweep.stats.bootstrap import bullets
 
 README = "README.md"

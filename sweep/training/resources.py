@@ -19,7 +19,8 @@ from sentence_transformers import SentenceTransformer
 from sweep.config.checks import eval_batch_size
 from sweep.config.schema import DataConfig, EvalConfig, ModelConfig, TrialConfig
 from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import grid_sets, stsb_layer_grid
+from sweep.evaluation.layer_grid import stsb_layer_grid
+from sweep.evaluation.layer_grid_config import grid_sets
 from sweep.evaluation.predictions import prediction_table, score_pairs
 from sweep.inputs import data as data_module
 from sweep.inputs.model import build_model

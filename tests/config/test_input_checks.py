@@ -6,10 +6,21 @@ from __future__ import annotations
 import pytest
 import torch
 
+from sweep.config.input_checks import transformers_names
 from sweep.errors import ConfigError
 from sweep.study.lifecycle import open_sweep
 from tests.conftest import TINY
 from tests.helpers import run_sweep
+
+
+@pytest.mark.parametrize(("module", "enum"), [("training_args", "OptimizerNames"), ("trainer_utils", "SchedulerType")])
+def test_the_names_read_from_transformers_source_are_its_enums(module, enum):
+    """The optimizer and scheduler names are read from transformers' source (importing it imports torch, seconds of a
+    refusal): they are the enum's values, in its order."""
+    import importlib
+
+    members = getattr(importlib.import_module(f"transformers.{module}"), enum)
+    assert transformers_names(module, enum) == tuple(member.value for member in members)
 
 
 @pytest.mark.parametrize(

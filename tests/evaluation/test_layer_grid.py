@@ -12,17 +12,12 @@ from sentence_transformers import SentenceTransformer
 
 from sweep.config.checks import eval_batch_size, parse_numbers
 from sweep.errors import ConfigError
-from sweep.evaluation.layer_grid import (
-    grid_metrics,
-    grid_sets,
-    layer_dim_spearman,
-    log_layer_grid,
-    stsb_layer_grid,
-    validate_layer_grid,
-)
+from sweep.evaluation.layer_grid import grid_metrics, layer_dim_spearman, log_layer_grid, stsb_layer_grid
+from sweep.evaluation.layer_grid_config import grid_sets, validate_layer_grid
 from sweep.evaluation.objective import objective_value
 from sweep.inputs.data import load_split
-from sweep.inputs.model import build_model, model_shape
+from sweep.inputs.model import build_model
+from sweep.inputs.model_source import model_shape
 
 LAYERS, DIMS = (0, 1, 2), (32, 16, 8)
 

