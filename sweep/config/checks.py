@@ -120,6 +120,12 @@ def require_int(key: str, value: Any, minimum: int = 1, maximum: int | None = No
     return value
 
 
+def require_bool(key: str, value: Any) -> None:
+    """``value`` is true or false (a key of an untyped section, which OmegaConf does not check)."""
+    if not isinstance(value, bool):
+        raise ConfigError(key, value, "must be true or false")
+
+
 def require_auto_or_int(key: str, value: Any, note: str = "") -> None:
     """A key that takes ``auto`` or an integer >= 1 (``note`` is appended to the message)."""
     if value != "auto" and (not _is_int(value) or value < 1):
@@ -140,7 +146,8 @@ def require_number(
         and (high is None or value <= high)
     )
     if not ok:
-        bound = f"in [{low:g}, {high:g}]" if high is not None else f"{'>' if strict else '>='} {low:g}"
+        opening, relation = ("(", ">") if strict else ("[", ">=")
+        bound = f"in {opening}{low:g}, {high:g}]" if high is not None else f"{relation} {low:g}"
         raise ConfigError(key, value, f"must be a finite number {bound}" + (f" ({note})" if note else ""))
     return float(value)
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.config.checks import parse_numbers, require_choice, require_int, require_number
+from sweep.config.checks import parse_numbers, require_bool, require_choice, require_int, require_number
+from sweep.config.scale_temperature import MAX_SCALE
 from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
 from sweep.losses.columns import (
@@ -83,7 +84,9 @@ def _learnable_scale(loss: LossConfig) -> None:
 def _gist(loss: LossConfig) -> None:
     require_number("loss.scale", loss.scale, low=0, strict=True)  # temperature inf: the masked -inf logits turn NaN
     require_choice("loss.margin_strategy", loss.margin_strategy, MARGIN_STRATEGIES)
-    require_number("loss.margin", loss.margin)
+    require_number("loss.margin", loss.margin, -2.0, 2.0, note="a difference of cosines")
+    require_bool("loss.contrast_anchors", loss.contrast_anchors)
+    require_bool("loss.contrast_positives", loss.contrast_positives)
     if not isinstance(loss.guide, str) or not loss.guide:
         raise ConfigError(
             "loss.guide",
@@ -120,8 +123,8 @@ def angle_weights(loss: LossConfig) -> tuple[float, float, float]:
 def _angle_composite(loss: LossConfig) -> None:
     check_weights("loss.weights" if loss.weights is not None else "loss.w1/w2/w3", angle_weights(loss))
     for name in ("cos_scale", "ibn_scale", "angle_scale"):
-        require_number(f"loss.{name}", loss[name], low=0)
-    require_number("loss.positive_threshold", loss.positive_threshold)
+        require_number(f"loss.{name}", loss[name], low=0, high=MAX_SCALE)
+    require_number("loss.positive_threshold", loss.positive_threshold, 0.0, 1.0, note="a pair's gold score, 0..1")
 
 
 def _angle_composite_keys(loss: LossConfig) -> dict[str, float]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sweep.config.checks import plain_dict, require_choice, require_int, require_number
-from sweep.config.scale_temperature import given_scale
+from sweep.config.scale_temperature import MAX_SCALE, given_scale
 from sweep.config.schema import LossConfig
 from sweep.errors import ConfigError
 
@@ -139,15 +139,16 @@ def check_schedule(schedule: ScaleSchedule) -> ScaleSchedule:
     """Scales of a schedule > 0 (scale 0 is the untrained control, never a schedule's end), min <= max, a period
     of at least one step; a constant's own scale >= 0."""
     if schedule.kind == "cosine":
-        low = require_number(f"{KEY}.min_scale", schedule.min_scale, low=0, strict=True, note=NOT_ZERO)
-        require_number(f"{KEY}.max_scale", schedule.max_scale, low=low, note=f"at least {KEY}.min_scale")
+        low = require_number(f"{KEY}.min_scale", schedule.min_scale, low=0, high=MAX_SCALE, strict=True, note=NOT_ZERO)
+        note = f"at least {KEY}.min_scale"
+        require_number(f"{KEY}.max_scale", schedule.max_scale, low=low, high=MAX_SCALE, note=note)
         if schedule.period_steps is not None:
             require_int(f"{KEY}.period_steps", schedule.period_steps, note=ONE_CYCLE)
     elif schedule.kind == "linear":
         for name in ("start_scale", "end_scale"):
-            require_number(f"{KEY}.{name}", getattr(schedule, name), low=0, strict=True, note=NOT_ZERO)
+            require_number(f"{KEY}.{name}", getattr(schedule, name), low=0, high=MAX_SCALE, strict=True, note=NOT_ZERO)
     elif schedule.scale is not None:
-        require_number(f"{KEY}.spec", schedule.scale, low=0, note="a constant's scale")
+        require_number(f"{KEY}.spec", schedule.scale, low=0, high=MAX_SCALE, note="a constant's scale")
     return schedule
 
 

@@ -44,6 +44,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
 from sweep.config.checks import plain_dict, require_auto_or_int, require_choice, require_int, require_seed
+from sweep.config.early_checks import check_seeds
 from sweep.config.schema import PrunerConfig, SamplerConfig, StudyConfig
 from sweep.config.sqlite_lock import sqlite_init_lock, wait_while_locked
 from sweep.errors import ConfigError
@@ -233,7 +234,9 @@ def unwritable(error: OSError) -> str:
 
 
 def declared_space(study: StudyConfig) -> dict[str, Any]:
-    """`study.search_space` (of the `study` section) with `study.seeds` (replicates) added as a `trial.seed` axis."""
+    """`study.search_space` (of the `study` section) with `study.seeds` (replicates, checked first: a bad seed is
+    named once, as `study.seeds`, not again at each grid point) added as a `trial.seed` axis."""
+    check_seeds(study.seeds)
     declared = plain_dict(study.search_space)
     if study.seeds:
         if "seed" in declared.get("trial", {}):

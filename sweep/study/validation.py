@@ -38,7 +38,7 @@ from sweep.config.checks import (
 from sweep.config.composition import check_known_keys
 from sweep.config.database_drivers import require_database_url, require_driver
 from sweep.config.devices import place_workers
-from sweep.config.early_checks import check_batch_fits, check_precision, check_seeds, check_study_name
+from sweep.config.early_checks import check_batch_fits, check_precision, check_study_name
 from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler, check_swept_overrides
 from sweep.config.scale_temperature import scale_values
 from sweep.config.schema import DataConfig, EvalConfig, LossConfig, ModelConfig, SweepConfig, TrialConfig
@@ -134,7 +134,6 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
         space = problems.check(search_space.parse, declared)
     problems.check(check_known_keys, cfg)
     problems.check(validate_study, cfg.study)
-    problems.check(check_seeds, cfg.study.seeds)
     problems.check(require_database_url, "study.storage", cfg.study.storage)
     problems.check(require_driver, "study.storage", cfg.study.storage)
     problems.check(require_driver, "tracking.uri", cfg.tracking.uri)
