@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import os
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ from sweep.signals import (
     check_stop,
     exit_code,
     follow_parent,
+    is_spawned_worker,
     quiet_interrupt_tracebacks,
     signal_name,
 )
@@ -42,6 +44,7 @@ from sweep.study.setup import unwritable
 # several lines, and exits 1, unless HYDRA_FULL_ERROR is set: `main` sets it while Hydra composes, so that the error
 # reaches it as an exception, and gives the user's setting back as the run starts (`_composed`).
 FULL_ERROR = "HYDRA_FULL_ERROR"
+log = logging.getLogger("sweep")
 _composing: dict[str, str | None] = {}  # {FULL_ERROR: the user's value} while Hydra composes
 
 
@@ -138,6 +141,15 @@ def run(cfg: DictConfig) -> None:
     follow_parent()
     quiet_interrupt_tracebacks()
     validated = OmegaConf.to_yaml(cfg) in _validated  # by `ValidConfig`, before Hydra's folder (else: now)
+    from sweep.study import recorded_answer
+
+    answer_key = recorded_answer.config_key(cfg)
+    if validated and not is_spawned_worker():  # a finished study run again: its answer as it was printed, at once
+        lines = recorded_answer.recorded(cfg.study.storage, cfg.study.name, answer_key)
+        if lines is not None:
+            log.info("study %s is complete: nothing to train", cfg.study.name)
+            print("\n".join(lines))
+            return
     try:
         check_stop()  # a signal while importing that a finalizer dropped (sweep.signals.stop_while_importing)
         from sweep import study_command  # what training needs: not imported for `--help` or a refused config
@@ -150,7 +162,7 @@ def run(cfg: DictConfig) -> None:
     except KeyboardInterrupt as early:  # before any trial started: nothing to clean up
         print(f"sweep: interrupted by {signal_name(early)} before training started", file=sys.stderr)
         sys.exit(exit_code(early))
-    study_command.run_study(opened, _worker_arguments())
+    study_command.run_study(opened, _worker_arguments(), answer_key)
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from sweep.signals import (
     spawn_workers,
     stop_workers,
 )
-from sweep.study import grid_queue
+from sweep.study import grid_queue, recorded_answer
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.run_loop import StudyRunner
 from sweep.study.summary import (
@@ -190,9 +190,11 @@ def open_study(config: SweepConfig, overrides: list[str], validated: bool) -> Op
     return OpenedStudy(open_sweep(config, overrides=overrides, validated=validated), extra, threads, trains)
 
 
-def run_study(opened: OpenedStudy, worker_arguments: list[str]) -> None:
+def run_study(opened: OpenedStudy, worker_arguments: list[str], answer_key: str | None = None) -> None:
     """Train an opened study (with its extra workers, started with the command line's `worker_arguments`), print its
-    summary and answer, and exit with the study's code: 1 when it stopped, the signal's when interrupted."""
+    summary and answer, and exit with the study's code: 1 when it stopped, the signal's when interrupted. With
+    `answer_key` (`recorded_answer.config_key` of the command's config), a study that is complete keeps what it
+    printed, for the same command run again (`sweep.study.recorded_answer`)."""
     sweep, extra, threads, trains = opened.sweep, opened.extra, opened.threads, opened.trains
     workers = spawn_workers(extra, threads, worker_arguments) if threads else []
     interrupt: KeyboardInterrupt | None = None
@@ -218,20 +220,24 @@ def run_study(opened: OpenedStudy, worker_arguments: list[str]) -> None:
     if failed and not sweep.stopped_reason:  # the coordinator trained nothing: the workers' errors are the run's
         sweep.stopped_reason = f"{len(failed)} of {len(workers)} workers failed (exit codes {', '.join(failed)})"
     table = finish(sweep, interrupted=signal_name(interrupt) if interrupt else None)
-    print(summary(sweep, table))
+    printed = [summary(sweep, table)]
+    print(printed[-1])
     if not interrupt and not sweep.stopped_reason:  # a stopped study (e.g. tracking down) has no paired answer
         lines = paired_summary(sweep, table)
-        for line in lines:
-            print(line)
         figure = ui_links.answer_line(sweep.client, sweep.cfg.tracking.uri, sweep.experiment_id, sweep.parent_run_id)
-        if figure:
-            print(figure)
+        for line in [*lines, *([figure] if figure else [])]:
+            printed.append(line)
+            print(line)
         # the best model's card says what the study found
         kept_models.record_verdict(sweep.keeping, sweep.client, lines)
     if not sweep.stopped_reason:  # once every upload is in (a stopped study's tracking server may be down)
         sweep.client.writer.flush()
-        print(disk_use.line(sweep.keeping, sweep.client, sweep.experiment_id))
-    for point, reason in grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []:
+        printed.append(disk_use.line(sweep.keeping, sweep.client, sweep.experiment_id))
+        print(printed[-1])
+    unresolved = grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []
+    if answer_key and not interrupt and not sweep.stopped_reason and not unresolved and sweep.is_complete():
+        recorded_answer.record(sweep.study, answer_key, printed)
+    for point, reason in unresolved:
         print(
             f"sweep: grid point {point} has no result and is left out of the answer: {reason}"
             + ("" if reason.startswith("diverged") else " (rerun the command to train it again)"),

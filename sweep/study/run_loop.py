@@ -264,6 +264,11 @@ class StudyRunner:
             return search_space.grid_size(self.space)
         return self.cfg.study.n_trials or (DEFAULT_N_TRIALS if self.space else 1)
 
+    def is_complete(self) -> bool:
+        """Whether nothing is left to train: no trial waiting or running, and for distributions every trial done."""
+        unfinished = self.trials_in(TrialState.WAITING, TrialState.RUNNING)
+        return not unfinished and (self.is_grid or self.done_count() >= self.total_trials())
+
     def report_plan(self, total: int) -> None:
         """Say what the study will train, before any training (`sweep.study.progress.plan_line`)."""
         seeds, steps, root = len(self.cfg.study.seeds or [0]), self.cfg.trial.max_steps, self.cfg.paths.root
