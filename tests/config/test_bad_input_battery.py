@@ -6,7 +6,9 @@ then `check_config`): refused, in one line naming the key, with nothing created 
 A row the tool accepts on purpose is in `ACCEPTED`, with the reason, and is checked to be accepted (the list cannot
 go stale). A key whose type generates no row (a list, a loose ``Any`` key) has its rows in `HAND_ROWS`. The coverage
 test fails for a key of the schema with no row, so a new key cannot be added without its rows. Subprocess rows check
-the same contract through ``python -m sweep`` (exit 2, one line, no folder)."""
+the same contract through ``python -m sweep`` (exit 2, one line, no folder). The rows of bad files (a CSV's cells,
+header, rows) are in `tests/config/test_input_checks.py`, those of the report commands in
+`tests/report/test_report_errors.py`."""
 
 from __future__ import annotations
 
