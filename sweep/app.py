@@ -143,7 +143,7 @@ def run(cfg: DictConfig) -> None:
     validated = OmegaConf.to_yaml(cfg) in _validated  # by `ValidConfig`, before Hydra's folder (else: now)
     from sweep.study import recorded_answer
 
-    answer_key = recorded_answer.config_key(cfg)
+    answer_key = recorded_answer.config_key(OmegaConf.to_yaml(cfg, resolve=True))
     if validated and not is_spawned_worker():  # a finished study run again: its answer as it was printed, at once
         lines = recorded_answer.recorded(cfg.study.storage, cfg.study.name, answer_key)
         if lines is not None:

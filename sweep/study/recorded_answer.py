@@ -14,7 +14,6 @@ import logging
 from collections import Counter
 
 import optuna
-from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -26,9 +25,10 @@ UNFINISHED = (TrialState.WAITING, TrialState.RUNNING)
 log = logging.getLogger(__name__)
 
 
-def config_key(config: DictConfig) -> str:
-    """The hash of the composed config's YAML (interpolations resolved): a recorded answer holds for this config."""
-    return hashlib.sha256(OmegaConf.to_yaml(config, resolve=True).encode()).hexdigest()
+def config_key(config_yaml: str) -> str:
+    """The hash of the composed config's YAML (``OmegaConf.to_yaml(config, resolve=True)``): a recorded answer holds
+    for this config."""
+    return hashlib.sha256(config_yaml.encode()).hexdigest()
 
 
 def _trial_states(study: optuna.Study) -> dict[str, int]:
