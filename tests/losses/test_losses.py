@@ -138,31 +138,32 @@ def tiny(compose_cfg):
 
 def test_angle_composite_equals_the_weighted_sum_of_its_objectives(tiny):
     _, model = tiny
-    labels = torch.tensor(GOLD)
-    w1, w2, w3, s_cos, s_ibn, s_angle, threshold = 0.3, 0.5, 2.0, 10.0, 15.0, 2.0, 0.8
-    composite = AnglECompositeLoss(
-        model, w1, w2, w3, cos_scale=s_cos, ibn_scale=s_ibn, angle_scale=s_angle, positive_threshold=threshold
-    )
-    total = composite([model.preprocess(S1), model.preprocess(S2)], labels)
+    with torch.no_grad():  # values compared, no gradient: a loss with one would warn on float()
+        labels = torch.tensor(GOLD)
+        w1, w2, w3, s_cos, s_ibn, s_angle, threshold = 0.3, 0.5, 2.0, 10.0, 15.0, 2.0, 0.8
+        composite = AnglECompositeLoss(
+            model, w1, w2, w3, cos_scale=s_cos, ibn_scale=s_ibn, angle_scale=s_angle, positive_threshold=threshold
+        )
+        total = composite([model.preprocess(S1), model.preprocess(S2)], labels)
 
-    cos_term = CoSENTLoss(model, scale=s_cos)([model.preprocess(S1), model.preprocess(S2)], labels)
-    angle_term = AnglELoss(model, scale=s_angle)([model.preprocess(S1), model.preprocess(S2)], labels)
-    a = F.normalize(model(model.preprocess(S1))["sentence_embedding"], dim=-1)
-    b = F.normalize(model(model.preprocess(S2))["sentence_embedding"], dim=-1)
-    logits = s_ibn * a @ b.T  # every second text of the batch is a candidate
-    positive = labels >= threshold
-    ibn_term = (torch.logsumexp(logits, dim=1) - logits.diagonal())[positive].mean()
+        cos_term = CoSENTLoss(model, scale=s_cos)([model.preprocess(S1), model.preprocess(S2)], labels)
+        angle_term = AnglELoss(model, scale=s_angle)([model.preprocess(S1), model.preprocess(S2)], labels)
+        a = F.normalize(model(model.preprocess(S1))["sentence_embedding"], dim=-1)
+        b = F.normalize(model(model.preprocess(S2))["sentence_embedding"], dim=-1)
+        logits = s_ibn * a @ b.T  # every second text of the batch is a candidate
+        positive = labels >= threshold
+        ibn_term = (torch.logsumexp(logits, dim=1) - logits.diagonal())[positive].mean()
 
-    expected = w1 * cos_term + w2 * ibn_term + w3 * angle_term
-    assert float(total) == pytest.approx(float(expected), rel=1e-5)
-    terms = composite.logged_metrics()
-    assert terms["loss_cos"] == pytest.approx(float(cos_term), rel=1e-5)
-    assert terms["loss_ibn"] == pytest.approx(float(ibn_term), rel=1e-5)
-    assert terms["loss_angle"] == pytest.approx(float(angle_term), rel=1e-5)
-    only_cos = AnglECompositeLoss(model, 1.0, 0.0, 0.0, cos_scale=s_cos)(
-        [model.preprocess(S1), model.preprocess(S2)], labels
-    )
-    assert float(only_cos) == pytest.approx(float(cos_term), rel=1e-5)
+        expected = w1 * cos_term + w2 * ibn_term + w3 * angle_term
+        assert float(total) == pytest.approx(float(expected), rel=1e-5)
+        terms = composite.logged_metrics()
+        assert terms["loss_cos"] == pytest.approx(float(cos_term), rel=1e-5)
+        assert terms["loss_ibn"] == pytest.approx(float(ibn_term), rel=1e-5)
+        assert terms["loss_angle"] == pytest.approx(float(angle_term), rel=1e-5)
+        only_cos = AnglECompositeLoss(model, 1.0, 0.0, 0.0, cos_scale=s_cos)(
+            [model.preprocess(S1), model.preprocess(S2)], labels
+        )
+        assert float(only_cos) == pytest.approx(float(cos_term), rel=1e-5)
 
 
 def test_uniformity_of_known_point_sets():
@@ -178,12 +179,13 @@ def test_uniformity_of_known_point_sets():
 def test_uniformity_term_adds_its_weighted_value_to_mnrl_and_pushes_pairs_apart(tiny):
     _, model = tiny
     features = [model.preprocess(S1), model.preprocess(S2)]
-    plain = ScaledMultipleNegativesRankingLoss(model, scale=20.0)(features, torch.tensor([]))
-    off = UniformityRegularizedMNRL(model, scale=20.0, uniformity_weight=0.0)(features, torch.tensor([]))
-    assert float(off) == float(plain)  # weight 0 is plain MNRL, bit for bit
-    embeddings = torch.cat([model(f)["sentence_embedding"] for f in features])
-    weighted = UniformityRegularizedMNRL(model, scale=20.0, uniformity_weight=0.5)(features, torch.tensor([]))
-    assert float(weighted) == pytest.approx(float(plain) + 0.5 * float(uniformity(embeddings)), rel=1e-5)
+    with torch.no_grad():  # values compared, no gradient
+        plain = ScaledMultipleNegativesRankingLoss(model, scale=20.0)(features, torch.tensor([]))
+        off = UniformityRegularizedMNRL(model, scale=20.0, uniformity_weight=0.0)(features, torch.tensor([]))
+        assert float(off) == float(plain)  # weight 0 is plain MNRL, bit for bit
+        embeddings = torch.cat([model(f)["sentence_embedding"] for f in features])
+        weighted = UniformityRegularizedMNRL(model, scale=20.0, uniformity_weight=0.5)(features, torch.tensor([]))
+        assert float(weighted) == pytest.approx(float(plain) + 0.5 * float(uniformity(embeddings)), rel=1e-5)
 
     points = torch.randn(12, 8) + 3.0  # clustered: cosines near 1
     points.requires_grad_(True)
@@ -199,7 +201,7 @@ def test_in_batch_negatives_term_is_zero_without_positive_pairs(tiny):
     _, model = tiny
     composite = AnglECompositeLoss(model, 0.0, 1.0, 0.0, positive_threshold=2.0)
     loss = composite([model.preprocess(S1), model.preprocess(S2)], torch.tensor(GOLD))
-    assert float(loss) == 0.0
+    assert float(loss.detach()) == 0.0
     loss.backward()  # still part of the graph
 
 

@@ -118,10 +118,10 @@ LINEAR_KEYS = (f"{K}.start_scale=5", f"{K}.end_scale=50")
     [
         ([f"{K}.kind=sine"], f"{K}.kind", "must be one of constant, cosine, linear"),
         ([f"{K}.spec=sine 5-50"], f"{K}.spec", '"cosine MIN-MAX [period STEPS]"'),
-        ([f"{K}.kind=cosine"], f"{K}.min_scale", "must be a finite number > 0"),
+        ([f"{K}.kind=cosine"], f"{K}.min_scale", "must be a finite number in (0, 1000]"),
         ([f"{K}.spec=cosine 0-50"], f"{K}.min_scale", "scale 0 is the untrained control"),
         ([f"{K}.spec=cosine 50-5"], f"{K}.max_scale", "at least"),
-        ([f"{K}.spec=linear 5-0"], f"{K}.end_scale", "must be a finite number > 0"),
+        ([f"{K}.spec=linear 5-0"], f"{K}.end_scale", "must be a finite number in (0, 1000]"),
         ([f"{K}.spec=cosine 5-50 period 0"], f"{K}.period_steps", "integer >= 1"),
         ([f"{K}.kind=linear", f"{K}.start_scale=-1"], f"{K}.start_scale", "> 0"),
         ([f"{K}.spec=cosine 5-50", f"{K}.kind=linear"], f"{K}.kind", "give the schedule once"),

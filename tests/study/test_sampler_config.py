@@ -130,7 +130,7 @@ GRID_SPACE = "+study.search_space.loss.scale=[1,20]"
             "study.sampler._target_",
             "x",
         ),
-        (["study.pruner.name=median", "study.pruner.n_startup_trials=-1"], "study.pruner.name", "cannot be negative"),
+        (["study.pruner.name=median", "study.pruner.n_startup_trials=-1"], "study.pruner.n_startup_trials", ">= 0"),
         (["study.sampler._target_=optuna.samplers.QMCSampler", "study.sampler.name=tpe"], "study.sampler.name", "one"),
         (["study.sampler._target_=optuna.samplers.GridSampler"], "study.sampler._target_", "list of values"),
         ([GRID_SPACE, "+study.sampler.search_space={}"], "study.sampler.search_space", "study.search_space"),
