@@ -308,7 +308,7 @@ def validate_study(study: StudyConfig) -> None:
 
 def validate_stats(stats: StatsConfig) -> None:
     """Check the keys of the `stats` section that training reads (the held-out and random pairs, the gold-score
-    thresholds, the seed); the report's keys (``loss_scales``, ``paired``) are checked by `sweep.stats.probe`."""
+    thresholds, the seed); the report's keys (``loss_scales``, ``paired``) are checked by `sweep.stats.stats_checks`."""
     problems = Problems()
     problems.check(require_int, "stats.heldout_pairs", stats.heldout_pairs, minimum=0, note="0: none")
     problems.check(require_int, "stats.n_random_pairs", stats.n_random_pairs)
