@@ -3,6 +3,7 @@ tmp_path and never the user's tracking server. Plain helpers live in tests/helpe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from sweep.config import scale_temperature
 from sweep.config.checks import CONFIG_DIR
 from tests.helpers import clear_user_state
 
@@ -43,6 +45,13 @@ def no_user_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     clear_user_state(monkeypatch)
     yield
     mlflow.set_tracking_uri(None)  # None unsets it (in MLflow's code; its type hint says str)
+
+
+@pytest.fixture
+def diverging_scales(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lift the door's cap on a scale (`MAX_SCALE`), so that a study can train a scale that diverges (1e40): how a
+    trial that diverges is handled is tested past the door that refuses such a scale."""
+    monkeypatch.setattr(scale_temperature, "MAX_SCALE", math.inf)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ and the others go on; the GPU memory guard and the out-of-memory re-queue, simul
 
 from __future__ import annotations
 
-import math
 import random
 
 import optuna
@@ -14,7 +13,6 @@ from optuna.trial import TrialState
 import sweep.study.lifecycle as lifecycle
 import sweep.study.packing as pack_module
 import sweep.study.run_loop as study_module
-from sweep.config import scale_temperature
 from sweep.names import ATTR_ATTEMPT, ATTR_FAIL_REASON, ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN, TAG_RUN_NAME
 from sweep.study.validation import check_config
 from sweep.training.lockstep import Lockstep, member_callbacks, run_in_lockstep
@@ -109,8 +107,8 @@ class PruneScale(optuna.pruners.BasePruner):
         return trial.params.get("loss.scale") == self.scale
 
 
-def test_a_diverged_or_pruned_member_leaves_the_pack_and_the_others_go_on(compose_cfg, monkeypatch):
-    monkeypatch.setattr(scale_temperature, "MAX_SCALE", math.inf)  # past the door's cap: a scale that diverges
+@pytest.mark.usefixtures("diverging_scales")
+def test_a_diverged_or_pruned_member_leaves_the_pack_and_the_others_go_on(compose_cfg):
     alone_cfg = compose_cfg("+study.search_space.loss.scale=[5]", "name=alone5", "stats.enabled=false")
     run_study(alone_cfg)
     cfg = compose_cfg("+study.search_space.loss.scale=[5,50,1e40]", "name=mixed", "study.pack=3", "stats.enabled=false")

@@ -156,6 +156,7 @@ def test_n_workers_runs_trials_in_separate_processes(tmp_path):
     assert {r.data.params["trial.torch_threads"] for r in runs} == {str(max(1, (os.cpu_count() or 1) // 2))}
 
 
+@pytest.mark.usefixtures("diverging_scales")
 def test_diverging_trial_fails_with_its_reason_and_the_study_goes_on(compose_cfg):
     cfg = compose_cfg("+study.search_space.loss.scale=[20,1e40]", "name=diverge", "stats.enabled=false")
     sweep = open_sweep(cfg)
@@ -170,6 +171,7 @@ def test_diverging_trial_fails_with_its_reason_and_the_study_goes_on(compose_cfg
     assert run.info.status == "FAILED" and "diverged" in run.data.tags[TAG_END_REASON]
 
 
+@pytest.mark.usefixtures("diverging_scales")
 def test_failure_cap_stops_a_study_that_fails_everywhere(compose_cfg):
     cfg = compose_cfg(
         "+study.search_space.loss.scale=[1e40,2e40,3e40]", "name=cap", "study.max_failures=2", "stats.enabled=false"
