@@ -132,6 +132,28 @@ def check_available(model: ModelConfig) -> None:
         ) from None
 
 
+def check_sequence_length(model: ModelConfig) -> None:
+    """A transformer's `model.max_seq_length` is at most its position embeddings (``max_position_embeddings`` of its
+    config, or of `model.config_overrides`): sentence-transformers truncates texts to it, and a longer text would
+    index past them. A static model has no positions (it reads whole texts). A config that cannot be read is left to
+    `check_available`."""
+    path = resolve_path(model)
+    if model.kind != "transformer" or saved_static_module(path) is not None:
+        return
+    try:
+        config = _config_dict(path)
+    except (OSError, ValueError):
+        return
+    positions = dict(model.config_overrides or {}).get("max_position_embeddings", config.get("max_position_embeddings"))
+    length = model.max_seq_length
+    if isinstance(positions, int) and positions > 0 and isinstance(length, int) and length > positions:
+        raise ConfigError(
+            "model.max_seq_length",
+            length,
+            f"is more than the model's {positions} position embeddings (max_position_embeddings): at most {positions}",
+        )
+
+
 @dataclass(frozen=True)
 class ModelShape:
     """What a model config implies, read from the base checkpoint's config only: embedding size and layers."""

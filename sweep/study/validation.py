@@ -46,7 +46,7 @@ from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid_config import validate_layer_grid
 from sweep.inputs import data as data_module
-from sweep.inputs.model_source import check_available
+from sweep.inputs.model_source import check_available, check_sequence_length
 from sweep.losses import loss_values, validate_loss
 from sweep.stats.stats_checks import check_stats
 from sweep.study import race_settings
@@ -75,6 +75,7 @@ def validate_trial_config(cfg: SweepConfig, eval_batch: bool = True) -> SweepCon
     problems.check(validate_data, cfg.data)
     shape_known = not problems.found_in("model")  # the wrapper and the layer grid read the model's shape
     if shape_known:
+        problems.check(check_sequence_length, cfg.model)
         problems.check(validate_loss, cfg.loss, cfg.model, cfg.trial, list(cfg.data.train.columns))
     problems.check(extra_sets.validate, cfg.eval)
     if shape_known and not problems.found_in("eval"):  # the objectives it allows are named by the extra sets

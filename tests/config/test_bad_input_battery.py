@@ -106,7 +106,7 @@ ACCEPTED: dict[tuple[str, str], str] = {
     },
     ("stats.n_random_pairs", "above"): "pairs are drawn with replacement: any number is a valid (if slow) estimate",
     ("model.embedding_dim", "above"): "a random static model's width: the machine's memory bounds it, unknown here",
-    ("model.max_seq_length", "above"): "sentence-transformers truncates to the model's positions",
+    ("model.max_seq_length", "above"): "a static model reads whole texts (a transformer's: a hand row)",
     ("model.learning_rate", "above"): "a static model's rate has no bound the config can know (a transformer's has)",
     ("trial.learning_rate", "above"): "as model.learning_rate",
     ("trial.weight_decay", "above"): "AdamW's decay has no bound the config can know",
@@ -156,6 +156,7 @@ class Row:
 HAND_ROWS = [
     Row("name", "a-path", "../elsewhere"),
     Row("study.name", "a-path", "a/b"),
+    Row("model.max_seq_length", "above-positions", "100000", TRANSFORMER),
     Row("model.config_overrides", "without-reinit", "{hidden_size:64}", (*TRANSFORMER, "model.reinit=false")),
     Row("data.train.columns", "empty", "[]"),
     Row("data.validation.columns", "no-score", "[sentence1,sentence2]"),
