@@ -104,7 +104,6 @@ ACCEPTED: dict[tuple[str, str], str] = {
             "loss.scale_schedule.period_steps",
         )
     },
-    ("stats.n_random_pairs", "above"): "pairs are drawn with replacement: any number is a valid (if slow) estimate",
     ("model.embedding_dim", "above"): "a random static model's width: the machine's memory bounds it, unknown here",
     ("model.max_seq_length", "above"): "a static model reads whole texts (a transformer's: a hand row)",
     ("model.learning_rate", "above"): "a static model's rate has no bound the config can know (a transformer's has)",
