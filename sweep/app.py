@@ -38,6 +38,7 @@ from sweep.signals import (
     quiet_interrupt_tracebacks,
     signal_name,
 )
+from sweep.study import recorded_answer
 from sweep.study.setup import unwritable
 
 # Hydra prints an error it meets while composing the config (a value the schema refuses, an unknown key) itself, over
@@ -141,8 +142,6 @@ def run(cfg: DictConfig) -> None:
     follow_parent()
     quiet_interrupt_tracebacks()
     validated = OmegaConf.to_yaml(cfg) in _validated  # by `ValidConfig`, before Hydra's folder (else: now)
-    from sweep.study import recorded_answer
-
     answer_key = recorded_answer.config_key(OmegaConf.to_yaml(cfg, resolve=True))
     if validated and not is_spawned_worker():  # a finished study run again: its answer as it was printed, at once
         lines = recorded_answer.recorded(cfg.study.storage, cfg.study.name, answer_key)

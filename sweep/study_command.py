@@ -190,11 +190,11 @@ def open_study(config: SweepConfig, overrides: list[str], validated: bool) -> Op
     return OpenedStudy(open_sweep(config, overrides=overrides, validated=validated), extra, threads, trains)
 
 
-def run_study(opened: OpenedStudy, worker_arguments: list[str], answer_key: str | None = None) -> None:
+def run_study(opened: OpenedStudy, worker_arguments: list[str], answer_key: str) -> None:
     """Train an opened study (with its extra workers, started with the command line's `worker_arguments`), print its
-    summary and answer, and exit with the study's code: 1 when it stopped, the signal's when interrupted. With
-    `answer_key` (`recorded_answer.config_key` of the command's config), a study that is complete keeps what it
-    printed, for the same command run again (`sweep.study.recorded_answer`)."""
+    summary and answer, and exit with the study's code: 1 when it stopped, the signal's when interrupted. A study
+    that is complete keeps what it printed under `answer_key` (`recorded_answer.config_key` of the command's config),
+    for the same command run again (`sweep.study.recorded_answer`)."""
     sweep, extra, threads, trains = opened.sweep, opened.extra, opened.threads, opened.trains
     workers = spawn_workers(extra, threads, worker_arguments) if threads else []
     interrupt: KeyboardInterrupt | None = None
@@ -235,7 +235,7 @@ def run_study(opened: OpenedStudy, worker_arguments: list[str], answer_key: str 
         printed.append(disk_use.line(sweep.keeping, sweep.client, sweep.experiment_id))
         print(printed[-1])
     unresolved = grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []
-    if answer_key and not interrupt and not sweep.stopped_reason and not unresolved and sweep.is_complete():
+    if not interrupt and not sweep.stopped_reason and not unresolved and sweep.is_complete():
         recorded_answer.record(sweep.study, answer_key, printed)
     for point, reason in unresolved:
         print(

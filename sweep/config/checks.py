@@ -15,7 +15,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from sweep.config.schema import DataConfig, ModelConfig, StatsConfig, StudyConfig, TrackingConfig, TrialConfig
+from sweep.config.schema import DataConfig, ModelConfig, StudyConfig, TrackingConfig, TrialConfig
 from sweep.errors import ConfigError, ConfigErrors
 from sweep.names import ATTR_VALIDATION_SPEARMAN
 
@@ -98,7 +98,6 @@ def _is_int(value: Any) -> bool:
 
 MAX_WORKERS = 64  # worker processes of one study, whatever the machine: each holds a model and a database connection
 MAX_PACK = 64  # trials one worker trains together (study.pack): each is a model in the worker's memory
-MAX_RANDOM_PAIRS = 10_000_000  # stats.n_random_pairs: two index arrays and the cosines in memory, about 0.2 GB
 MAX_SEED = 2**32 - 1  # NumPy's seed range: transformers' set_seed seeds NumPy, which refuses a larger seed
 
 
@@ -304,22 +303,6 @@ def validate_study(study: StudyConfig) -> None:
     if study.pack_memory_gib is not None:
         note = "GiB, or null"
         problems.check(require_number, "study.pack_memory_gib", study.pack_memory_gib, low=0, strict=True, note=note)
-    problems.raise_any()
-
-
-def validate_stats(stats: StatsConfig) -> None:
-    """Check the keys of the `stats` section that training reads (the held-out and random pairs, the gold-score
-    thresholds, the seed); the report's keys (``loss_scales``, ``paired``) are checked by `sweep.stats.stats_checks`."""
-    problems = Problems()
-    problems.check(require_int, "stats.heldout_pairs", stats.heldout_pairs, minimum=0, note="0: none")
-    note = "pairs drawn with replacement, held in memory"
-    problems.check(require_int, "stats.n_random_pairs", stats.n_random_pairs, maximum=MAX_RANDOM_PAIRS, note=note)
-    gold = "an STSB gold score, 0..1"
-    high = problems.check(require_number, "stats.high_threshold", stats.high_threshold, 0.0, 1.0, note=gold)
-    low = problems.check(require_number, "stats.low_threshold", stats.low_threshold, 0.0, 1.0, note=gold)
-    if high is not None and low is not None and low >= high:
-        problems.add(ConfigError("stats.low_threshold", low, f"must be below stats.high_threshold={high:g}"))
-    problems.check(require_seed, "stats.seed", stats.seed)
     problems.raise_any()
 
 

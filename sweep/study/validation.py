@@ -29,7 +29,6 @@ from sweep.config.checks import (
     validate_data,
     validate_learning_rate,
     validate_model,
-    validate_stats,
     validate_study,
     validate_tracking,
     validate_trial,
@@ -139,7 +138,6 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
     problems.check(require_driver, "study.storage", cfg.study.storage)
     problems.check(require_driver, "tracking.uri", cfg.tracking.uri)
     problems.check(validate_tracking, cfg.tracking)
-    problems.check(validate_stats, cfg.stats)
     if cfg.study.devices is not None:
         problems.check(place_workers, cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
     models: dict[str, ModelConfig] = {}  # the distinct model sections of the points without errors
