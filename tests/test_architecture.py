@@ -230,10 +230,10 @@ def test_only_the_entry_point_imports_the_cli():
 # The config stops at the entry points: `sweep.app` types the composed config by its schema once and checks it in one
 # validation pass; below it a function takes the section or the values it uses. These are the functions that still
 # take the whole config (`cfg`, the root's name throughout the package, or a `SweepConfig`): the Hydra task, the
-# validation pass and the checks of one trial's config it runs on every grid point, the study's opening (the command's,
-# `sweep.study_command.open_study`, which the task imports once the config is valid, and the runner's) and the search
-# space applied to the config (a trial's own config).
-MAX_WHOLE_CONFIG = 6
+# validation pass, one trial's own config (`trial_config`: a point's values set and checked, which the pass builds for
+# every grid point and the run loop for every trial) and the study's opening (the command's,
+# `sweep.study_command.open_study`, which the task imports once the config is valid, and the runner's).
+MAX_WHOLE_CONFIG = 5
 ENTRY_POINTS = {"sweep.app", "sweep.study_command", "sweep.evaluate", "sweep.__main__"}
 
 

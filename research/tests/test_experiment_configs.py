@@ -10,7 +10,7 @@ from research.tests.conftest import EXPERIMENTS
 from sweep.config import search_space
 from sweep.config.schema import ScaleScheduleConfig, WrapperConfig
 from sweep.losses.scale_schedule import parse_spec
-from sweep.study.validation import check_config, validate_trial_config
+from sweep.study.validation import check_config, trial_config
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -47,7 +47,5 @@ def test_the_study_composes_one_grid_of_readable_arms(compose_cfg):
     space = search_space.parse(cfg.study.search_space)
     assert search_space.grid_size(space) == len(arms) == 5  # one axis: each arm is one grid point
     check_config(cfg, load=False)  # every arm passes the checks before training
-    firsts = [
-        validate_trial_config(search_space.apply(cfg, {"loss.scale_schedule.spec": arm})).loss.scale for arm in arms
-    ]
+    firsts = [trial_config(cfg, {"loss.scale_schedule.spec": arm}).loss.scale for arm in arms]
     assert firsts == [10.0, 20.0, 5.0, 5.0, 50.0]

@@ -8,20 +8,15 @@ values) or a mapping with ``type``: ``float`` (low, high, log, step), ``int`` (l
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 from collections.abc import Collection, Mapping
-from typing import Any, cast
+from typing import Any
 
 import optuna
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from sweep.config.checks import plain_dict
-from sweep.config.composition import config_error
-from sweep.config.schema import SweepConfig
 from sweep.errors import ConfigError
 from sweep.names import PARAM_SEED
 
@@ -165,29 +160,6 @@ def _ask(trial: optuna.Trial, name: str, spec: BaseDistribution) -> Any:
         return trial.suggest_int(name, spec.low, spec.high, log=spec.log, step=spec.step)
     assert isinstance(spec, CategoricalDistribution)  # the only other kind built here
     return trial.suggest_categorical(name, spec.choices)
-
-
-def apply(cfg: SweepConfig, params: dict[str, Any]) -> SweepConfig:
-    """A resolved copy of `cfg` (typed by the same schema) with each dotted key set to its value. Setting a scale
-    clears a temperature and vice versa. A value the schema refuses is a `ConfigError` naming the search-space key."""
-    trial_cfg = cast(DictConfig, copy.deepcopy(cfg))  # a DictConfig of the schema (SweepConfig its keys)
-    OmegaConf.resolve(trial_cfg)
-    for key, value in params.items():
-        if OmegaConf.select(trial_cfg, key, default="__missing__") == "__missing__":
-            raise ConfigError(
-                f"study.search_space.{key}", value, "is not a key of the config (see `python -m sweep --cfg job`)"
-            )
-        try:
-            OmegaConf.update(trial_cfg, key, value, merge=False)
-        except OmegaConfBaseException as error:
-            translated = config_error(error)
-            allowed = translated.allowed if translated else str(error)
-            raise ConfigError(f"study.search_space.{key}", value, allowed) from None
-        if key == "loss.scale" and "loss.temperature" not in params:
-            trial_cfg.loss.temperature = None
-        if key == "loss.temperature" and "loss.scale" not in params:
-            trial_cfg.loss.scale = None
-    return cast(SweepConfig, trial_cfg)
 
 
 def candidate_points(space: Space, limit: int = 4096) -> list[dict[str, Any]]:

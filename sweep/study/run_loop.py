@@ -16,7 +16,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from sweep.config import search_space
-from sweep.config.checks import flatten, with_values
+from sweep.config.checks import flatten
 from sweep.config.devices import trial_records
 from sweep.config.schema import SweepConfig
 from sweep.names import (
@@ -42,7 +42,7 @@ from sweep.study.optuna_access import wrap_ask
 from sweep.study.progress import PROGRESS_TAG, StudyProgress, plan_line
 from sweep.study.race_steps import RaceStopper
 from sweep.study.setup import fail_stale_trials
-from sweep.study.validation import derived_values
+from sweep.study.validation import trial_config
 from sweep.tracking import mlflow_client, ui_links
 from sweep.tracking.system_metrics import system_metrics
 from sweep.tracking.versions import version_params
@@ -133,8 +133,7 @@ class StudyRunner:
             trial.set_user_attr(ATTR_DISCARDED, True)  # queued before the race dropped its point
             raise optuna.TrialPruned(f"grid point dropped by the race {how}")
         params = search_space.suggest(trial, self.space, point, self.categorical)
-        cfg = search_space.apply(self.cfg, params)  # the trial's own config, its derived keys set
-        cfg = with_values(cfg, derived_values(cfg.loss, cfg.trial, cfg.model.kind))
+        cfg = trial_config(self.cfg, params)  # the trial's own config, its derived keys set and checked
         settings = TrialSettings(
             cfg.model,
             cfg.data,

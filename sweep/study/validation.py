@@ -1,6 +1,7 @@
 """The one validation pass: every check of the config, run before any work (no study, no MLflow run, no folder), with
-each error collected so that one run of the command names every bad key (`check_config`); and the checks of one
-trial's config (`validate_trial_config`), which the pass runs on every grid point (or distribution bound).
+each error collected so that one run of the command names every bad key (`check_config`); and one trial's own config
+(`trial_config`: a point's values set, its derived keys, its checks), which the pass builds for every grid point (or
+distribution bound) and the run loop for every trial.
 
 The checks themselves stay with what they check (the sections' in `sweep.config.checks`, each loss's rules in
 `sweep.losses.rules`, run by `sweep.losses.loss_checks`, the wrapper's in `sweep.losses.wrapper_checks`, the base
@@ -15,11 +16,13 @@ that owns it."""
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from sweep.config import search_space
 from sweep.config.checks import (
@@ -34,13 +37,22 @@ from sweep.config.checks import (
     validate_trial,
     with_values,
 )
-from sweep.config.composition import check_known_keys
+from sweep.config.composition import check_known_keys, config_error
 from sweep.config.database_drivers import require_database_url, require_driver
 from sweep.config.devices import place_workers
 from sweep.config.early_checks import check_batch_fits, check_precision, check_study_name
 from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler, check_swept_overrides
 from sweep.config.scale_temperature import scale_values
-from sweep.config.schema import DataConfig, EvalConfig, LossConfig, ModelConfig, SweepConfig, TrialConfig
+from sweep.config.schema import (
+    DataConfig,
+    EvalConfig,
+    LossConfig,
+    ModelConfig,
+    PrunerConfig,
+    StatsConfig,
+    SweepConfig,
+    TrialConfig,
+)
 from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.evaluation.layer_grid_config import validate_layer_grid
@@ -51,6 +63,8 @@ from sweep.stats.stats_checks import check_stats
 from sweep.study import race_settings
 from sweep.study.setup import check_root, declared_space, make_pruner, make_sampler
 
+MISSING_KEY = "__missing__"  # what `OmegaConf.select` answers for a key the config lacks
+
 
 def derived_values(loss: LossConfig, trial: TrialConfig, model_kind: str, eval_batch: bool = True) -> dict[str, Any]:
     """The keys a trial's config derives ({dotted key: value}): `loss.scale` and `loss.temperature` agreeing, the
@@ -60,32 +74,66 @@ def derived_values(loss: LossConfig, trial: TrialConfig, model_kind: str, eval_b
     return {**scale_values(loss), **loss_values(loss), **batch}
 
 
-def validate_trial_config(cfg: SweepConfig, eval_batch: bool = True) -> SweepConfig:
-    """Check one trial's config (its search-space values applied) and return it resolved (`derived_values`; `cfg`
-    is unchanged; without `eval_batch`, ``trial.eval_batch_size: auto`` stays unread). Raises `ConfigErrors` with
-    every error found."""
+def trial_config(cfg: SweepConfig, point: Mapping[str, Any] | None = None, eval_batch: bool = True) -> SweepConfig:
+    """One trial's own config, checked: a resolved copy of `cfg` (typed by the same schema; `cfg` is unchanged) with
+    each dotted key of `point` (a grid point or sampled values) set, a scale set clearing the temperature and vice
+    versa, then its derived keys (`derived_values`; without `eval_batch`, ``trial.eval_batch_size: auto`` stays
+    unread). A key the config lacks or a value the schema refuses is a `ConfigError` naming the search-space key; the
+    checks of the sections raise `ConfigErrors` with every error found."""
+    values = dict(point or {})
+    trial_cfg = copy.deepcopy(cfg)
+    OmegaConf.resolve(cast(DictConfig, trial_cfg))
+    for key, value in values.items():
+        if OmegaConf.select(cast(DictConfig, trial_cfg), key, default=MISSING_KEY) == MISSING_KEY:
+            allowed = "is not a key of the config (see `python -m sweep --cfg job`)"
+            raise ConfigError(f"study.search_space.{key}", value, allowed)
+        try:
+            OmegaConf.update(cast(DictConfig, trial_cfg), key, value, merge=False)
+        except OmegaConfBaseException as error:
+            translated = config_error(error)
+            raise ConfigError(
+                f"study.search_space.{key}", value, translated.allowed if translated else str(error)
+            ) from None
+    for swept, cleared in (("loss.scale", "loss.temperature"), ("loss.temperature", "loss.scale")):
+        if swept in values and cleared not in values:  # the one a point sets wins over the config's other
+            OmegaConf.update(cast(DictConfig, trial_cfg), cleared, None, merge=False)
     problems = Problems()
-    derived = problems.check(derived_values, cfg.loss, cfg.trial, cfg.model.kind, eval_batch)
+    derived = problems.check(derived_values, trial_cfg.loss, trial_cfg.trial, trial_cfg.model.kind, eval_batch)
     if derived is not None:
-        cfg = with_values(cfg, derived)
-    problems.check(validate_model, cfg.model)
-    problems.check(validate_trial, cfg.trial)
-    problems.check(validate_learning_rate, cfg.trial, cfg.model)
-    problems.check(validate_data, cfg.data)
+        trial_cfg = with_values(trial_cfg, derived)
+    sections = (trial_cfg.model, trial_cfg.data, trial_cfg.loss, trial_cfg.trial, trial_cfg.stats, trial_cfg.eval)
+    _check_trial_sections(problems, *sections, trial_cfg.study.pruner)
+    problems.raise_any()
+    return trial_cfg
+
+
+def _check_trial_sections(
+    problems: Problems,
+    model: ModelConfig,
+    data: DataConfig,
+    loss: LossConfig,
+    trial: TrialConfig,
+    stats: StatsConfig,
+    ev: EvalConfig,
+    pruner: PrunerConfig,
+) -> None:
+    """Record in `problems` every error of one trial's sections (its derived keys set)."""
+    problems.check(validate_model, model)
+    problems.check(validate_trial, trial)
+    problems.check(validate_learning_rate, trial, model)
+    problems.check(validate_data, data)
     shape_known = not problems.found_in("model")  # the wrapper and the layer grid read the model's shape
     if shape_known:
-        problems.check(check_sequence_length, cfg.model)
-        problems.check(validate_loss, cfg.loss, cfg.model, cfg.trial, list(cfg.data.train.columns))
-    problems.check(extra_sets.validate, cfg.eval)
+        problems.check(check_sequence_length, model)
+        problems.check(validate_loss, loss, model, trial, list(data.train.columns))
+    problems.check(extra_sets.validate, ev)
     if shape_known and not problems.found_in("eval"):  # the objectives it allows are named by the extra sets
-        problems.check(validate_layer_grid, cfg.eval, cfg.model, cfg.study.pruner)
-    problems.check(check_stats, cfg.stats)
-    problems.check(check_optimizer_and_scheduler, cfg.trial)
-    problems.check(check_device, cfg.trial.device)
-    problems.check(check_batch_fits, cfg.data.train.max_samples, cfg.trial.batch_size)
-    problems.check(check_precision, cfg.trial.precision, cfg.trial.device)
-    problems.raise_any()
-    return cfg
+        problems.check(validate_layer_grid, ev, model, pruner)
+    problems.check(check_stats, stats)
+    problems.check(check_optimizer_and_scheduler, trial)
+    problems.check(check_device, trial.device)
+    problems.check(check_batch_fits, data.train.max_samples, trial.batch_size)
+    problems.check(check_precision, trial.precision, trial.device)
 
 
 def _point_words(point: dict[str, Any]) -> str:
@@ -147,16 +195,13 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
         problems.check(race_settings.validate, cfg.study, space, cfg.eval.objective)
         # every grid point (or distribution bound): an error is named once, with the first point it is found at
         for point in search_space.candidate_points(space) or [{}]:
-            trial_cfg = problems.check(search_space.apply, cfg, point)
             try:
                 # `auto` stays unread: the value is a trial's, and reading it may import torch (a GPU is there?)
-                trial_cfg = validate_trial_config(trial_cfg, eval_batch=False) if trial_cfg is not None else None
+                model = trial_config(cfg, point, eval_batch=False).model
             except ConfigError as error:
                 problems.add(error, where=_point_words(point))
                 continue
-            if trial_cfg is not None:
-                key = json.dumps(OmegaConf.to_container(trial_cfg.model), sort_keys=True)
-                models.setdefault(key, trial_cfg.model)
+            models.setdefault(json.dumps(OmegaConf.to_container(model), sort_keys=True), model)
     _check_files(cfg.data, problems)
     if load:
         _check_loads(cfg.data, cfg.eval, list(models.values()), problems)

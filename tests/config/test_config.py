@@ -15,7 +15,7 @@ from sweep.config.scale_temperature import scale_values
 from sweep.errors import ConfigError
 from sweep.study.lifecycle import open_sweep
 from sweep.study.setup import declared_space
-from sweep.study.validation import check_config, validate_trial_config
+from sweep.study.validation import check_config, trial_config
 
 
 def test_the_shipped_example_composes_and_validates(compose_cfg):
@@ -87,7 +87,7 @@ def test_seeds_become_a_trial_seed_axis(compose_cfg):
 
 
 def test_apply_sets_keys_and_derives_scale_from_temperature(compose_cfg):
-    cfg = search_space.apply(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3})
+    cfg = trial_config(compose_cfg(), {"loss.temperature": 0.05, "trial.seed": 3})
     cfg = with_values(cfg, scale_values(cfg.loss))
     assert cfg.loss.scale == pytest.approx(20.0) and cfg.trial.seed == 3
     flat = flatten(cfg)
@@ -180,15 +180,15 @@ def test_unreachable_storage_or_tracking_is_named(compose_cfg, monkeypatch, over
 
 def test_auto_eval_batch_size_follows_the_model_kind(compose_cfg):
     composed = compose_cfg(tiny=False)
-    static = validate_trial_config(composed)
+    static = trial_config(composed)
     assert static.trial.eval_batch_size == AUTO_EVAL_BATCH_SIZE["static"]
     assert composed.trial.eval_batch_size == "auto", "resolution returns a new config"
-    transformer = validate_trial_config(compose_cfg("trial.device=cpu"))  # tiny_bert
+    transformer = trial_config(compose_cfg("trial.device=cpu"))  # tiny_bert
     assert transformer.trial.eval_batch_size == AUTO_EVAL_BATCH_SIZE["transformer_cpu"]
-    fixed = validate_trial_config(compose_cfg("trial.eval_batch_size=100"))
+    fixed = trial_config(compose_cfg("trial.eval_batch_size=100"))
     assert fixed.trial.eval_batch_size == 100
     with pytest.raises(ConfigError, match="trial.eval_batch_size.*auto or an integer"):
-        validate_trial_config(compose_cfg("trial.eval_batch_size=big"))
+        trial_config(compose_cfg("trial.eval_batch_size=big"))
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,10 @@ import math
 
 import pytest
 
-from sweep.config import search_space
 from sweep.config.checks import with_values
 from sweep.config.scale_temperature import scale_values
 from sweep.errors import ConfigError
-from sweep.study.validation import check_config
+from sweep.study.validation import check_config, trial_config
 
 
 def resolve_scale(cfg):
@@ -53,5 +52,5 @@ def test_the_gist_default_and_a_gist_scale_grid(compose_cfg):
     assert cfg.loss.scale == pytest.approx(100.0)
     cfg = compose_cfg("loss=gist", "model=tiny_bert", "+study.search_space.loss.scale=[10,50]")
     check_config(cfg, load=False)
-    point = resolve_scale(search_space.apply(cfg, {"loss.scale": 50}))
+    point = resolve_scale(trial_config(cfg, {"loss.scale": 50}))
     assert point.loss.scale == 50.0 and not math.isclose(point.loss.temperature, 0.01)

@@ -11,13 +11,12 @@ import pytest
 import torch
 from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 
-from sweep.config import search_space
 from sweep.errors import ConfigError
 from sweep.inputs.model import build_model
 from sweep.losses import loss_values, schedule_callback
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
 from sweep.losses.scale_schedule import SCHEDULED_SCALE, SCHEDULED_TEMPERATURE
-from sweep.study.validation import check_config, validate_trial_config
+from sweep.study.validation import check_config, trial_config
 from tests.helpers import build_trial_loss, run_study, trial_runs
 
 STEPS = 7
@@ -77,7 +76,7 @@ def test_a_wrapped_loss_trains_at_the_scheduled_scale(compose_cfg):
     cfg = compose_cfg(
         "loss.scale_schedule.spec=linear 5-50", "loss.wrapper.name=matryoshka", "loss.wrapper.dims=[32,16]"
     )
-    cfg = validate_trial_config(cfg)
+    cfg = trial_config(cfg)
     model = build_model(cfg.model, seed=0).eval()
     loss = build_trial_loss(model, cfg)
     callback = schedule_callback(loss, cfg.loss)
@@ -92,7 +91,7 @@ def test_a_wrapped_loss_trains_at_the_scheduled_scale(compose_cfg):
 
 
 def test_a_cosent_loss_follows_its_schedule(compose_cfg):
-    cfg = validate_trial_config(compose_cfg("loss=cosent", "data=stsb_pairs", "loss.scale_schedule.spec=cosine 5-50"))
+    cfg = trial_config(compose_cfg("loss=cosent", "data=stsb_pairs", "loss.scale_schedule.spec=cosine 5-50"))
     loss = build_trial_loss(build_model(cfg.model, seed=0), cfg)
     callback = schedule_callback(loss, cfg.loss)
     assert callback is not None
@@ -104,7 +103,7 @@ def test_the_constant_default_changes_nothing(compose_cfg):
     cfg = compose_cfg()
     assert loss_values(cfg.loss) == {}  # no derived key: the resolved config, and what trains, as before
     assert schedule_callback(build_trial_loss(build_model(cfg.model, seed=0), cfg), cfg.loss) is None
-    constant = validate_trial_config(compose_cfg("loss.scale_schedule.spec=constant 10"))
+    constant = trial_config(compose_cfg("loss.scale_schedule.spec=constant 10"))
     assert constant.loss.scale == 10.0 and constant.loss.temperature == 0.1
     assert schedule_callback(build_trial_loss(build_model(cfg.model, seed=0), constant), constant.loss) is None
 
@@ -145,7 +144,6 @@ def test_a_kind_grid_trains_constant_at_loss_scale_and_each_schedule_from_its_ke
         *(f"loss.scale_schedule.{key}" for key in ("min_scale=5", "max_scale=50", "start_scale=50", "end_scale=5")),
     )
     scales = [
-        validate_trial_config(search_space.apply(cfg, {"loss.scale_schedule.kind": kind})).loss.scale
-        for kind in ("constant", "cosine", "linear")
+        trial_config(cfg, {"loss.scale_schedule.kind": kind}).loss.scale for kind in ("constant", "cosine", "linear")
     ]
     assert scales == [20.0, 5.0, 50.0]

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from sweep.errors import ConfigError
 from sweep.stats.concentration import concentration_statistics, in_batch_statistics
 from sweep.stats.probe import ConcentrationProbe, Encodings, loss_scales
-from sweep.study.validation import validate_trial_config
+from sweep.study.validation import trial_config
 
 
 def _random(n: int, d: int, seed: int) -> np.ndarray:
@@ -151,7 +151,7 @@ def test_loss_scales_come_from_the_study_grid(compose_cfg):
 )
 def test_bad_statistics_keys_are_refused_naming_the_key(compose_cfg, override, key):
     with pytest.raises(ConfigError) as error:
-        validate_trial_config(compose_cfg(override))
+        trial_config(compose_cfg(override))
     assert error.value.key == key and "\n" not in str(error.value)
 
 
