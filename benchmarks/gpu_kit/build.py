@@ -5,7 +5,10 @@ machine lacks, then check that the tree plus the kit fit the 64 MiB a call may c
     python benchmarks/gpu_kit/build.py --check-only      # the size check alone, on the kit as it is
 
 The kit:
-  whl/        the wheels of `wheels.lock` (Python 3.12, manylinux x86-64, no dependencies resolved there)
+  site.tar.xz the wheels of `wheels.lock` (Python 3.12, manylinux x86-64, no dependencies resolved there), installed
+              here for the machine with `pip install --target site` and packed as one solid xz archive: the machine
+              unpacks it as /tmp/site (`run.sh`), the folder its own pip install made before; the wheels are
+              compressed file by file, the archive across files, and so travels in less of the budget
   data/       nli/triplet.csv, stsb/validation.csv and stsb/test.csv from the data folder
   models/     static_rows.npz: all-MiniLM-L6-v2's input token embeddings (the static model's table) for the tokens
               the data uses, in half precision; minilm/: its config and tokenizer, no weights (the transformer is
@@ -24,7 +27,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 from pathlib import Path
+from typing import Final
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -35,6 +41,8 @@ SDIST_ONLY = {"antlr4-python3-runtime"}  # no wheel on PyPI: built here (pure Py
 DATA_FILES = ("nli/triplet.csv", "stsb/validation.csv", "stsb/test.csv")
 TEXT_COLUMNS = (("anchor", "positive", "negative"), ("sentence1", "sentence2"), ("sentence1", "sentence2"))
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+SITE = "site"  # the folder the archive holds and run.sh unpacks to /tmp/site (on PYTHONPATH there)
+XZ_PRESET: Final = 6  # xz's default level: a higher one saves little here and takes minutes longer
 
 
 def tree_bytes(repo: Path) -> int:
@@ -76,18 +84,24 @@ def pip(*args: str) -> None:
 
 
 def wheels(kit: Path) -> None:
-    """Download the lock's wheels for the machine (no dependencies: the lock lists each one), build the sdist-only."""
-    target = kit / "whl"
-    target.mkdir(parents=True, exist_ok=True)
-    lock = [line.strip() for line in (HERE / "wheels.lock").read_text().splitlines() if line.strip()[:1].isalnum()]
-    built = [r for r in lock if r.split("==")[0] in SDIST_ONLY]
-    platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
-    binary = [r for r in lock if r not in built]
-    common = ["--no-deps", "--disable-pip-version-check", "-q", "-d", str(target)]
-    machine = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *platforms]
-    pip("download", *common, *machine, *binary)
-    if built:
-        pip("wheel", "--no-deps", "--disable-pip-version-check", "-q", "-w", str(target), *built)
+    """Download the lock's wheels for the machine (no dependencies: the lock lists each one; the sdist-only built
+    here), install them for it into a `site` folder (`pip install --target`, as run.sh did there), and pack that
+    folder into ``site.tar.xz``."""
+    with tempfile.TemporaryDirectory() as work:
+        downloaded, site = Path(work) / "whl", Path(work) / SITE
+        lock = [line.strip() for line in (HERE / "wheels.lock").read_text().splitlines() if line.strip()[:1].isalnum()]
+        built = [r for r in lock if r.split("==")[0] in SDIST_ONLY]
+        platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
+        machine = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", *platforms]
+        quiet = ["--no-deps", "--disable-pip-version-check", "-q"]
+        pip("download", *quiet, "-d", str(downloaded), *machine, *[r for r in lock if r not in built])
+        if built:
+            pip("wheel", *quiet, "-w", str(downloaded), *built)
+        files = sorted(str(path) for path in downloaded.glob("*.whl"))
+        pip("install", *quiet, "--no-index", "--no-compile", "--target", str(site), *machine, *files)
+        kit.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(kit / "site.tar.xz", "w:xz", preset=XZ_PRESET) as archive:
+            archive.add(site, arcname=SITE)
 
 
 def data(kit: Path, data_dir: Path) -> None:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The lent GPU machine's side of the kit (the device tool's `run`, see README.md beside this file): install the
-# kit's wheels, make the static model, run `python -m benchmarks.gpu_check` into $OUT (7 files) with its log (the 8th).
+# kit's packages, make the static model, run `python -m benchmarks.gpu_check` into $OUT (7 files) with its log (the 8th).
 set -uo pipefail
 KIT=.gpukit
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$KIT"/whl/*.whl || exit 1
+# the wheels of wheels.lock, installed for this machine by build.py (pip install --target site) and packed in one archive
+rm -rf /tmp/site && tar -xJf "$KIT/site.tar.xz" -C /tmp || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # fail in seconds, not minutes, when a carried wheel does not fit the machine's packages
 python3 -c "import datasets, hydra, mlflow, optuna, sentence_transformers, torch, transformers as t; print('versions:', sentence_transformers.__version__, t.__version__, datasets.__version__, torch.__version__, torch.cuda.get_device_name())" || exit 1
