@@ -452,6 +452,22 @@ def test_gap_vs_condition_colours_every_scale_by_its_side_and_says_what_is_held_
     assert captured["gap_vs_condition"].axes[0].get_title().splitlines()[-1] == "468 steps at every size"
 
 
+def test_gap_vs_condition_draws_a_best_scale_at_the_grids_edge(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 50: with the best at the grid's high edge every other scale is warmer, and the empty colder side got one
+    shade: ``zip() argument 2 is longer than argument 1``, and no figure."""
+    from matplotlib.colors import rgb_to_hsv, to_rgb
+
+    for gaps in ({2.0: (0.06, 0.11), 5.0: (0.03, 0.04)}, {20.0: (0.02, 0.03), 50.0: (0.05, 0.08)}):  # high, low edge
+        table = comparison((2000, 100000), gaps)
+        assert gap_figures.write_gap_vs_condition(table, tmp_path)
+        (ax,) = captured.pop("gap_vs_condition").axes
+        colours = [to_rgb(c.lines[0].get_color()) for c in ax.containers]
+        assert len(colours) == 2 and colours[0] != colours[1], colours  # one series per other scale, told apart
+        hues = [rgb_to_hsv(colour)[0] for colour in colours]
+        warm = [h < 0.1 or h > 0.9 for h in hues]
+        assert warm == [max(gaps) < 10.0] * 2, hues  # warmer than the best: reds; colder: blues
+
+
 def test_gap_vs_condition_needs_a_numeric_condition(captured: dict[str, Figure], tmp_path: Path) -> None:
     one = comparison((2000,), {2.0: (0.06,)})
     none = one.assign(condition=float("nan"))
