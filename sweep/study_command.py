@@ -18,6 +18,7 @@ import transformers
 from sweep.config.checks import with_values, worker_threads
 from sweep.config.devices import place_workers
 from sweep.config.schema import StudyConfig, SweepConfig
+from sweep.config.workers import AUTO, resolve_n_workers
 from sweep.names import ATTR_VERDICT, TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL
@@ -157,8 +158,9 @@ def _extra_workers(study: StudyConfig, device: str) -> tuple[list[Worker], bool]
     the study, waits, reports). It cannot pin itself safely: validating the config may call torch.cuda.is_available()
     (trial.device=cuda, eval_batch_size auto), whose cuInit fixes the GPUs a process sees for its lifetime, and a
     library may do so at import; a worker started with CUDA_VISIBLE_DEVICES in its environment sees its one GPU
-    whatever runs in it. The idle coordinator creates no CUDA context, so it holds no GPU memory (``study``: the `study`
-    section, ``device``: `trial.device`)."""
+    whatever runs in it. The idle coordinator creates no CUDA context, so it holds no GPU memory, but for
+    `study.n_workers=auto`, which reads the GPUs' free memory through one (``study``: the `study` section,
+    ``device``: `trial.device`)."""
     if study.devices is None:
         return [Worker()] * (study.n_workers - 1), True
     placements = place_workers(study.devices, study.n_workers, device)
@@ -182,6 +184,8 @@ def open_study(config: SweepConfig, overrides: list[str], validated: bool) -> Op
     pass already ran on it) and plan its workers. Raises `ConfigError` for what only opening finds (e.g. a study
     of the same name with another search space)."""
     _quiet_libraries()
+    if config.study.n_workers == AUTO:  # sized to this machine once, here: the workers are told their count
+        config = with_values(config, {"study.n_workers": resolve_n_workers(config.study, config.trial.device)})
     extra, trains = _extra_workers(config.study, config.trial.device)
     threads = None
     if extra:  # every worker process gets its share of the cores

@@ -293,9 +293,11 @@ def validate_study(study: StudyConfig) -> None:
             problems.check(require_int, f"study.{key}", value, note="or null")
     if study.timeout is not None:
         problems.check(require_number, "study.timeout", study.timeout, low=0, strict=True, note="seconds, or null")
-    cores = usable_cores()
-    note = f"each worker is a process: at most the {cores} CPU cores this process may use, {MAX_WORKERS} in all"
-    problems.check(require_int, "study.n_workers", study.n_workers, maximum=min(cores, MAX_WORKERS), note=note)
+    if study.n_workers != "auto":  # sized to the machine at the entry point (sweep.config.workers)
+        cores = usable_cores()
+        note = f"each worker is a process: at most the {cores} CPU cores this process may use, {MAX_WORKERS} in all"
+        note += "; or auto: sized to the cores and the GPUs' free memory"
+        problems.check(require_int, "study.n_workers", study.n_workers, maximum=min(cores, MAX_WORKERS), note=note)
     problems.check(require_int, "study.max_retries", study.max_retries, minimum=0)
     problems.check(require_int, "study.pack", study.pack, maximum=MAX_PACK, note="trials trained together")
     problems.check(require_int, "study.heartbeat_interval", study.heartbeat_interval, note="seconds")

@@ -136,12 +136,9 @@ def resolve_devices(devices: Any, environ: Mapping[str, str]) -> list[str]:
     return chosen
 
 
-def place_workers(
-    devices: Any, n_workers: int, trial_device: Any, environ: Mapping[str, str] = os.environ
-) -> list[Placement]:
-    """The `n_workers` workers of ``study.devices`` (not null) placed round-robin on its GPUs: one per GPU, several
-    on each when there are more workers than GPUs (each worker's memory guard then watches its own GPU). Raises
-    ConfigError; warns when GPUs stay idle."""
+def placed_gpus(devices: Any, trial_device: Any, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The GPUs of ``study.devices`` (not null) with a `trial.device` that trains on them (`resolve_devices`).
+    Raises ConfigError."""
     if trial_device not in ("auto", "cuda"):
         raise ConfigError(
             "trial.device",
@@ -149,7 +146,16 @@ def place_workers(
             f"study.devices={devices} places each worker on one GPU: set trial.device=auto (or cuda), or "
             "study.devices=null to train on trial.device",
         )
-    gpus = resolve_devices(devices, environ)
+    return resolve_devices(devices, environ)
+
+
+def place_workers(
+    devices: Any, n_workers: int, trial_device: Any, environ: Mapping[str, str] = os.environ
+) -> list[Placement]:
+    """The `n_workers` workers of ``study.devices`` (not null) placed round-robin on its GPUs: one per GPU, several
+    on each when there are more workers than GPUs (each worker's memory guard then watches its own GPU). Raises
+    ConfigError; warns when GPUs stay idle."""
+    gpus = placed_gpus(devices, trial_device, environ)
     if n_workers < len(gpus):
         log.warning(
             "study.devices: %d GPUs for study.n_workers=%d: no worker on %s (study.n_workers=%d uses every GPU)",

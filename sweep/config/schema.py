@@ -28,6 +28,7 @@ refuse a form it accepts:
   check that asks for a quoted name (``name='"2024"'``) could not fire;
 - ``trial.eval_batch_size`` and ``study.pruner.min_resource``: ``auto`` or an integer (OmegaConf 2.3 has no union
   of str and int), checked by `require_auto_or_int`;
+- ``study.n_workers``: ``auto`` (`sweep.config.workers`) or an integer, checked by `validate_study`;
 - ``study.pack_memory_gib``: a number of GiB or null; a float field would refuse ``lots`` while composing, before
   `validate_study` names it with its own message;
 - ``study.devices``: null, ``auto`` or a list of GPU indices or ``cuda:N`` names (no union type), checked by
@@ -204,7 +205,7 @@ class StudyConfig:
     storage: str = MISSING
     n_trials: int | None = MISSING
     timeout: float | None = MISSING
-    n_workers: int = MISSING
+    n_workers: Any = MISSING
     pack: int = MISSING
     pack_memory_gib: Any = MISSING
     max_retries: int = MISSING

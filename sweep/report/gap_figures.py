@@ -53,7 +53,7 @@ def side_colours(scales: list[float], best: float) -> dict[float, tuple[float, f
     cold = sorted(s for s in scales if s >= best)
     colours: dict[float, tuple[float, float, float, float]] = {}
     for side, members in (("Reds", warm), ("Blues", cold)):
-        shades = np.linspace(0.45, 0.95, len(members)) if len(members) > 1 else [0.75]
+        shades = np.linspace(0.45, 0.95, len(members)) if len(members) > 1 else [0.75] * len(members)  # or none
         colours |= {scale: tuple(mpl.colormaps[side](shade)) for scale, shade in zip(members, shades, strict=True)}
     return colours
 

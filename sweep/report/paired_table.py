@@ -29,9 +29,9 @@ from sweep.report.summaries import (
     SPEARMAN_OF_SPLIT,
     by_condition,
     complete_trials,
-    condition_label,
     condition_names,
     markdown_table,
+    row_labels,
     swept_scales,
 )
 from sweep.stats.bootstrap import (
@@ -209,7 +209,7 @@ def _point_labels(trials: pd.DataFrame, complete: pd.DataFrame, names: list[str]
     ("cosine 5-50", not its keys). ``trials``: the same rows as ``complete`` with their raw ``param.*`` columns."""
     schedule = [name for name in names if name.startswith(SCHEDULE_NAME)]
     others = [name for name in names if name not in schedule]
-    labels = [condition_label(others, values) for values in complete[others].itertuples(index=False)]
+    labels = row_labels(complete, others)
     if not schedule:
         return labels
     words = [_schedule_words(row) for _, row in trials.iterrows()]

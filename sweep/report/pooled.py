@@ -17,10 +17,10 @@ from sweep.report.summaries import (
     METRIC_LABELS,
     NOT_CONDITIONS,
     complete_trials,
-    condition_label,
     condition_names,
     markdown_table,
     plain_value,
+    row_labels,
     swept_keys,
 )
 from sweep.stats.pooling import (
@@ -65,7 +65,7 @@ def folder_frame(folder: Path, metric: str, scales: tuple[float, float]) -> pd.D
     swept = [key for key in swept_keys(trials) if key not in IGNORED_KEYS]
     overrides = trials.loc[complete.index, [f"param.{key}" for key in swept]]
     configs = [_config_key(base | dict(zip(swept, row, strict=True))) for row in overrides.itertuples(index=False)]
-    labels = [condition_label(names, values) for values in complete[names].itertuples(index=False)]
+    labels = row_labels(complete, names)
     return pd.DataFrame(
         {
             "source": folder.name,

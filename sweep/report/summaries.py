@@ -120,6 +120,15 @@ def condition_label(conditions: Sequence[str], values: Sequence[object]) -> str:
     return ", ".join(f"{name}={plain_value(value)}" for name, value in zip(conditions, values, strict=True))
 
 
+def row_labels(table: pd.DataFrame, conditions: Sequence[str]) -> list[str]:
+    """`condition_label` of each row of ``table``: '' for every row when there are no conditions (pandas before 3
+    iterates no rows at all of a frame without columns, so the labels of a study without conditions came out empty,
+    one per row in pandas 3)."""
+    if not conditions:
+        return [""] * len(table)
+    return [condition_label(conditions, row) for row in table[list(conditions)].itertuples(index=False)]
+
+
 def plain_value(value: object) -> object:
     """A whole float as an integer (``1000``, not ``1000.0``: MLflow hands numeric params back as floats)."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
@@ -209,7 +218,7 @@ def with_paired_verdict(summary: pd.DataFrame, paired: pd.DataFrame) -> pd.DataF
         (str(label) if pd.notna(label) else "", float(scale)): bool(verdict)
         for label, scale, verdict in paired[["condition", "scale", "in_confidence_set"]].itertuples(index=False)
     }
-    labels = [condition_label(conditions, row) for row in summary[conditions].itertuples(index=False)]
+    labels = row_labels(summary, conditions)
     keys = zip(labels, summary["scale"].astype(float), summary["split"], strict=True)
     column = [verdicts.get((label, scale)) if split == "validation" else None for label, scale, split in keys]
     summary = summary.assign(**{IN_CONFIDENCE_SET: pd.array(column, dtype="boolean")})
@@ -306,7 +315,7 @@ def layer_grid_panels(summary: pd.DataFrame) -> pd.DataFrame:
     """The test split of a ``layer_grid_summary`` with a ``panel`` label per condition (and scale)."""
     keys = [k for k in summary.columns if k not in ("split", "layer", "dim", *INTERVAL_COLUMNS)]
     test = summary[summary["split"] == "test"].copy()
-    test["panel"] = [condition_label(keys, values) for values in test[keys].itertuples(index=False)] if keys else ""
+    test["panel"] = row_labels(test, keys)
     return test
 
 

@@ -30,6 +30,7 @@ import torch
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config.schema import StudyConfig, SweepConfig
+from sweep.config.workers import GIB, trial_memory
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
 from sweep.signals import check_stop
 from sweep.study.optuna_access import record_heartbeat, storage_of
@@ -37,7 +38,6 @@ from sweep.training.lockstep import Outcome, run_in_lockstep
 
 log = logging.getLogger(__name__)
 
-GIB = 2**30
 Callback = Callable[[optuna.Study, FrozenTrial], None]
 
 
@@ -64,8 +64,7 @@ class MemoryGuard:
     def __init__(self, study: StudyConfig, device: str) -> None:
         """For the `study` section's pack settings on `trial.device` ``device``."""
         self.device = "cuda" if str(device) == "auto" else str(device)
-        configured = study.pack_memory_gib
-        self.per_member = float(configured) * GIB if configured else 0.0
+        self.per_member = trial_memory(study) or 0.0  # the estimate study.n_workers=auto sizes its workers by
         self.wait_s = 3 * study.heartbeat_interval
 
     def fit(self, wanted: int) -> int:

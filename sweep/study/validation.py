@@ -39,7 +39,7 @@ from sweep.config.checks import (
 )
 from sweep.config.composition import check_known_keys, config_error
 from sweep.config.database_drivers import require_database_url, require_driver
-from sweep.config.devices import place_workers
+from sweep.config.devices import place_workers, placed_gpus
 from sweep.config.early_checks import check_batch_fits, check_precision, check_study_name
 from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler, check_swept_overrides
 from sweep.config.scale_temperature import scale_values
@@ -186,8 +186,11 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
     problems.check(require_driver, "study.storage", cfg.study.storage)
     problems.check(require_driver, "tracking.uri", cfg.tracking.uri)
     problems.check(validate_tracking, cfg.tracking)
-    if cfg.study.devices is not None:
+    counted = isinstance(cfg.study.n_workers, int) and not isinstance(cfg.study.n_workers, bool)
+    if cfg.study.devices is not None and counted:
         problems.check(place_workers, cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
+    elif cfg.study.devices is not None:  # auto (counted once the config is valid) or a bad count: the GPUs alone
+        problems.check(placed_gpus, cfg.study.devices, cfg.trial.device)
     models: dict[str, ModelConfig] = {}  # the distinct model sections of the points without errors
     if space is not None:
         problems.check(make_sampler, cfg.study.sampler, space)

@@ -162,6 +162,9 @@ HAND_ROWS = [
     Row("data.test.columns", "empty", "[]"),
     Row("trial.eval_batch_size", "below", "0"),
     Row("trial.eval_batch_size", "unknown-name", "sometimes"),
+    Row("study.n_workers", "not-a-number", "lots"),  # auto or a count: a loose key since auto (issue 50)
+    Row("study.n_workers", "below", "0"),
+    Row("study.n_workers", "above", "1000000000000"),
     Row("study.pack_memory_gib", "below", "-1"),
     Row("study.pack_memory_gib", "not-a-number", "lots"),
     Row("study.pruner.min_resource", "below", "0"),
@@ -287,6 +290,7 @@ COMMAND_ROWS = [
     ("study.seeds=[4294967296]",),
     ("stats.n_random_pairs=0",),
     ("study.storage=nope",),
+    ("study.n_workers=lots",),
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ from sweep.report.loss_curves import loss_table
 from sweep.report.results_folder import load_results_folder, read_csv
 from sweep.report.study_context import lr_schedule, n_candidates
 from sweep.report.study_figures import with_untrained
-from sweep.report.summaries import SEARCH_SPACE, SPEARMAN_OF_SPLIT, with_paired_verdict
+from sweep.report.summaries import IN_CONFIDENCE_SET, SEARCH_SPACE, SPEARMAN_OF_SPLIT, row_labels, with_paired_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "research" / "results"
@@ -171,6 +172,26 @@ def test_spearman_draws_the_optimum_band_only_when_located(
     assert sorted(corners[:, 0]) == pytest.approx([9.4, 16.8])
     assert band.get_alpha() <= 0.2  # light: the points stay readable
     assert [list(line.get_xdata()) for line in ax.get_lines() if list(line.get_xdata()) == [12.3, 12.3]]
+
+
+def test_a_study_without_conditions_gets_its_verdicts_with_pandas_before_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50: on the H200 the live report of a plain scale study logged no figures, warning `zip() argument 2 is
+    longer than argument 1` (every worker, every study with a paired comparison and no other swept key). Its
+    install had pandas 2, whose ``itertuples(index=False)`` of a frame without columns yields no rows at all
+    (pandas 3 yields one empty row per row): the rows' condition labels came out empty. That iteration stands in."""
+    iterate = pd.DataFrame.itertuples
+
+    def pandas_2(self: pd.DataFrame, index: bool = True, name: str | None = "Pandas") -> Any:
+        return iter(()) if not index and self.columns.empty else iterate(self, index=index, name=name)
+
+    monkeypatch.setattr(pd.DataFrame, "itertuples", pandas_2)
+    rows = [{"condition": np.nan, "scale": scale, "in_confidence_set": scale > 1} for scale in (1.0, 10.0, 50.0)]
+    paired = pd.DataFrame(rows).assign(**OPTIMUM)
+    merged = with_paired_verdict(summary(3), paired)
+    validation = merged[(merged["split"] == "validation") & (merged["scale"] > 0)]
+    assert validation.set_index("scale")[IN_CONFIDENCE_SET].to_dict() == {1.0: False, 10.0: True, 50.0: True}
+    assert validation["optimum"].tolist() == [12.3] * 3
+    assert row_labels(summary(3), []) == [""] * 8
 
 
 def test_the_optimum_flows_from_the_paired_table_to_the_validation_rows_of_its_condition(
@@ -450,6 +471,22 @@ def test_gap_vs_condition_colours_every_scale_by_its_side_and_says_what_is_held_
     assert 0.5 < hue["scale 20"] < 0.7 and 0.5 < hue["scale 50"] < 0.7  # colder: blue
     gap_figures.write_gap_vs_condition(table, tmp_path, note="468 steps at every size")
     assert captured["gap_vs_condition"].axes[0].get_title().splitlines()[-1] == "468 steps at every size"
+
+
+def test_gap_vs_condition_draws_a_best_scale_at_the_grids_edge(captured: dict[str, Figure], tmp_path: Path) -> None:
+    """Issue 50: with the best at the grid's high edge every other scale is warmer, and the empty colder side got one
+    shade: ``zip() argument 2 is longer than argument 1``, and no figure."""
+    from matplotlib.colors import rgb_to_hsv, to_rgb
+
+    for gaps in ({2.0: (0.06, 0.11), 5.0: (0.03, 0.04)}, {20.0: (0.02, 0.03), 50.0: (0.05, 0.08)}):  # high, low edge
+        table = comparison((2000, 100000), gaps)
+        assert gap_figures.write_gap_vs_condition(table, tmp_path)
+        (ax,) = captured.pop("gap_vs_condition").axes
+        colours = [to_rgb(c.lines[0].get_color()) for c in ax.containers]
+        assert len(colours) == 2 and colours[0] != colours[1], colours  # one series per other scale, told apart
+        hues = [rgb_to_hsv(colour)[0] for colour in colours]
+        warm = [h < 0.1 or h > 0.9 for h in hues]
+        assert warm == [max(gaps) < 10.0] * 2, hues  # warmer than the best: reds; colder: blues
 
 
 def test_gap_vs_condition_needs_a_numeric_condition(captured: dict[str, Figure], tmp_path: Path) -> None:

@@ -91,3 +91,19 @@ def test_a_device_that_is_not_visible_stops_before_anything_starts(tmp_path):
     assert process.returncode == 2, output[-3000:]
     assert "sweep: invalid config: study.devices[1]=3: only 2 GPUs are visible (SWEEP_SIMULATED_GPUS=2)" in output
     assert "Traceback" not in output and not (tmp_path / "optuna.db").exists(), "nothing opened or trained"
+
+
+def test_auto_sizes_the_workers_to_the_gpus_free_memory_and_says_why(tmp_path):
+    """Issue 50: `study.n_workers=auto` on two simulated GPUs of 40 GiB free with 30 GiB a trial: one worker each,
+    placed as a count would be, and one line saying what auto chose and why."""
+    simulated = {**SIMULATED, "SWEEP_SIMULATED_GPU_FREE_GIB": "40"}
+    args = [GRID, "study.devices=auto", "study.n_workers=auto", "study.pack_memory_gib=30", "trial.device=auto"]
+    process = sweep_process(*args, home=tmp_path, **simulated)
+    output = process.communicate(timeout=600)[0]
+    assert process.returncode == 0, output[-3000:]
+    chosen = [line for line in output.splitlines() if "study.n_workers=auto:" in line]
+    assert len(chosen) == 1, output[-3000:]
+    assert "auto: 2 workers (2 GPUs (cuda:0: 40.0 GiB free, cuda:1: 40.0 GiB free; 30.0 GiB per worker" in chosen[0]
+    assert "study.devices: 2 workers on cuda:0 (simulated), cuda:1 (simulated)" in output
+    _, (parent,), runs = mlflow_runs(f"sqlite:///{tmp_path}/mlflow.db", "mnrl_scale")
+    assert len(runs) == 2 and parent.data.params["study.n_workers"] == "2", "the study records the count auto chose"
