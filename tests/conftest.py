@@ -3,6 +3,13 @@ tmp_path and never the user's tracking server. Plain helpers live in tests/helpe
 
 from __future__ import annotations
 
+import os
+
+# No test reaches the Hugging Face hub (this workplace has no internet; a test must not depend on it): huggingface_hub
+# reads the variable when it is first imported, so it is set before anything imports it, and the subprocesses that
+# tests start inherit it. Offline, a hub name that is not cached fails at once instead of after retries.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path

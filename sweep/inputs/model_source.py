@@ -92,26 +92,40 @@ def _check_saved_static(model: ModelConfig, folder: Path) -> None:
         )
 
 
-@functools.lru_cache(maxsize=8)
 def _config_dict(path: str) -> dict[str, Any]:
     """The model's ``config.json`` as a dict: a local folder's own, or a hub model's through huggingface_hub (its cache
-    first; ``HF_HUB_OFFLINE`` honoured). Raises OSError or ValueError when it cannot be read."""
-    if Path(path).is_dir():
-        file = Path(path) / CONFIG_FILE
-        if not file.is_file():
-            raise FileNotFoundError(f"{path} has no {CONFIG_FILE}")
-    else:
-        from huggingface_hub import hf_hub_download  # light beside transformers; imported only for a hub name
-        from huggingface_hub.errors import EntryNotFoundError
-
-        try:
-            file = Path(hf_hub_download(path, CONFIG_FILE))
-        except EntryNotFoundError as error:  # a remote entry's is an OSError already, not every local one
-            raise FileNotFoundError(str(error)) from None
-    config = json.loads(file.read_text())
-    if not isinstance(config, dict):
-        raise ValueError(f"{file} holds no JSON object")
+    first; ``HF_HUB_OFFLINE`` honoured). Raises OSError or ValueError when it cannot be read. A failure is remembered
+    like a success (`_read_config`): one validation pass reads the config of every grid point's model several times,
+    and an unreachable hub answers each attempt only after huggingface_hub's retries (seconds each)."""
+    config, error = _read_config(path)
+    if error is not None:
+        raise error
     return config
+
+
+@functools.lru_cache(maxsize=8)
+def _read_config(path: str) -> tuple[dict[str, Any], OSError | ValueError | None]:
+    """`_config_dict`'s answer for `path`, kept (``functools.lru_cache`` keeps only what a call returns, not what it
+    raises): the config, or the error and an empty dict."""
+    try:
+        if Path(path).is_dir():
+            file = Path(path) / CONFIG_FILE
+            if not file.is_file():
+                raise FileNotFoundError(f"{path} has no {CONFIG_FILE}")
+        else:
+            from huggingface_hub import hf_hub_download  # light beside transformers; imported only for a hub name
+            from huggingface_hub.errors import EntryNotFoundError
+
+            try:
+                file = Path(hf_hub_download(path, CONFIG_FILE))
+            except EntryNotFoundError as error:  # a remote entry's is an OSError already, not every local one
+                raise FileNotFoundError(str(error)) from None
+        config = json.loads(file.read_text())
+        if not isinstance(config, dict):
+            raise ValueError(f"{file} holds no JSON object")
+    except (OSError, ValueError) as error:
+        return {}, error
+    return config, None
 
 
 def check_available(model: ModelConfig) -> None:

@@ -85,3 +85,23 @@ def test_a_saved_transformer_is_the_start_with_its_own_weights(compose_cfg, tmp_
     start = build_model(cfg.model, seed=0)
     for (name, weight), (_, saved) in zip(start.named_parameters(), trained.named_parameters(), strict=True):
         assert torch.equal(weight, saved), name
+
+
+def test_an_unreachable_hub_is_asked_once_per_model_in_a_process(compose_cfg, monkeypatch):
+    """The validation pass reads a hub model's config for each grid point and each check of its shape; an unreachable
+    hub answers each attempt only after huggingface_hub's retries (about 24 s here), so a failure is remembered like a
+    success: before, a 9-point grid on an unreachable hub spent minutes in the pass."""
+    import huggingface_hub
+
+    attempts: list[str] = []
+
+    def unreachable(repo_id: str, filename: str) -> str:
+        attempts.append(repo_id)
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
+    cfg = compose_cfg("model.name_or_path=some-org/unreachable-model", "model.kind=transformer")
+    for _ in range(3):
+        with pytest.raises(ConfigError, match="cannot load the model's config"):
+            check_available(cfg.model)
+    assert attempts == ["some-org/unreachable-model"]
