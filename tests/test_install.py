@@ -142,6 +142,7 @@ def test_the_package_configs_name_none_of_the_repository_studies() -> None:
         assert not re.search(r"research/results/|mnrl_scale_|FINDINGS", text), f"{path} names the repository's research"
 
 
+@pytest.mark.install
 def test_an_editable_install_runs_the_example_anywhere_and_the_studies_from_its_root(
     editable_checkout: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -169,6 +170,7 @@ def test_an_editable_install_runs_the_example_anywhere_and_the_studies_from_its_
     assert "name: mnrl_scale_batch" in study.stdout and "batch_size:" in study.stdout
 
 
+@pytest.mark.install
 def test_wheel_ships_the_configs_and_runs_from_any_directory(installed_python: Path, tmp_path: Path) -> None:
     where = _run(installed_python, "-c", "import sweep; print(sweep.__file__)", cwd=tmp_path)
     assert where.returncode == 0, where.stderr
@@ -196,6 +198,7 @@ def test_wheel_ships_the_configs_and_runs_from_any_directory(installed_python: P
     assert "loss-vs-scale" in report.stdout and "study" in report.stdout
 
 
+@pytest.mark.install
 def test_wheel_states_its_license_and_keeps_the_postgresql_driver_an_extra(installed_python: Path, tmp_path: Path):
     read = (
         "import importlib.metadata as m, json; d = m.distribution('sweep'); "
@@ -210,6 +213,7 @@ def test_wheel_states_its_license_and_keeps_the_postgresql_driver_an_extra(insta
     assert psycopg and all('extra == "postgres"' in line for line in psycopg), psycopg
 
 
+@pytest.mark.install
 def test_wheel_runs_a_users_experiment_from_their_own_folder(installed_python: Path, tmp_path: Path) -> None:
     mine = _user_folder(tmp_path / "my_study")
     elsewhere = tmp_path / "elsewhere"

@@ -20,6 +20,8 @@ from sweep.study.lifecycle import finish, open_sweep
 from tests.faults.harness import figures
 from tests.helpers import cannot_set_up
 
+pytestmark = pytest.mark.faults  # injected faults: left out of the default run, run by CI (-m "")
+
 
 @pytest.fixture
 def small_disk(tmp_path: Path):

@@ -13,6 +13,7 @@ import signal
 from collections import Counter
 
 import optuna
+import pytest
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
@@ -20,6 +21,8 @@ from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_RACE, TAG_ROLE, TAG_WORKER
 from sweep.stats.race import SEEDS_USED
 from tests.faults.harness import Sweep, wait_for
 from tests.helpers import child_pids, is_alive
+
+pytestmark = pytest.mark.faults  # injected faults: left out of the default run, run by CI (-m "")
 
 # tests/study/test_race.py's race, on the mnrl_scale experiment the harness runs
 ARGS = [

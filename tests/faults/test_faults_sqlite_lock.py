@@ -28,6 +28,8 @@ from sweep.study import setup
 from sweep.study.setup import open_storage
 from sweep.tracking.mlflow_client import open_tracking
 
+pytestmark = pytest.mark.faults  # injected faults: left out of the default run, run by CI (-m "")
+
 MLFLOW_BUSY_TIMEOUT_S = 5  # sqlite3's default, which MLflow's engine keeps
 
 

@@ -517,6 +517,7 @@ def test_layer_grid_panels_are_titled_in_words_and_name_the_split(captured: dict
     assert {ax.get_title() for ax in captured["layer_grid_tradeoff"].axes if ax.get_title()} == titles
 
 
+@pytest.mark.research  # every published results folder redrawn: minutes, left out of the default run
 @pytest.mark.parametrize("folder", STUDY_FOLDERS, ids=[p.name for p in STUDY_FOLDERS])
 def test_results_folder_redraws_to_the_same_csvs(folder: Path, tmp_path: Path) -> None:
     written = redraw_results_folder(folder, tmp_path, untrained_from(folder))

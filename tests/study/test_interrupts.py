@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -54,7 +55,7 @@ def test_a_signal_to_the_parent_ends_every_run_and_queues_the_points_again(tmp_p
     storage = f"sqlite:///{tmp_path}/optuna.db"
     process = sweep_process(*LONG_GRID, "study.n_workers=2", home=tmp_path)
     wait_for_training(process, storage)
-    workers = [p for p in child_pids(process.pid) if "sweep" in open(f"/proc/{p}/cmdline").read()]
+    workers = [p for p in child_pids(process.pid) if "sweep" in Path(f"/proc/{p}/cmdline").read_text()]
     try:
         process.send_signal(signum)  # the parent only, as SLURM, timeout, docker stop or kill do
         output = process.communicate(timeout=240)[0]
@@ -86,7 +87,7 @@ def test_workers_stop_when_their_parent_is_killed(tmp_path):
     storage = f"sqlite:///{tmp_path}/optuna.db"
     process = sweep_process(*LONG_GRID, "study.n_workers=2", home=tmp_path)
     wait_for_training(process, storage)
-    workers = [p for p in child_pids(process.pid) if "sweep" in open(f"/proc/{p}/cmdline").read()]
+    workers = [p for p in child_pids(process.pid) if "sweep" in Path(f"/proc/{p}/cmdline").read_text()]
     assert workers
     try:
         process.kill()  # SIGKILL: no handler runs in the parent
