@@ -47,7 +47,8 @@ def test_a_figure_over_the_limit_drops_resolution_to_stay_under_it(
     full = len(png_bytes(fig, DPI))
     monkeypatch.setattr(axes, "MAX_PNG_BYTES", full // 2)
     png = save_figure(fig, DATA, tmp_path, "panels")[0]
-    assert png.stat().st_size <= full // 2 and MIN_DPI <= Image.open(png).info["dpi"][0] < DPI
+    with Image.open(png) as image:
+        assert png.stat().st_size <= full // 2 and MIN_DPI <= image.info["dpi"][0] < DPI
 
 
 def test_a_long_table_is_written_gzipped_and_found_by_its_stem(tmp_path: Path) -> None:
