@@ -92,7 +92,8 @@ def require_choice(key: str, value: Any, choices: Iterable[str]) -> None:
         raise ConfigError(key, value, f"must be one of {', '.join(choices)}")
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """An int that is not a bool (YAML's true is an int to Python)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -114,7 +115,7 @@ def worker_threads(n_workers: int) -> int:
 
 def require_int(key: str, value: Any, minimum: int = 1, maximum: int | None = None, note: str = "") -> int:
     """``value`` is an integer in ``minimum..maximum`` (``note`` is appended to the message)."""
-    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):
+    if not is_int(value) or value < minimum or (maximum is not None and value > maximum):
         bound = f"in {minimum}..{maximum}" if maximum is not None else f">= {minimum}"
         raise ConfigError(key, value, f"must be an integer {bound}" + (f" ({note})" if note else ""))
     return value
@@ -128,7 +129,7 @@ def require_bool(key: str, value: Any) -> None:
 
 def require_auto_or_int(key: str, value: Any, note: str = "") -> None:
     """A key that takes ``auto`` or an integer >= 1 (``note`` is appended to the message)."""
-    if value != "auto" and (not _is_int(value) or value < 1):
+    if value != "auto" and (not is_int(value) or value < 1):
         raise ConfigError(key, value, "must be auto or an integer >= 1" + (f" ({note})" if note else ""))
 
 

@@ -29,6 +29,7 @@ from sweep.config.checks import (
     Problems,
     eval_batch_size,
     flatten,
+    is_int,
     validate_data,
     validate_learning_rate,
     validate_model,
@@ -186,8 +187,7 @@ def check_config(cfg: SweepConfig, overrides: Sequence[str] = (), load: bool = T
     problems.check(require_driver, "study.storage", cfg.study.storage)
     problems.check(require_driver, "tracking.uri", cfg.tracking.uri)
     problems.check(validate_tracking, cfg.tracking)
-    counted = isinstance(cfg.study.n_workers, int) and not isinstance(cfg.study.n_workers, bool)
-    if cfg.study.devices is not None and counted:
+    if cfg.study.devices is not None and is_int(cfg.study.n_workers):
         problems.check(place_workers, cfg.study.devices, cfg.study.n_workers, cfg.trial.device)
     elif cfg.study.devices is not None:  # auto (counted once the config is valid) or a bad count: the GPUs alone
         problems.check(placed_gpus, cfg.study.devices, cfg.trial.device)
