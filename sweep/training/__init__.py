@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 from sweep import lazy_face
 
 if TYPE_CHECKING:
+    from sweep.training.fused_adamw import FusedAdamW
+    from sweep.training.fused_mnrl import FusedMultipleNegativesRankingLoss
+    from sweep.training.fused_static import FusedStaticEmbedding
     from sweep.training.kept_models import best_path, keep
     from sweep.training.lockstep import Lockstep, Outcome, run_in_lockstep
     from sweep.training.resources import StudyResources, spearman, stsb_evaluator
@@ -18,6 +21,9 @@ if TYPE_CHECKING:
     from sweep.training.trial_settings import TrialSettings
 
 __all__ = [
+    "FusedAdamW",
+    "FusedMultipleNegativesRankingLoss",
+    "FusedStaticEmbedding",
     "Lockstep",
     "Outcome",
     "StudyResources",
@@ -32,6 +38,9 @@ __all__ = [
 
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
+    "fused_adamw": ("FusedAdamW",),
+    "fused_mnrl": ("FusedMultipleNegativesRankingLoss",),
+    "fused_static": ("FusedStaticEmbedding",),
     "kept_models": ("best_path", "keep"),
     "lockstep": ("Lockstep", "Outcome", "run_in_lockstep"),
     "resources": ("StudyResources", "spearman", "stsb_evaluator"),

@@ -1,0 +1,58 @@
+"""K static models stacked into one fused model: one table of K x V token embeddings (a single parameter) and one
+`embedding_bag` call that embeds a batch for every member at once (issue 50, "fused trial arrays")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+from torch import Tensor, nn
+
+
+class FusedStaticEmbedding(nn.Module):
+    r"""K static embedding models (sentence-transformers' `StaticEmbedding`, mean of token embeddings, then the
+    optional `Normalize`) trained as one module whose weights are stacked.
+
+    The K tables of V x D are one parameter of K*V x D rows: member k's token t is row k*V + t. For a batch of B
+    texts given as StaticEmbedding gives them (``input_ids`` of all texts end to end, ``offsets`` where each starts),
+    each member's ids are shifted by k*V and its offsets by k*len(input_ids), so one ``F.embedding_bag`` (mode mean)
+    embeds all K x B bags:
+
+    .. math::
+        e_{k,b} = \frac{1}{|b|} \sum_{t \in b} W[kV + t], \qquad
+        \hat e_{k,b} = e_{k,b} / \max(\lVert e_{k,b} \rVert_2, \epsilon) \text{ (when normalize)}
+
+    Inputs: ``input_ids`` (N,) and ``offsets`` (B,), shared by the members (they read the same batches).
+    Output: K x B x D. The members' parameters are disjoint rows, so the gradient of a sum of per-member losses
+    gives each member exactly its own gradient.
+
+    Reference: sentence-transformers `StaticEmbedding` (an `nn.EmbeddingBag`, mode mean) and `Normalize`
+    (``F.normalize(p=2, dim=1)``).
+    """
+
+    def __init__(self, weights: Tensor, normalize: bool = True) -> None:
+        super().__init__()
+        if weights.dim() != 3:
+            raise ValueError(f"weights must be K x V x D, got shape {tuple(weights.shape)}")
+        self.members, self.vocab_size, self.dim = weights.shape
+        self.weight = nn.Parameter(weights.detach().clone().reshape(self.members * self.vocab_size, self.dim))
+        self.normalize = normalize
+
+    @classmethod
+    def from_static(cls, embeddings: Sequence[StaticEmbedding], normalize: bool = True) -> FusedStaticEmbedding:
+        """Stack the tables of K StaticEmbedding modules of one shape (copies: the modules are left as they were)."""
+        return cls(torch.stack([e.embedding.weight.detach() for e in embeddings]), normalize=normalize)
+
+    def member_weights(self) -> Tensor:
+        """The tables as K x V x D (a view of the parameter)."""
+        return self.weight.view(self.members, self.vocab_size, self.dim)
+
+    def forward(self, input_ids: Tensor, offsets: Tensor) -> Tensor:
+        k = torch.arange(self.members, device=input_ids.device)
+        ids = (input_ids.unsqueeze(0) + (k * self.vocab_size).unsqueeze(1)).reshape(-1)
+        bags = (offsets.unsqueeze(0) + (k * input_ids.numel()).unsqueeze(1)).reshape(-1)
+        embedded = F.embedding_bag(ids, self.weight, bags, mode="mean")
+        embedded = embedded.view(self.members, offsets.numel(), self.dim)
+        return F.normalize(embedded, p=2, dim=-1) if self.normalize else embedded
