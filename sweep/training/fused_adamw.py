@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor
+from torch.optim.adamw import adamw
 
 
 def linear_warmup_decay(step: int, warmup_steps: int, total_steps: int) -> float:
@@ -33,10 +34,15 @@ class FusedAdamW:
         m_k \leftarrow \beta_1 m_k + (1-\beta_1) g_k, \quad v_k \leftarrow \beta_2 v_k + (1-\beta_2) g_k^2, \quad
         \theta_k \leftarrow \theta_k - \frac{\eta_k}{1-\beta_1^t} \frac{m_k}{\sqrt{v_k}/\sqrt{1-\beta_2^t} + \epsilon}
 
+    The K gradient norms and the clipping are one operation over the stacked gradient; the update is torch's own
+    AdamW (the public functional ``torch.optim.adamw.adamw``) on each live member's slice at that member's learning
+    rate: ``fused=True`` is the fused kernel (transformers' ``adamw_torch_fused``, the project's default),
+    ``fused=False`` the single-tensor loop (``adamw_torch`` on the CPU). Calling the fused kernel once per member
+    instead of once for all costs nothing extra: it is element-wise, one pass over each slice either way.
+
     Inputs: the stacked parameter (K x ...), the K base learning rates, the steps of the schedule.
-    Reference: ``torch.nn.utils.clip_grad_norm_`` (max_norm c), ``torch.optim.AdamW`` (the single-tensor
-    algorithm, same operation order) and transformers' ``get_linear_schedule_with_warmup``, applied to each
-    member alone.
+    Reference: ``torch.nn.utils.clip_grad_norm_`` (max_norm c), ``torch.optim.AdamW`` and transformers'
+    ``get_linear_schedule_with_warmup``, applied to each member alone.
     """
 
     def __init__(
@@ -50,50 +56,54 @@ class FusedAdamW:
         eps: float = 1e-8,
         weight_decay: float = 0.0,
         max_grad_norm: float | None = 1.0,
+        fused: bool = True,
     ) -> None:
         if len(learning_rates) != members:
             raise ValueError(f"{len(learning_rates)} learning rates for {members} members")
-        self.param, self.members = param, members
-        self.base_lrs = torch.tensor([float(lr) for lr in learning_rates], dtype=torch.float64)
+        self.param, self.members, self.base_lrs = param, members, [float(lr) for lr in learning_rates]
         self.total_steps, self.warmup_steps = total_steps, warmup_steps
         self.betas, self.eps, self.weight_decay, self.max_grad_norm = betas, eps, weight_decay, max_grad_norm
-        self.exp_avg = torch.zeros_like(param)
-        self.exp_avg_sq = torch.zeros_like(param)
+        self.fused = fused
+        self.exp_avg = torch.zeros_like(param).view(members, -1)
+        self.exp_avg_sq = torch.zeros_like(param).view(members, -1)
+        self.member_steps = [torch.tensor(0.0) for _ in range(members)]
         self.steps = 0
 
-    def _per_member(self, values: Tensor) -> Tensor:
-        """A float64 K-vector, computed in float64 as torch.optim.AdamW computes its Python-float scalars, cast to
-        the parameter's dtype to broadcast over its K x 1 x n view."""
-        return values.to(self.param.dtype).view(self.members, 1, 1)
-
-    def learning_rates(self) -> Tensor:
-        """The K learning rates of the next step (base rate times the schedule), float64."""
-        return self.base_lrs * linear_warmup_decay(self.steps, self.warmup_steps, self.total_steps)
+    def learning_rates(self) -> list[float]:
+        """The K learning rates of the next step: base rate times the schedule."""
+        factor = linear_warmup_decay(self.steps, self.warmup_steps, self.total_steps)
+        return [lr * factor for lr in self.base_lrs]
 
     @torch.no_grad()
     def step(self, live: Tensor) -> Tensor:
-        """Clip each live member's gradient, step it and advance the schedule; the members' gradient norms before
-        clipping (K, NaN for a member that left) are returned for logging."""
+        """Clip each member's gradient, step the live ones and advance the schedule; the members' gradient norms
+        before clipping (K, NaN for a member that left) are returned for logging."""
         grad = self.param.grad
         if grad is None:
             raise RuntimeError("no gradient: call backward() on the objective first")
-        stacked = grad.view(self.members, 1, -1)
-        stacked[~live] = 0.0  # a member that left: its NaN/inf gradient must not reach the shared operations
-        norms = torch.linalg.vector_norm(stacked, dim=-1).view(self.members)
+        stacked = grad.view(self.members, -1)
+        norms = torch.linalg.vector_norm(stacked, dim=1)
         if self.max_grad_norm is not None:
-            coef = torch.clamp(self.max_grad_norm / (norms + 1e-6), max=1.0)
-            stacked.mul_(coef.view(self.members, 1, 1))
-        lrs = torch.where(live, self.learning_rates(), torch.zeros_like(self.base_lrs))
+            stacked.mul_(torch.clamp(self.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
+        lrs = self.learning_rates()
         self.steps += 1
-        beta1, beta2 = self.betas
-        param = self.param.data.view(self.members, 1, -1)
-        exp_avg, exp_avg_sq = self.exp_avg.view_as(param), self.exp_avg_sq.view_as(param)
-        param.mul_(self._per_member(1 - lrs * self.weight_decay))
-        exp_avg.lerp_(stacked, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(stacked, stacked, value=1 - beta2)
-        bias_correction1 = 1 - beta1**self.steps
-        bias_correction2_sqrt = (1 - beta2**self.steps) ** 0.5
-        step_size = self._per_member(lrs / bias_correction1)
-        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(self.eps)
-        param.sub_(exp_avg / denom * step_size)
+        param = self.param.data.view(self.members, -1)
+        for k in torch.nonzero(live).flatten().tolist():
+            adamw(
+                [param[k]],
+                [stacked[k]],
+                [self.exp_avg[k]],
+                [self.exp_avg_sq[k]],
+                [],
+                [self.member_steps[k]],
+                foreach=False,
+                fused=self.fused,
+                amsgrad=False,
+                beta1=self.betas[0],
+                beta2=self.betas[1],
+                lr=lrs[k],
+                weight_decay=self.weight_decay,
+                eps=self.eps,
+                maximize=False,
+            )
         return torch.where(live, norms, torch.full_like(norms, float("nan")))

@@ -49,6 +49,16 @@ class FusedStaticEmbedding(nn.Module):
         """The tables as K x V x D (a view of the parameter)."""
         return self.weight.view(self.members, self.vocab_size, self.dim)
 
+    def embed_columns(self, columns: Sequence[dict[str, Tensor]]) -> list[Tensor]:
+        """Each column of a batch (anchors, positives, ...: StaticEmbedding's features) embedded, K x B_c x D, with one
+        ``embedding_bag`` call for all of them: the dense gradient of the K*V x D table is then filled once per step,
+        not once per column (on the CPU that fill is most of the backward pass)."""
+        ids = [column["input_ids"] for column in columns]
+        starts = torch.tensor([0, *[i.numel() for i in ids]], device=ids[0].device).cumsum(0)[:-1]
+        offsets = torch.cat([column["offsets"] + start for column, start in zip(columns, starts, strict=True)])
+        embedded = self(torch.cat(ids), offsets)
+        return list(embedded.split([column["offsets"].numel() for column in columns], dim=1))
+
     def forward(self, input_ids: Tensor, offsets: Tensor) -> Tensor:
         k = torch.arange(self.members, device=input_ids.device)
         ids = (input_ids.unsqueeze(0) + (k * self.vocab_size).unsqueeze(1)).reshape(-1)

@@ -49,10 +49,12 @@ def batches(model: SentenceTransformer) -> list[tuple[dict, dict]]:
     ]
 
 
-def train_alone(model: SentenceTransformer, scale: float, lr: float, data: list) -> tuple[torch.Tensor, list[float]]:
+def train_alone(
+    model: SentenceTransformer, scale: float, lr: float, data: list, fused: bool = True
+) -> tuple[torch.Tensor, list[float]]:
     """The plain reference loop: the product's loss, torch.optim.AdamW, clip_grad_norm_ and the linear schedule."""
     loss_fn = ScaledMultipleNegativesRankingLoss(model, scale=scale)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=WEIGHT_DECAY)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=WEIGHT_DECAY, fused=fused)
     schedule = get_linear_schedule_with_warmup(optimizer, WARMUP, STEPS)
     losses = []
     for anchors, positives in data:
@@ -68,18 +70,25 @@ def train_alone(model: SentenceTransformer, scale: float, lr: float, data: list)
     return model[0].embedding.weight.detach(), losses
 
 
-def train_fused(models: list[SentenceTransformer], scales: list[float], lrs: list[float], data: list):
+def train_fused(
+    models: list[SentenceTransformer], scales: list[float], lrs: list[float], data: list, fused: bool = True
+):
     fused = FusedStaticEmbedding.from_static([m[0] for m in models])
     loss_fn = FusedMultipleNegativesRankingLoss(scales)
     optimizer = FusedAdamW(
-        fused.weight, len(models), lrs, STEPS, WARMUP, weight_decay=WEIGHT_DECAY, max_grad_norm=MAX_GRAD_NORM
+        fused.weight,
+        len(models),
+        lrs,
+        STEPS,
+        WARMUP,
+        weight_decay=WEIGHT_DECAY,
+        max_grad_norm=MAX_GRAD_NORM,
+        fused=fused,
     )
     live = torch.ones(len(models), dtype=torch.bool)
     losses, norms = [], []
     for anchors, positives in data:
-        member_losses = loss_fn(
-            fused(anchors["input_ids"], anchors["offsets"]), fused(positives["input_ids"], positives["offsets"])
-        )
+        member_losses = loss_fn(*fused.embed_columns([anchors, positives]))
         losses.append(member_losses.detach())
         live &= torch.isfinite(member_losses)
         fused.weight.grad = None
@@ -88,15 +97,16 @@ def train_fused(models: list[SentenceTransformer], scales: list[float], lrs: lis
     return fused.member_weights().detach(), torch.stack(losses), torch.stack(norms), live
 
 
-def test_fused_members_equal_each_model_trained_alone() -> None:
+@pytest.mark.parametrize("fused", [True, False], ids=["fused_adamw", "single_tensor_adamw"])
+def test_fused_members_equal_each_model_trained_alone(fused: bool) -> None:
     scales, lrs = [1.0, 10.0, 30.0], [2e-2, 5e-3, 5e-2]
     models = [static_model(seed) for seed in (1, 2, 3)]
     data = batches(models[0])
-    weights, losses, norms, live = train_fused(models, scales, lrs, data)
+    weights, losses, norms, live = train_fused(models, scales, lrs, data, fused)
     assert live.all() and bool((norms > MAX_GRAD_NORM).all()), "every member's gradient was clipped"
     for k, (scale, lr) in enumerate(zip(scales, lrs, strict=True)):
         start = models[k][0].embedding.weight.detach().clone()
-        alone, alone_losses = train_alone(models[k], scale, lr, data)
+        alone, alone_losses = train_alone(models[k], scale, lr, data, fused)
         assert not torch.equal(alone, start), "the reference trained"
         assert torch.allclose(losses[:, k], torch.tensor(alone_losses), rtol=1e-5, atol=1e-6), k
         assert torch.allclose(weights[k], alone, rtol=1e-5, atol=1e-6), (k, (weights[k] - alone).abs().max())
