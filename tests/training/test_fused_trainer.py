@@ -1,0 +1,94 @@
+"""A fused member equals the product's one-at-a-time training of the same static model: sentence-transformers'
+trainer with the trial's own `training_arguments` (fused AdamW, weight decay, warmup ratio, linear schedule, gradient
+clipping, the no-duplicates sampler) and the product's MNRL, fed the batches that trainer drew."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import torch
+from datasets import Dataset
+
+from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
+from sweep.training import FusedAdamW, FusedMultipleNegativesRankingLoss, FusedStaticEmbedding
+from sweep.training.trainer import training_arguments
+from tests.conftest import Compose
+from tests.training.test_fused import WORDS, static_model
+
+STEPS, BATCH = 6, 8
+
+
+class Recorded(ScaledMultipleNegativesRankingLoss):
+    """The product's loss, keeping the features of every batch the trainer hands it."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.batches: list[list[dict[str, torch.Tensor]]] = []
+
+    def forward(self, sentence_features, labels=None):
+        self.batches.append([{k: v.detach().clone() for k, v in f.items()} for f in sentence_features])
+        return super().forward(sentence_features, labels)
+
+
+def train_with_the_trainer(compose_cfg: Compose, tmp_path, seed: int, scale: float, lr: float):
+    from sentence_transformers import SentenceTransformerTrainer
+
+    cfg = compose_cfg(
+        f"trial.batch_size={BATCH}",
+        f"trial.learning_rate={lr}",
+        "trial.weight_decay=0.01",
+        "trial.warmup_ratio=0.3",
+        "trial.optimizer=adamw_torch_fused",
+    )
+    rng = random.Random(0)
+    rows = [" ".join(rng.choices(WORDS, k=rng.randint(2, 6))) for _ in range(2 * STEPS * BATCH)]
+    data = Dataset.from_dict({"anchor": rows[: STEPS * BATCH], "positive": rows[STEPS * BATCH :]})
+    model = static_model(seed)
+    start = model[0].embedding.weight.detach().clone()
+    loss = Recorded(model, scale=scale)
+    args = training_arguments(cfg.trial, STEPS, cfg.loss, str(tmp_path / f"out{seed}"), bars=False)
+    args = dataclasses.replace(args, eval_strategy="no")  # no evaluator here; scoring does not touch the weights
+    SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss).train()
+    return start, model[0].embedding.weight.detach(), loss.batches, args
+
+
+def test_a_fused_member_equals_the_trainer_on_the_same_batches(compose_cfg: Compose, tmp_path) -> None:
+    scales, lrs = [5.0, 20.0], [0.05, 0.02]
+    runs = [
+        train_with_the_trainer(compose_cfg, tmp_path, k + 1, s, lr)
+        for k, (s, lr) in enumerate(zip(scales, lrs, strict=True))
+    ]
+    batches, args = runs[0][2], runs[0][3]
+    assert len(batches) == STEPS
+    for other in runs[1:]:  # the same seed draws the same batches for every trial
+        assert all(
+            torch.equal(a["input_ids"], b["input_ids"])
+            for x, y in zip(batches, other[2], strict=True)
+            for a, b in zip(x, y, strict=True)
+        )
+    fused = FusedStaticEmbedding(torch.stack([start for start, *_ in runs]))
+    loss_fn = FusedMultipleNegativesRankingLoss(scales)
+    optimizer = FusedAdamW(
+        fused.weight,
+        len(runs),
+        lrs,
+        STEPS,
+        args.get_warmup_steps(STEPS),
+        betas=(args.adam_beta1, args.adam_beta2),
+        eps=args.adam_epsilon,
+        weight_decay=args.weight_decay,
+        max_grad_norm=args.max_grad_norm,
+    )
+    live = torch.ones(len(runs), dtype=torch.bool)
+    norms = []
+    for columns in batches:
+        fused.weight.grad = None
+        loss_fn.objective(loss_fn(*fused.embed_columns(columns)), live).backward()
+        norms.append(optimizer.step(live))
+    clipped = torch.stack(norms) > args.max_grad_norm
+    assert clipped.any() and not clipped.all(), "some member steps were clipped, others not"
+    for k, (start, trained, *_) in enumerate(runs):
+        assert not torch.equal(trained, start), "the trainer trained"
+        got = fused.member_weights()[k].detach()
+        assert torch.allclose(got, trained, rtol=1e-5, atol=1e-6), (k, (got - trained).abs().max())
