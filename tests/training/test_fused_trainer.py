@@ -1,6 +1,8 @@
 """A fused member equals the product's one-at-a-time training of the same static model: sentence-transformers'
 trainer with the trial's own `training_arguments` (fused AdamW, weight decay, warmup ratio, linear schedule, gradient
-clipping, the no-duplicates sampler) and the product's MNRL, fed the batches that trainer drew."""
+clipping, the no-duplicates sampler) and the product's MNRL. The fused pack reads its batches from a trainer's own
+dataloader (`get_train_dataloader`, not trained), which gives the trial's batches in the trial's order (checked here
+over one pass of the rows; later passes depend on the sampler's epoch, which only training sets)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import random
 
 import torch
 from datasets import Dataset
+from sentence_transformers import SentenceTransformerTrainer
 
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
 from sweep.training import FusedAdamW, FusedMultipleNegativesRankingLoss, FusedStaticEmbedding
@@ -31,9 +34,14 @@ class Recorded(ScaledMultipleNegativesRankingLoss):
         return super().forward(sentence_features, labels)
 
 
-def train_with_the_trainer(compose_cfg: Compose, tmp_path, seed: int, scale: float, lr: float):
-    from sentence_transformers import SentenceTransformerTrainer
+def pairs() -> Dataset:
+    """STEPS batches of (anchor, positive) rows: one pass over them."""
+    rng = random.Random(0)
+    rows = [" ".join(rng.choices(WORDS, k=rng.randint(2, 6))) for _ in range(2 * STEPS * BATCH)]
+    return Dataset.from_dict({"anchor": rows[: STEPS * BATCH], "positive": rows[STEPS * BATCH :]})
 
+
+def train_with_the_trainer(compose_cfg: Compose, tmp_path, seed: int, scale: float, lr: float):
     cfg = compose_cfg(
         f"trial.batch_size={BATCH}",
         f"trial.learning_rate={lr}",
@@ -41,31 +49,41 @@ def train_with_the_trainer(compose_cfg: Compose, tmp_path, seed: int, scale: flo
         "trial.warmup_ratio=0.3",
         "trial.optimizer=adamw_torch_fused",
     )
-    rng = random.Random(0)
-    rows = [" ".join(rng.choices(WORDS, k=rng.randint(2, 6))) for _ in range(2 * STEPS * BATCH)]
-    data = Dataset.from_dict({"anchor": rows[: STEPS * BATCH], "positive": rows[STEPS * BATCH :]})
     model = static_model(seed)
     start = model[0].embedding.weight.detach().clone()
     loss = Recorded(model, scale=scale)
     args = training_arguments(cfg.trial, STEPS, cfg.loss, str(tmp_path / f"out{seed}"), bars=False)
     args = dataclasses.replace(args, eval_strategy="no")  # no evaluator here; scoring does not touch the weights
-    SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss).train()
+    SentenceTransformerTrainer(model=model, args=args, train_dataset=pairs(), loss=loss).train()
     return start, model[0].embedding.weight.detach(), loss.batches, args
 
 
-def test_a_fused_member_equals_the_trainer_on_the_same_batches(compose_cfg: Compose, tmp_path) -> None:
+def trainer_batches(args) -> list[list[dict[str, torch.Tensor]]]:
+    """The batches of a trial read from a trainer's own dataloader, without training: per column, its features."""
+    model = static_model(0)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=pairs(), loss=Recorded(model))
+    columns = ("anchor", "positive")
+    return [
+        [{"input_ids": batch[f"{c}_input_ids"], "offsets": batch[f"{c}_offsets"]} for c in columns]
+        for _, batch in zip(range(STEPS), trainer.get_train_dataloader(), strict=False)
+    ]
+
+
+def test_a_fused_member_equals_the_trainer_on_the_batches_its_dataloader_gives(compose_cfg: Compose, tmp_path) -> None:
     scales, lrs = [5.0, 20.0], [0.05, 0.02]
     runs = [
         train_with_the_trainer(compose_cfg, tmp_path, k + 1, s, lr)
         for k, (s, lr) in enumerate(zip(scales, lrs, strict=True))
     ]
-    batches, args = runs[0][2], runs[0][3]
+    args = runs[0][3]
+    batches = trainer_batches(args)  # what a fused pack would read: the trial's order, from the trainer's dataloader
     assert len(batches) == STEPS
-    for other in runs[1:]:  # the same seed draws the same batches for every trial
+    for other in runs:  # every trial trained on exactly these batches
         assert all(
-            torch.equal(a["input_ids"], b["input_ids"])
+            torch.equal(a[key], b[key])
             for x, y in zip(batches, other[2], strict=True)
             for a, b in zip(x, y, strict=True)
+            for key in ("input_ids", "offsets")
         )
     fused = FusedStaticEmbedding(torch.stack([start for start, *_ in runs]))
     loss_fn = FusedMultipleNegativesRankingLoss(scales)
