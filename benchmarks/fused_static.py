@@ -30,14 +30,18 @@ def features(vocab: int, batch: int, generator: torch.Generator) -> dict[str, to
     return {"input_ids": torch.randint(vocab, (int(lengths.sum()),), generator=generator), "offsets": offsets}
 
 
-def seconds(step: Callable[[], None], repeats: int) -> float:
-    step()  # the first step allocates the optimizer state
-    times = []
+def seconds(steps: list[Callable[[], None]], repeats: int) -> list[float]:
+    """The median time of each step, the steps taking turns in every round (so a machine busy with other work slows
+    them alike)."""
+    for step in steps:
+        step()  # the first step allocates the optimizer state
+    times: list[list[float]] = [[] for _ in steps]
     for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for step, taken in zip(steps, times, strict=True):
+            start = time.perf_counter()
+            step()
+            taken.append(time.perf_counter() - start)
+    return [statistics.median(taken) for taken in times]
 
 
 def separate(members: int, vocab: int, dim: int, batch: list[dict], fused_adamw: bool) -> Callable[[], None]:
@@ -90,12 +94,18 @@ def main() -> None:
     generator = torch.Generator().manual_seed(0)
     batch = [features(args.vocab, args.batch, generator) for _ in range(2)]
     print(
-        f"torch threads {torch.get_num_threads()}, V={args.vocab} D={args.dim} B={args.batch}, median of {args.repeats}"
+        f"torch threads {torch.get_num_threads()}, V={args.vocab} D={args.dim} B={args.batch}, "
+        f"median of {args.repeats} rounds (the three steps take turns in each)"
     )
     for k in (int(m) for m in args.members.split(",")):
-        one = seconds(fused(k, args.vocab, args.dim, batch), args.repeats)
-        apart_fused = seconds(separate(k, args.vocab, args.dim, batch, fused_adamw=True), args.repeats)
-        apart_plain = seconds(separate(k, args.vocab, args.dim, batch, fused_adamw=False), args.repeats)
+        one, apart_fused, apart_plain = seconds(
+            [
+                fused(k, args.vocab, args.dim, batch),
+                separate(k, args.vocab, args.dim, batch, fused_adamw=True),
+                separate(k, args.vocab, args.dim, batch, fused_adamw=False),
+            ],
+            args.repeats,
+        )
         print(
             f"K={k}: fused step {one:.3f} s; K separate steps {apart_fused:.3f} s with fused AdamW "
             f"(ratio fused/separate {one / apart_fused:.2f}), {apart_plain:.3f} s with single-tensor AdamW "
