@@ -68,8 +68,8 @@ def separate(members: int, vocab: int, dim: int, batch: list[dict], fused_adamw:
     return step
 
 
-def fused(members: int, vocab: int, dim: int, batch: list[dict]) -> Callable[[], None]:
-    model = FusedStaticEmbedding(torch.randn(members, vocab, dim))
+def fused(members: int, vocab: int, dim: int, batch: list[dict], sparse: bool) -> Callable[[], None]:
+    model = FusedStaticEmbedding(torch.randn(members, vocab, dim), sparse=sparse)
     loss_fn = FusedMultipleNegativesRankingLoss([20.0] * members)
     optimizer = FusedAdamW(model.weight, members, [1e-3] * members, 1000, 10, weight_decay=0.01)
     live = torch.ones(members, dtype=torch.bool)
@@ -95,19 +95,21 @@ def main() -> None:
     batch = [features(args.vocab, args.batch, generator) for _ in range(2)]
     print(
         f"torch threads {torch.get_num_threads()}, V={args.vocab} D={args.dim} B={args.batch}, "
-        f"median of {args.repeats} rounds (the three steps take turns in each)"
+        f"median of {args.repeats} rounds (the steps take turns in each)"
     )
     for k in (int(m) for m in args.members.split(",")):
-        one, apart_fused, apart_plain = seconds(
+        one, one_sparse, apart_fused, apart_plain = seconds(
             [
-                fused(k, args.vocab, args.dim, batch),
+                fused(k, args.vocab, args.dim, batch, sparse=False),
+                fused(k, args.vocab, args.dim, batch, sparse=True),
                 separate(k, args.vocab, args.dim, batch, fused_adamw=True),
                 separate(k, args.vocab, args.dim, batch, fused_adamw=False),
             ],
             args.repeats,
         )
         print(
-            f"K={k}: fused step {one:.3f} s; K separate steps {apart_fused:.3f} s with fused AdamW "
+            f"K={k}: fused step {one:.3f} s (sparse gradient {one_sparse:.3f} s, ratio to separate "
+            f"{one_sparse / apart_fused:.2f}); K separate steps {apart_fused:.3f} s with fused AdamW "
             f"(ratio fused/separate {one / apart_fused:.2f}), {apart_plain:.3f} s with single-tensor AdamW "
             f"(ratio {one / apart_plain:.2f})"
         )

@@ -68,6 +68,7 @@ class FusedAdamW:
         self.exp_avg_sq = torch.zeros_like(param).view(members, -1)
         self.member_steps = [torch.tensor(0.0) for _ in range(members)]
         self.steps = 0
+        self._sparse_buffer: Tensor | None = None  # the dense gradient a sparse one is written into, zero between steps
 
     def learning_rates(self) -> list[float]:
         """The K learning rates of the next step: base rate times the schedule."""
@@ -81,10 +82,7 @@ class FusedAdamW:
         grad = self.param.grad
         if grad is None:
             raise RuntimeError("no gradient: call backward() on the objective first")
-        stacked = grad.view(self.members, -1)
-        norms = torch.linalg.vector_norm(stacked, dim=1)
-        if self.max_grad_norm is not None:
-            stacked.mul_(torch.clamp(self.max_grad_norm / (norms + 1e-6), max=1.0).unsqueeze(1))
+        stacked, norms, rows = self._sparse_clipped(grad) if grad.is_sparse else self._dense_clipped(grad)
         lrs = self.learning_rates()
         self.steps += 1
         param = self.param.data.view(self.members, -1)
@@ -106,4 +104,33 @@ class FusedAdamW:
                 eps=self.eps,
                 maximize=False,
             )
+        if rows is not None:
+            stacked.view_as(self.param).index_fill_(0, rows, 0.0)
         return torch.where(live, norms, torch.full_like(norms, float("nan")))
+
+    def _clip_coefficients(self, norms: Tensor) -> Tensor:
+        if self.max_grad_norm is None:
+            return torch.ones_like(norms)
+        return torch.clamp(self.max_grad_norm / (norms + 1e-6), max=1.0)
+
+    def _dense_clipped(self, grad: Tensor) -> tuple[Tensor, Tensor, None]:
+        """The gradient as K x n, clipped in place, and the K norms before clipping."""
+        stacked = grad.view(self.members, -1)
+        norms = torch.linalg.vector_norm(stacked, dim=1)
+        stacked.mul_(self._clip_coefficients(norms).unsqueeze(1))
+        return stacked, norms, None
+
+    def _sparse_clipped(self, grad: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """A sparse gradient (`FusedStaticEmbedding(sparse=True)`: the rows the batch touched) clipped and written
+        into a dense buffer that is zero elsewhere, as K x n; the K norms; the rows written (zeroed after the step):
+        the step then never fills a dense K*V x D gradient."""
+        grad = grad.coalesce()
+        rows, values = grad.indices()[0], grad.values()
+        member = torch.div(rows, self.param.shape[0] // self.members, rounding_mode="floor")
+        squares = torch.zeros(self.members, dtype=values.dtype, device=values.device)
+        norms = squares.index_add_(0, member, values.pow(2).flatten(1).sum(1)).sqrt()
+        coefficients = self._clip_coefficients(norms)[member].view(-1, *[1] * (values.dim() - 1))
+        if self._sparse_buffer is None:
+            self._sparse_buffer = torch.zeros_like(self.param)
+        self._sparse_buffer.index_copy_(0, rows, values * coefficients)
+        return self._sparse_buffer.view(self.members, -1), norms, rows

@@ -25,6 +25,8 @@ class FusedStaticEmbedding(nn.Module):
         \hat e_{k,b} = e_{k,b} / \max(\lVert e_{k,b} \rVert_2, \epsilon) \text{ (when normalize)}
 
     Inputs: ``input_ids`` (N,) and ``offsets`` (B,), shared by the members (they read the same batches).
+    ``sparse=True``: the gradient holds only the rows the batch touched (`FusedAdamW` writes them into a dense buffer
+    kept zero elsewhere), instead of a dense K*V x D tensor filled at every step.
     Output: K x B x D. The members' parameters are disjoint rows, so the gradient of a sum of per-member losses
     gives each member exactly its own gradient.
 
@@ -32,18 +34,20 @@ class FusedStaticEmbedding(nn.Module):
     (``F.normalize(p=2, dim=1)``).
     """
 
-    def __init__(self, weights: Tensor, normalize: bool = True) -> None:
+    def __init__(self, weights: Tensor, normalize: bool = True, sparse: bool = False) -> None:
         super().__init__()
         if weights.dim() != 3:
             raise ValueError(f"weights must be K x V x D, got shape {tuple(weights.shape)}")
         self.members, self.vocab_size, self.dim = weights.shape
         self.weight = nn.Parameter(weights.detach().clone().reshape(self.members * self.vocab_size, self.dim))
-        self.normalize = normalize
+        self.normalize, self.sparse = normalize, sparse
 
     @classmethod
-    def from_static(cls, embeddings: Sequence[StaticEmbedding], normalize: bool = True) -> FusedStaticEmbedding:
+    def from_static(
+        cls, embeddings: Sequence[StaticEmbedding], normalize: bool = True, sparse: bool = False
+    ) -> FusedStaticEmbedding:
         """Stack the tables of K StaticEmbedding modules of one shape (copies: the modules are left as they were)."""
-        return cls(torch.stack([e.embedding.weight.detach() for e in embeddings]), normalize=normalize)
+        return cls(torch.stack([e.embedding.weight.detach() for e in embeddings]), normalize, sparse)
 
     def member_weights(self) -> Tensor:
         """The tables as K x V x D (a view of the parameter)."""
@@ -63,6 +67,6 @@ class FusedStaticEmbedding(nn.Module):
         k = torch.arange(self.members, device=input_ids.device)
         ids = (input_ids.unsqueeze(0) + (k * self.vocab_size).unsqueeze(1)).reshape(-1)
         bags = (offsets.unsqueeze(0) + (k * input_ids.numel()).unsqueeze(1)).reshape(-1)
-        embedded = F.embedding_bag(ids, self.weight, bags, mode="mean")
+        embedded = F.embedding_bag(ids, self.weight, bags, mode="mean", sparse=self.sparse)
         embedded = embedded.view(self.members, offsets.numel(), self.dim)
         return F.normalize(embedded, p=2, dim=-1) if self.normalize else embedded

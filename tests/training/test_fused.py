@@ -71,12 +71,17 @@ def train_alone(
 
 
 def train_fused(
-    models: list[SentenceTransformer], scales: list[float], lrs: list[float], data: list, fused: bool = True
+    models: list[SentenceTransformer],
+    scales: list[float],
+    lrs: list[float],
+    data: list,
+    fused: bool = True,
+    sparse: bool = False,
 ):
-    fused = FusedStaticEmbedding.from_static([m[0] for m in models])
+    pack = FusedStaticEmbedding.from_static([m[0] for m in models], sparse=sparse)
     loss_fn = FusedMultipleNegativesRankingLoss(scales)
     optimizer = FusedAdamW(
-        fused.weight,
+        pack.weight,
         len(models),
         lrs,
         STEPS,
@@ -88,21 +93,25 @@ def train_fused(
     live = torch.ones(len(models), dtype=torch.bool)
     losses, norms = [], []
     for anchors, positives in data:
-        member_losses = loss_fn(*fused.embed_columns([anchors, positives]))
+        member_losses = loss_fn(*pack.embed_columns([anchors, positives]))
         losses.append(member_losses.detach())
         live &= torch.isfinite(member_losses)
-        fused.weight.grad = None
+        pack.weight.grad = None
         loss_fn.objective(member_losses, live).backward()
         norms.append(optimizer.step(live))
-    return fused.member_weights().detach(), torch.stack(losses), torch.stack(norms), live
+    return pack.member_weights().detach(), torch.stack(losses), torch.stack(norms), live
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["fused_adamw", "single_tensor_adamw"])
-def test_fused_members_equal_each_model_trained_alone(fused: bool) -> None:
+@pytest.mark.parametrize(
+    ("fused", "sparse"),
+    [(True, False), (False, False), (True, True)],
+    ids=["fused_adamw", "single_tensor_adamw", "sparse_gradient"],
+)
+def test_fused_members_equal_each_model_trained_alone(fused: bool, sparse: bool) -> None:
     scales, lrs = [1.0, 10.0, 30.0], [2e-2, 5e-3, 5e-2]
     models = [static_model(seed) for seed in (1, 2, 3)]
     data = batches(models[0])
-    weights, losses, norms, live = train_fused(models, scales, lrs, data, fused)
+    weights, losses, norms, live = train_fused(models, scales, lrs, data, fused, sparse)
     assert live.all() and bool((norms > MAX_GRAD_NORM).all()), "every member's gradient was clipped"
     for k, (scale, lr) in enumerate(zip(scales, lrs, strict=True)):
         start = models[k][0].embedding.weight.detach().clone()
@@ -112,12 +121,13 @@ def test_fused_members_equal_each_model_trained_alone(fused: bool) -> None:
         assert torch.allclose(weights[k], alone, rtol=1e-5, atol=1e-6), (k, (weights[k] - alone).abs().max())
 
 
-def test_a_member_whose_loss_is_not_finite_leaves_and_the_others_go_on() -> None:
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense_gradient", "sparse_gradient"])
+def test_a_member_whose_loss_is_not_finite_leaves_and_the_others_go_on(sparse: bool) -> None:
     scales, lrs = [10.0, math.inf, 20.0], [2e-2, 2e-2, 1e-2]  # an infinite scale: NaN loss at the first step
     models = [static_model(seed) for seed in (4, 5, 6)]
     data = batches(models[0])
     start = models[1][0].embedding.weight.detach().clone()
-    weights, losses, norms, live = train_fused(models, scales, lrs, data)
+    weights, losses, norms, live = train_fused(models, scales, lrs, data, sparse=sparse)
     assert live.tolist() == [True, False, True]
     assert not math.isfinite(float(losses[0, 1])) and torch.isnan(norms[:, 1]).all()
     assert torch.equal(weights[1], start), "a member that left no longer changes"
