@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
 import torch
 from datasets import Dataset
 from sentence_transformers import SentenceTransformerTrainer
@@ -68,10 +69,10 @@ def trainer_batches(args, data: Dataset, model, steps: int) -> list[list[dict[st
     ]
 
 
-def train_fused(starts: torch.Tensor, scales: list[float], lrs: list[float], args, batches: list):
+def train_fused(starts: torch.Tensor, scales: list[float], lrs: list[float], args, batches: list, sparse: bool):
     """K members from their starting tables (K x V x D), trained on `batches` with the trainer's optimizer settings;
     the fused model and the members' gradient norms per step."""
-    fused = FusedStaticEmbedding(starts)
+    fused = FusedStaticEmbedding(starts, sparse=sparse)
     loss_fn = FusedMultipleNegativesRankingLoss(scales)
     steps = len(batches)
     optimizer = FusedAdamW(
@@ -94,7 +95,10 @@ def train_fused(starts: torch.Tensor, scales: list[float], lrs: list[float], arg
     return fused, torch.stack(norms)
 
 
-def test_a_fused_member_equals_the_trainer_on_the_batches_its_dataloader_gives(compose_cfg: Compose, tmp_path) -> None:
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense_gradient", "sparse_gradient"])
+def test_a_fused_member_equals_the_trainer_on_the_batches_its_dataloader_gives(
+    compose_cfg: Compose, tmp_path, sparse: bool
+) -> None:
     scales, lrs = [5.0, 20.0], [0.05, 0.02]
     runs = [
         train_with_the_trainer(compose_cfg, tmp_path, k + 1, s, lr)
@@ -112,7 +116,7 @@ def test_a_fused_member_equals_the_trainer_on_the_batches_its_dataloader_gives(c
             for a, b in zip(x, y, strict=True)
             for key in ("input_ids", "offsets")
         )
-    fused, norms = train_fused(torch.stack([start for start, *_ in runs]), scales, lrs, args, batches)
+    fused, norms = train_fused(torch.stack([start for start, *_ in runs]), scales, lrs, args, batches, sparse)
     clipped = norms > args.max_grad_norm
     assert clipped.any() and not clipped.all(), "some member steps were clipped, others not"
     for k, (start, trained, *_) in enumerate(runs):
