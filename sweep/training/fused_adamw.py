@@ -1,5 +1,6 @@
-"""One optimizer step for the K members of a fused model: per-member gradient clipping, learning-rate schedule and
-AdamW, each computed once over the stacked parameter (member k is the k-th slice of its leading dimension)."""
+"""One optimizer step for the K members of a fused model: per-member gradient clipping (once over the stacked
+gradient), learning-rate schedule and torch's AdamW on each member's slice (member k is the k-th slice of the stacked
+parameter's leading dimension)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ class FusedAdamW:
         self.fused = fused
         self.exp_avg = torch.zeros_like(param).view(members, -1)
         self.exp_avg_sq = torch.zeros_like(param).view(members, -1)
-        self.member_steps = [torch.tensor(0.0) for _ in range(members)]
+        # where torch.optim.AdamW keeps its step count: on the parameter's device for the fused kernel, else the CPU
+        step_device = param.device if fused else torch.device("cpu")
+        self.member_steps = [torch.zeros((), dtype=torch.float32, device=step_device) for _ in range(members)]
         self.steps = 0
         self._sparse_buffer: Tensor | None = None  # the dense gradient a sparse one is written into, zero between steps
 
