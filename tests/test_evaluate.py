@@ -25,6 +25,7 @@ def evaluate(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_saved_model_is_scored_as_the_trials_evaluator_scores_it(tmp_path):
     cfg = compose_config([*DATA, f"paths.root={tmp_path}"])
     folder = tmp_path / "model"

@@ -4,6 +4,7 @@ run; a multirun two of whose jobs would share a study is refused with one line b
 from __future__ import annotations
 
 import optuna
+import pytest
 
 from sweep.app import multirun_job
 from sweep.config.multirun import shared_study
@@ -36,6 +37,7 @@ def test_a_multirun_whose_jobs_share_a_study_is_refused_before_any_job(tmp_path)
     assert not list(tmp_path.iterdir()), "nothing opened, trained or written"
 
 
+@pytest.mark.slow
 def test_a_multirun_over_two_experiments_runs_two_studies(tmp_path):
     names = ["mnrl_scale", "my_scales"]  # the shipped example and a user's own experiment
     mine = tmp_path / "conf" / "experiment"
@@ -58,6 +60,7 @@ def test_a_multirun_over_two_experiments_runs_two_studies(tmp_path):
     assert sorted(job.name for job in sweep_dir.iterdir() if job.is_dir()) == sorted(names), "a folder per job"
 
 
+@pytest.mark.slow
 def test_the_workers_of_a_multirun_job_find_the_experiments_of_its_config_dir(tmp_path):
     """A user's experiment in a folder of theirs (`--config-dir`), run as a multirun job with two workers: the extra
     worker composes the job's overrides with the same folder (before, it was given the overrides alone and stopped

@@ -81,6 +81,7 @@ def test_empty_set_and_unknown_objective_are_refused(compose_cfg, tmp_path):
     assert error.value.key == "eval.objective"
 
 
+@pytest.mark.slow
 def test_study_with_extra_sets_logs_them_per_trial_and_draws_them(compose_cfg, tmp_path, caplog):
     mine = {"name": "mine", "kind": "scored_pairs", "local_file": str(scored_csv(tmp_path / "mine.csv")),
             "columns": ["left", "right", "gold"]}  # fmt: skip

@@ -45,6 +45,7 @@ def naive_spearman(model, dataset, layer: int, dim: int) -> float:
     return spearmanr(dataset["score"], cosine.numpy()).statistic
 
 
+@pytest.mark.slow
 def test_grid_equals_truncated_models_reencoded(tiny):
     _, model, dataset = tiny
     table = layer_dim_spearman(

@@ -79,6 +79,7 @@ def test_the_registry_has_one_config_per_loss():
     assert set(LOSS_CONFIGS) == set(LOSSES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", LOSS_CONFIGS)
 def test_every_loss_trains_two_steps_with_finite_spearman(compose_cfg, shared_root, loss):
     cfg = compose_cfg(f"loss={loss}", *NEEDS.get(loss, ()), *TWO_STEPS, f"name=loss_{loss}", shared_root)
@@ -112,6 +113,7 @@ def test_wrappers_train_two_steps(compose_cfg, shared_root, loss, wrapper):
     assert table.state.tolist() == ["COMPLETE"] and math.isfinite(table.stsb_val[0])
 
 
+@pytest.mark.slow
 def test_learnable_scale_is_trained_by_the_trainer_and_logged(compose_cfg):
     cfg = compose_cfg(
         "loss=learnable_scale",

@@ -40,6 +40,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_the_logged_scale_of_every_step_is_the_schedules_formula(compose_cfg):
     specs = ", ".join(f'"{spec}"' for spec in EXPECTED)
     cfg = compose_cfg(

@@ -68,6 +68,7 @@ def first_round(
     return stopped, used
 
 
+@pytest.mark.slow
 def test_the_best_points_are_almost_never_stopped_and_the_far_ones_are():
     """Over 100 simulated first rounds: a point within 0.005 of the best is stopped in <= 5% of them (the rule's
     error rate; 1% measured), the untrained control (0) and 50 (0.2 behind at step 40) in most, and the round
@@ -80,6 +81,7 @@ def test_the_best_points_are_almost_never_stopped_and_the_far_ones_are():
     assert np.mean([used for _, used in rounds]) / (len(DESIGN) * 2 * STEPS[-1]) <= 0.85
 
 
+@pytest.mark.slow
 def test_a_slow_learner_that_ends_best_is_not_stopped():
     """A point 0.04 behind at step 40 that ends best: once the grid's first points show a clear lead overturned
     (slow_a passing fast), nothing stops; it is stopped in <= 5% of 100 rounds (0 measured)."""

@@ -67,6 +67,7 @@ def test_two_seeds_of_paired_predictions_drop_a_clearly_worse_point_and_keep_two
     assert decision.eliminated == ["50.0"] and sorted(decision.kept) == ["10.0", "15.0"]
 
 
+@pytest.mark.slow
 def test_a_race_that_spends_its_level_over_its_rounds_holds_every_best_as_often_as_its_level():
     """Five equally good scales, 6 seeds, 2 at first (5 rounds): every round is a chance to put a best out, so a race
     whose rounds each compare at 0.95 keeps all five in fewer than 0.95 - 2 sd of 300 races (0.925), while the full

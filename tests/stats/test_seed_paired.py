@@ -33,6 +33,7 @@ def test_the_mean_interval_covers_the_true_mean_at_its_level():
     assert 0.88 <= np.mean(covered) <= 0.92
 
 
+@pytest.mark.slow
 def test_pairing_by_seed_keeps_a_tied_scale_in_at_the_level_and_drops_a_clearly_worse_one():
     rng = np.random.default_rng(1)
     tied_kept, worse_dropped, diff_covered = [], [], []

@@ -80,6 +80,7 @@ def test_a_chosen_value_at_the_edge_of_those_tried_is_flagged():
     assert table.loc[10.0, "chosen"] == 0.2 and table.loc[10.0, "tried"] == [0.1, 0.2, 0.3]
 
 
+@pytest.mark.slow
 def test_the_simultaneous_intervals_cover_the_true_gaps_at_about_the_nominal_level():
     """Scale 10 is always the best and every learning rate choice is right, so the true gaps are known: on each
     split the three intervals against the best must hold at once in about 95% of the studies (max-t over all six
@@ -97,6 +98,7 @@ def test_the_simultaneous_intervals_cover_the_true_gaps_at_about_the_nominal_lev
         assert 0.935 <= np.mean(hits) <= 0.985, (split, np.mean(hits))
 
 
+@pytest.mark.slow
 def test_the_chosen_value_is_optimistic_on_validation_and_not_on_test():
     """Every learning rate is truly as good as the others: picking the highest validation mean picks noise, which
     test (never chosen on) does not share. No seed effect here: it would add the same to both splits."""

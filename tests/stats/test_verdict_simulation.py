@@ -23,6 +23,7 @@ N_CALIBRATION = 120  # studies with 3 seeds: a share of nominal 0.5 is within +-
 N_END_TO_END = 50  # studies per number of seeds through paired_bootstrap
 
 
+@pytest.mark.slow
 def test_the_resampled_intervals_cover_every_true_difference_at_their_level() -> None:
     """All six pairs at once, at 3 seeds: at level 0.5 inside 0.5 +- 3 sd of 120 studies (0.363..0.637); at 0.95
     at least 0.95 - 3 sd (0.890). The truth is the expected sample Spearman on 300 pairs (Moran)."""
@@ -42,6 +43,7 @@ def test_the_resampled_intervals_cover_every_true_difference_at_their_level() ->
     assert covered[LEVEL] / N_CALIBRATION >= LEVEL - 3 * monte_carlo_sd(LEVEL, N_CALIBRATION)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_seeds", [2, 3, 5])
 def test_paired_bootstrap_keeps_both_true_bests_and_calls_a_far_scale_worse(n_seeds: int) -> None:
     """The set holds 5 and 10 (truly tied best) in >= 0.95 - 3 sd of 50 studies (0.857); 50, 0.10 below, is out

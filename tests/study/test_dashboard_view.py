@@ -28,6 +28,7 @@ def test_the_objective_is_named_after_the_metric_it_is(compose_cfg, overrides, n
     assert objective_name(cfg.eval, cfg.study.metric) == name
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:PedAnovaImportanceEvaluator computes")
 def test_the_objective_is_named_scales_are_numbers_and_seeds_count_for_no_importance(compose_cfg):
     sweep, _ = run_study(compose_cfg(*GRID, "name=dashboard"))
@@ -45,6 +46,7 @@ def test_the_objective_is_named_scales_are_numbers_and_seeds_count_for_no_import
     assert importances["trial.seed"] == 0.0
 
 
+@pytest.mark.slow
 def test_a_study_begun_with_categorical_grids_reruns_and_gets_its_objective_name(compose_cfg, monkeypatch):
     cfg = compose_cfg(*GRID, "name=begun_before")
     monkeypatch.setattr(optuna.Study, "set_metric_names", lambda study, names: None)  # studies were not named

@@ -11,6 +11,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from sweep.names import ATTR_DEVICE, TAG_DEVICE, TAG_WORKER
 from tests.helpers import (
     child_pids,
@@ -38,6 +40,7 @@ def running_devices(storage: str) -> set[str]:
     return {t.user_attrs[ATTR_DEVICE] for t in trials if t.state.name == "RUNNING" and ATTR_DEVICE in t.user_attrs}
 
 
+@pytest.mark.slow
 def test_each_worker_trains_on_the_one_gpu_it_was_given(tmp_path):
     storage = f"sqlite:///{tmp_path}/optuna.db"
     # heartbeat 20 s: a worker paused below (SIGSTOP) keeps its trial within the 60 s grace
@@ -93,6 +96,7 @@ def test_a_device_that_is_not_visible_stops_before_anything_starts(tmp_path):
     assert "Traceback" not in output and not (tmp_path / "optuna.db").exists(), "nothing opened or trained"
 
 
+@pytest.mark.slow
 def test_auto_sizes_the_workers_to_the_gpus_free_memory_and_says_why(tmp_path):
     """Issue 50: `study.n_workers=auto` on two simulated GPUs of 40 GiB free with 30 GiB a trial: one worker each,
     placed as a count would be, and one line saying what auto chose and why."""

@@ -50,6 +50,7 @@ def stop_signals(monkeypatch: pytest.MonkeyPatch):
     return handler
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_to_the_parent_ends_every_run_and_queues_the_points_again(tmp_path, signum, code):
     storage = f"sqlite:///{tmp_path}/optuna.db"
@@ -83,6 +84,7 @@ def test_a_signal_to_the_parent_ends_every_run_and_queues_the_points_again(tmp_p
             assert run.info.status == "KILLED" and "interrupted" in run.data.tags[TAG_END_REASON]
 
 
+@pytest.mark.slow
 def test_workers_stop_when_their_parent_is_killed(tmp_path):
     storage = f"sqlite:///{tmp_path}/optuna.db"
     process = sweep_process(*LONG_GRID, "study.n_workers=2", home=tmp_path)

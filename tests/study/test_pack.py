@@ -70,6 +70,7 @@ def assert_same_trial(packed: dict, alone: dict) -> None:
         assert packed_values == pytest.approx(values, abs=1e-5, nan_ok=True), key
 
 
+@pytest.mark.slow
 def test_packed_trials_equal_the_same_trials_run_one_by_one(compose_cfg, monkeypatch):
     """K = 2 (a pack of 2, then one of 1) and K = 3, on the tiny BERT (dropout: each member keeps its own RNG)."""
     turns: list[int] = []
@@ -107,6 +108,7 @@ class PruneScale(optuna.pruners.BasePruner):
         return trial.params.get("loss.scale") == self.scale
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("diverging_scales")
 def test_a_diverged_or_pruned_member_leaves_the_pack_and_the_others_go_on(compose_cfg):
     alone_cfg = compose_cfg("+study.search_space.loss.scale=[5]", "name=alone5", "stats.enabled=false")

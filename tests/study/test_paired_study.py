@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
@@ -20,6 +21,7 @@ from sweep.study.progress import PROGRESS_TAG
 from sweep.study_command import paired_summary
 
 
+@pytest.mark.slow
 def test_a_seeded_grid_ends_with_the_paired_line_and_the_report_table(compose_cfg, tmp_path, caplog):
     cfg = compose_cfg("+study.search_space.loss.scale=[1,20]", "study.seeds=[0,1]", "name=paired")
     sweep = open_sweep(cfg)

@@ -95,6 +95,7 @@ def _race_studies(root: Path) -> dict:
     return {"stopped": stopped, "raced": (raced, raced_table, cfg), "full": (full, full_table)}
 
 
+@pytest.mark.slow
 def test_the_race_drops_the_worse_point_and_keeps_the_tied_ones_to_the_last_seed(studies):
     raced, table, cfg = studies["raced"]
     assert set(studies["stopped"]) == {"sweep.race", "sweep.race.round_2"}, "the first run decided round 2 only"
@@ -192,6 +193,7 @@ def stopped_race(tmp_path_factory):
         return {"first_trials": first_trials, "raced": raced, "table": table, "again": again, "cfg": cfg}
 
 
+@pytest.mark.slow
 def test_a_trial_far_behind_is_stopped_at_its_first_evaluation_and_never_trained_again(stopped_race):
     raced, cfg = stopped_race["raced"], stopped_race["cfg"]
     stopped = [t for t in raced.study.trials if ATTR_RACE_STOPPED in t.user_attrs]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import optuna
+import pytest
 
 from sweep.study.recorded_answer import ATTR_ANSWER, record, recorded
 from tests.conftest import TINY
@@ -32,6 +33,7 @@ def _sweep(*args: str, home) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=REPO, env=clean_env(SWEEP_HOME=str(home)), capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_a_finished_study_run_again_prints_its_answer_without_the_training_libraries(tmp_path):
     grid = "study.search_space.loss.scale=[1,20]"
     args = ["+experiment=mnrl_scale", *TINY, "stats.enabled=false", "study.seeds=[0]", grid]

@@ -67,6 +67,7 @@ def kill_mid_trial(victim: subprocess.Popen, home: Path, attempts: int = 20) -> 
     raise AssertionError(f"the victim was never paused mid-trial in {attempts} tries")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_trial_then_rerun_finishes_every_point_once(tmp_path):
     args = [
         "study.search_space.loss.scale=[0,1,20]",
@@ -122,6 +123,7 @@ def two_workers_cover_the_grid_once(tmp_path: Path, storage: str) -> None:
     assert set(trained_by) == {w.pid for w in workers}, f"each worker process trained: {trained_by}"
 
 
+@pytest.mark.slow
 def test_two_processes_on_sqlite_cover_a_grid_exactly_once(tmp_path):
     two_workers_cover_the_grid_once(tmp_path, f"sqlite:///{tmp_path}/optuna.db")
 
@@ -133,6 +135,7 @@ def test_two_processes_on_postgresql_cover_a_grid_exactly_once(tmp_path):
     two_workers_cover_the_grid_once(tmp_path, f"{server}/{database}")
 
 
+@pytest.mark.slow
 def test_n_workers_runs_trials_in_separate_processes(tmp_path):
     process = sweep_process("study.search_space.loss.scale=[0,1,20,50]", "study.n_workers=2", PAUSABLE, home=tmp_path)
     storage, tracking = f"sqlite:///{tmp_path}/optuna.db", f"sqlite:///{tmp_path}/mlflow.db"
@@ -171,6 +174,7 @@ def test_diverging_trial_fails_with_its_reason_and_the_study_goes_on(compose_cfg
     assert run.info.status == "FAILED" and "diverged" in run.data.tags[TAG_END_REASON]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("diverging_scales")
 def test_failure_cap_stops_a_study_that_fails_everywhere(compose_cfg):
     cfg = compose_cfg(
@@ -184,6 +188,7 @@ def test_failure_cap_stops_a_study_that_fails_everywhere(compose_cfg):
     assert MlflowClient(cfg.tracking.uri).get_run(sweep.parent_run_id).info.status == "FAILED"
 
 
+@pytest.mark.slow
 def test_same_config_and_seed_give_the_same_spearman(compose_cfg):
     values = []
     for name in ("det_a", "det_b"):

@@ -93,6 +93,7 @@ def test_scale_zero_trains_with_zero_gradient(compose_cfg):
     assert child.data.metrics["sim_loss_at_scale_0"] == pytest.approx(math.log(16), abs=1e-9)
 
 
+@pytest.mark.slow
 def test_rerun_continues_the_study_without_retraining(compose_cfg):
     cfg = compose_cfg(GRID, "name=resume")
     run_study(cfg)
@@ -150,6 +151,7 @@ def test_temperature_search_space_logs_both(compose_cfg):
     assert sorted(float(c.data.params["loss.temperature"]) for c in children) == [0.05, 0.1]
 
 
+@pytest.mark.slow
 def test_random_sampler_runs_n_trials_over_a_distribution(compose_cfg):
     cfg = compose_cfg(
         "+study.search_space.loss.scale={type:float,low:1,high:50,log:true}",

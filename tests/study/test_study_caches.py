@@ -68,6 +68,7 @@ def _trial_metrics(tracking_uri: str, name: str) -> dict[float, dict[str, float]
 SAME_LOSS_SCALES = ("stats.loss_scales=[1,20]",)  # sim_loss_at_scale_* follow the grid unless set
 
 
+@pytest.mark.slow
 def test_second_trial_reuses_the_caches_and_matches_a_trial_run_alone(compose_cfg) -> None:
     together = open_sweep(
         compose_cfg(
@@ -101,6 +102,7 @@ def test_second_trial_reuses_the_caches_and_matches_a_trial_run_alone(compose_cf
     assert shared[1.0]["sim_softmax_entropy_init"] != shared[20.0]["sim_softmax_entropy_init"]
 
 
+@pytest.mark.slow
 def test_the_trainers_garbage_collection_skips_what_the_study_loaded(compose_cfg, monkeypatch) -> None:
     """The trainer collects garbage before each training (accelerate's free_memory): from the second trial on, the
     study's datasets and base model sit in the collector's permanent generation, which that collection skips; the
@@ -124,6 +126,7 @@ def test_the_trainers_garbage_collection_skips_what_the_study_loaded(compose_cfg
     assert gc.get_freeze_count() == 0 and any(o is base_model for o in gc.get_objects())
 
 
+@pytest.mark.slow
 def test_each_trial_records_its_time_before_in_and_after_its_training_steps(compose_cfg) -> None:
     sweep = open_sweep(compose_cfg("+study.search_space.loss.scale=[1,20]", "name=phases"))
     sweep.run()

@@ -3,12 +3,15 @@ every worker has finished, with the figures of every trial on the parent run; a 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import TINY
 from tests.helpers import mlflow_runs, run_sweep
 
 GRID = ["+experiment=mnrl_scale", *TINY, "stats.enabled=false", "study.seeds=[0,1]", "study.n_workers=2"]
 
 
+@pytest.mark.slow
 def test_a_study_with_two_workers_prints_its_answer_once_and_logs_its_figures(tmp_path):
     """Before, each worker printed the whole summary block and logged the report on its own (on a GPU, 8 workers
     printed it 8 times, each while the others' trials still ran)."""

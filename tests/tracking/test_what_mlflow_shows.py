@@ -35,6 +35,7 @@ DATASETS = {  # name: context, for the default data (nli_stsb) and eval=offline_
 }
 
 
+@pytest.mark.slow
 def test_a_study_shows_its_data_system_metrics_descriptions_linked_metrics_card_and_alias(tmp_path):
     done = run_sweep(
         *TINY,

@@ -4,6 +4,7 @@ as the study's best, named in the summary, and the study still ends with its pai
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from sweep.config import checks
 from sweep.inputs.model import build_model
@@ -37,6 +38,7 @@ def test_a_collapsed_trial_is_never_the_kept_best_even_with_the_higher_score(com
     assert folder is not None and kept_models.read_meta(folder)["collapsed"] == reason  # mode all: kept, not best
 
 
+@pytest.mark.slow
 def test_a_study_whose_models_collapse_flags_them_keeps_none_and_ends_with_its_comparison(compose_cfg, monkeypatch):
     """The defect in small: `model=minilm` trained at the static model's learning rate collapsed (every validation
     cosine 1.0, Spearman 0.004), was kept as "Best model", and the paired comparison then raised ``All-NaN slice

@@ -5,10 +5,13 @@ what it will run before any training, and how far it is after each trial."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import TINY
 from tests.helpers import run_sweep
 
 
+@pytest.mark.slow
 def test_a_logged_run_shows_each_trials_progress_in_a_few_lines(tmp_path):
     args = [a for a in TINY if a != "quiet=true"]
     done = run_sweep(*args, "name=console", "+study.search_space.loss.scale=[1,20]", home=tmp_path)

@@ -39,6 +39,7 @@ def run_study(cfg):
     return sweep, finish(sweep)
 
 
+@pytest.mark.slow
 def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tmp_path, monkeypatch):
     # The default model (static MiniLM embeddings) with the default trial.save_model=best, a few steps.
     cfg = compose_cfg(
@@ -90,6 +91,7 @@ def test_default_study_keeps_a_best_model_that_reloads_both_ways(compose_cfg, tm
     assert scores.stsb_test_spearman.tolist() == pytest.approx([logged, logged], abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["all", "none"])
 def test_all_keeps_one_model_per_trial_and_none_keeps_nothing(compose_cfg, mode):
     cfg = compose_cfg(f"name=keep_{mode}", "+study.search_space.loss.scale=[0,20]", f"trial.save_model={mode}")
@@ -105,6 +107,7 @@ def test_all_keeps_one_model_per_trial_and_none_keeps_nothing(compose_cfg, mode)
         SentenceTransformer(str(directory / "trials" / f"trial-{trial.number:03d}"))
 
 
+@pytest.mark.slow
 def test_best_keeps_one_model_on_disk_and_one_in_mlflow_and_prints_its_disk_use(tmp_path, capsys):
     """Every trial that was the best when it finished used to stay logged in MLflow (4 copies after this study), and
     the disk use was not said."""

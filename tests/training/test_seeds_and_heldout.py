@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from sweep.study.lifecycle import finish, open_sweep
@@ -21,12 +22,14 @@ def train_losses(cfg) -> list[float]:
     return [m.value for m in sorted(client.get_metric_history(run.info.run_id, "train_loss"), key=lambda m: m.step)]
 
 
+@pytest.mark.slow
 def test_statistics_on_or_off_train_the_same_batches(compose_cfg):
     on = train_losses(compose_cfg("stats.enabled=true", "name=stats_on"))
     off = train_losses(compose_cfg("stats.enabled=false", "name=stats_off"))
     assert len(on) == 4 and on == off
 
 
+@pytest.mark.slow
 def test_two_seeds_train_on_different_batches(compose_cfg):
     first = train_losses(compose_cfg("trial.seed=0", "stats.enabled=false", "name=seed0"))
     second = train_losses(compose_cfg("trial.seed=1", "stats.enabled=false", "name=seed1"))
