@@ -5,6 +5,7 @@ before these libraries load."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from dataclasses import dataclass
@@ -17,8 +18,10 @@ import transformers
 
 from sweep.config.checks import with_values, worker_threads
 from sweep.config.devices import place_workers
+from sweep.config.input_checks import NUMERIC_COLUMNS
 from sweep.config.schema import StudyConfig, SweepConfig
 from sweep.config.workers import AUTO, resolve_n_workers
+from sweep.inputs import estimated_trial_bytes
 from sweep.names import ATTR_VERDICT, TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
 from sweep.report.live_study import log_study_report
 from sweep.report.paired_table import STSB_VALIDATION_LABEL
@@ -185,7 +188,10 @@ def open_study(config: SweepConfig, overrides: list[str], validated: bool) -> Op
     of the same name with another search space)."""
     _quiet_libraries()
     if config.study.n_workers == AUTO:  # sized to this machine once, here: the workers are told their count
-        config = with_values(config, {"study.n_workers": resolve_n_workers(config.study, config.trial.device)})
+        texts = sum(c not in NUMERIC_COLUMNS for c in config.data.train.columns)  # the texts of one example
+        estimate = functools.partial(estimated_trial_bytes, config.model, config.trial, texts)
+        workers = resolve_n_workers(config.study, config.trial.device, estimate=estimate)
+        config = with_values(config, {"study.n_workers": workers})
     extra, trains = _extra_workers(config.study, config.trial.device)
     threads = None
     if extra:  # every worker process gets its share of the cores

@@ -14,8 +14,9 @@ The rule:
   worker's memory is the estimate the pack guard uses (`sweep.study.packing.MemoryGuard`): `study.pack_memory_gib`
   per trial (`trial_memory`), times `study.pack`, the trials a worker trains together. A small model leaves a large
   GPU mostly idle with one worker, which spends much of each trial outside the GPU (data, evaluation, the storage),
-  so several workers interleave. Without `study.pack_memory_gib` nothing is known of a trial's memory before one has
-  run: one worker per GPU, and the log line says which key sizes more.
+  so several workers interleave. Without `study.pack_memory_gib` the entry point's estimate from the model's shape
+  stands in (`sweep.inputs.estimated_trial_bytes`, an upper bound); without either, one worker per GPU, and the log
+  line says which key sizes more.
 
 The GPUs are `study.devices` (each entry's free memory), else, with `trial.device` on CUDA, the one GPU every worker
 then shares (``cuda`` is its first, ``cuda:N`` the N-th). Reading the free memory creates a CUDA context in this
@@ -28,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,9 +60,11 @@ class Machine:
     gpus: tuple[tuple[str, int], ...] = ()
 
 
-def auto_workers(machine: Machine, trial_bytes: float | None, pack: int = 1) -> tuple[int, str]:
+def auto_workers(
+    machine: Machine, trial_bytes: float | None, pack: int = 1, source: str = "study.pack_memory_gib"
+) -> tuple[int, str]:
     """The worker count of the module docstring's rule for ``machine``, with one worker needing ``pack`` trials of
-    ``trial_bytes`` each (None: unknown), and why, in words."""
+    ``trial_bytes`` each (None: unknown; `source` says where the figure comes from), and why, in words."""
     cap = min(machine.cores, MAX_WORKERS)
     cores = f"{machine.cores} usable CPU core{'s' if machine.cores != 1 else ''}"
     if not machine.gpus:
@@ -73,7 +76,8 @@ def auto_workers(machine: Machine, trial_bytes: float | None, pack: int = 1) -> 
         worker_bytes = trial_bytes * pack
         fits = min(max(1, int(free // worker_bytes)) for _, free in machine.gpus)  # the workers go to each in turn
         per_gpu = [fits] * len(machine.gpus)
-        each = f"{worker_bytes / GIB:.1f} GiB per worker (study.pack_memory_gib x study.pack={pack})"
+        trial = f"{trial_bytes / GIB:.1f} GiB a trial ({source})"
+        each = f"{worker_bytes / GIB:.1f} GiB per worker: {trial} x study.pack={pack}"
         memory = ", ".join(f"{label}: {free / GIB:.1f} GiB free" for label, free in machine.gpus) + f"; {each}"
     count = min(sum(per_gpu), cap)
     capped = f", capped at the {cores}" if count < sum(per_gpu) else f", within the {cores}"
@@ -119,10 +123,23 @@ def machine(study: StudyConfig, trial_device: Any, environ: Mapping[str, str] = 
     return Machine(cores, ((f"cuda:{index}", _free_bytes([index], environ)[0]),))
 
 
-def resolve_n_workers(study: StudyConfig, trial_device: Any, environ: Mapping[str, str] = os.environ) -> int:
-    """`study.n_workers` as a count: itself, or `auto`'s (`auto_workers` on this `machine`), logged in one line."""
+def resolve_n_workers(
+    study: StudyConfig,
+    trial_device: Any,
+    environ: Mapping[str, str] = os.environ,
+    estimate: Callable[[], float] | None = None,
+) -> int:
+    """`study.n_workers` as a count: itself, or `auto`'s (`auto_workers` on this `machine`), logged in one line.
+    A trial's memory is `study.pack_memory_gib`, else, on GPUs, `estimate()` (`sweep.inputs.estimated_trial_bytes`,
+    given by the entry point; when it cannot read the model, one worker per GPU)."""
     if study.n_workers != AUTO:
         return int(study.n_workers)
-    count, why = auto_workers(machine(study, trial_device, environ), trial_memory(study), study.pack)
+    found, trial_bytes, source = machine(study, trial_device, environ), trial_memory(study), "study.pack_memory_gib"
+    if trial_bytes is None and estimate is not None and found.gpus:
+        try:
+            trial_bytes, source = estimate(), "an upper-bound estimate from the model; study.pack_memory_gib states it"
+        except (OSError, ValueError, KeyError) as error:
+            log.warning("study.n_workers=auto: no estimate of a trial's GPU memory (%s)", error)
+    count, why = auto_workers(found, trial_bytes, study.pack, source)
     log.info("study.n_workers=auto: %d worker%s (%s)", count, "s" if count > 1 else "", why)
     return count

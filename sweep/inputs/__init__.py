@@ -1,5 +1,6 @@
 """Layer 3, inputs: the base model (`model.*`: where it comes from and its shape, `model_source`; building it,
-`model`), the training and evaluation data (`data.*`) and the study-wide tokenization cache.
+`model`; a trial's GPU memory estimated from its shape, `trial_memory`), the training and evaluation data
+(`data.*`) and the study-wide tokenization cache.
 
 The public face: each name is imported from its module on first use (`sweep.lazy_face`), so that a command
 that only checks its config does not import what only training needs."""
@@ -15,12 +16,14 @@ if TYPE_CHECKING:
     from sweep.inputs.model import build_model
     from sweep.inputs.model_source import ModelShape, model_shape, resolve_path
     from sweep.inputs.preprocess_cache import PreprocessCache
+    from sweep.inputs.trial_memory import estimated_trial_bytes
 
 __all__ = [
     "DATA_SPLITS",
     "ModelShape",
     "PreprocessCache",
     "build_model",
+    "estimated_trial_bytes",
     "load_all",
     "load_split",
     "model_shape",
@@ -34,5 +37,6 @@ _HOMES = {
     "model": ("build_model",),
     "model_source": ("ModelShape", "model_shape", "resolve_path"),
     "preprocess_cache": ("PreprocessCache",),
+    "trial_memory": ("estimated_trial_bytes",),
 }
 _MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -65,11 +65,13 @@ def saved_static_module(path: str) -> Path | None:
     return Path(path) / str(first.get("path", ""))
 
 
-def _saved_static_dim(folder: Path) -> int:
+def saved_static_table(folder: Path) -> tuple[int, int]:
+    """(tokens, dimension) of the table of a saved StaticEmbedding `folder`, from its weights' header alone."""
     from safetensors import safe_open  # the weights' header only; numpy, not torch
 
     with safe_open(str(folder / "model.safetensors"), framework="numpy") as weights:
-        return int(weights.get_slice("embedding.weight").get_shape()[1])
+        tokens, dim = weights.get_slice("embedding.weight").get_shape()
+        return int(tokens), int(dim)
 
 
 def _check_saved_static(model: ModelConfig, folder: Path) -> None:
@@ -92,7 +94,7 @@ def _check_saved_static(model: ModelConfig, folder: Path) -> None:
         )
 
 
-def _config_dict(path: str) -> dict[str, Any]:
+def checkpoint_config(path: str) -> dict[str, Any]:
     """The model's ``config.json`` as a dict: a local folder's own, or a hub model's through huggingface_hub (its cache
     first; ``HF_HUB_OFFLINE`` honoured). Raises OSError or ValueError when it cannot be read. A failure is remembered
     like a success (`_read_config`): one validation pass reads the config of every grid point's model several times,
@@ -105,8 +107,8 @@ def _config_dict(path: str) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=8)
 def _read_config(path: str) -> tuple[dict[str, Any], OSError | ValueError | None]:
-    """`_config_dict`'s answer for `path`, kept (``functools.lru_cache`` keeps only what a call returns, not what it
-    raises): the config, or the error and an empty dict."""
+    """`checkpoint_config`'s answer for `path`, kept (``functools.lru_cache`` keeps only what a call returns, not what
+    it raises): the config, or the error and an empty dict."""
     try:
         if Path(path).is_dir():
             file = Path(path) / CONFIG_FILE
@@ -136,7 +138,7 @@ def check_available(model: ModelConfig) -> None:
         _check_saved_static(model, saved)
         return
     try:
-        _config_dict(path)
+        checkpoint_config(path)
     except (OSError, ValueError) as error:
         raise ConfigError(
             "model.name_or_path",
@@ -155,7 +157,7 @@ def check_sequence_length(model: ModelConfig) -> None:
     if model.kind != "transformer" or saved_static_module(path) is not None:
         return
     try:
-        config = _config_dict(path)
+        config = checkpoint_config(path)
     except (OSError, ValueError):
         return
     positions = dict(model.config_overrides or {}).get("max_position_embeddings", config.get("max_position_embeddings"))
@@ -180,7 +182,7 @@ class ModelShape:
 def _checkpoint_shape(path: str) -> tuple[int, int]:
     """(hidden size, hidden layers) of the checkpoint at `path`: the keys of its ``config.json`` when it names them
     so (BERT, MPNet, ...), else transformers' config class of its architecture, which maps its own names to these."""
-    config = _config_dict(path)
+    config = checkpoint_config(path)
     if isinstance(config.get("hidden_size"), int) and isinstance(config.get("num_hidden_layers"), int):
         return config["hidden_size"], config["num_hidden_layers"]
     from transformers import AutoConfig  # another architecture names them otherwise (GPT-2: n_embd, n_layer)
@@ -193,7 +195,7 @@ def model_shape(model: ModelConfig) -> ModelShape:
     """Embedding dimension and transformer layer count of the model `build_model(model)` would build."""
     saved = saved_static_module(resolve_path(model))
     if saved is not None:
-        return ModelShape(_saved_static_dim(saved), None)
+        return ModelShape(saved_static_table(saved)[1], None)
     try:
         hidden_size, hidden_layers = _checkpoint_shape(resolve_path(model))
     except (OSError, ValueError) as error:
