@@ -96,38 +96,48 @@ def _check_saved_static(model: ModelConfig, folder: Path) -> None:
 
 def checkpoint_config(path: str) -> dict[str, Any]:
     """The model's ``config.json`` as a dict: a local folder's own, or a hub model's through huggingface_hub (its cache
-    first; ``HF_HUB_OFFLINE`` honoured). Raises OSError or ValueError when it cannot be read. A failure is remembered
-    like a success (`_read_config`): one validation pass reads the config of every grid point's model several times,
-    and an unreachable hub answers each attempt only after huggingface_hub's retries (seconds each)."""
-    config, error = _read_config(path)
+    first; ``HF_HUB_OFFLINE`` honoured). Raises OSError or ValueError when it cannot be read. A local folder's is
+    read at every call (a notebook that mends the folder sees the mended file); a hub model's answer is remembered,
+    a failure like a success (`_hub_config`): one validation pass reads the config of every grid point's model several
+    times, and an unreachable hub answers each attempt only after huggingface_hub's retries (seconds each)."""
+    config, error = _local_config(Path(path)) if Path(path).is_dir() else _hub_config(path)
     if error is not None:
         raise error
     return config
 
 
-@functools.lru_cache(maxsize=8)
-def _read_config(path: str) -> tuple[dict[str, Any], OSError | ValueError | None]:
-    """`checkpoint_config`'s answer for `path`, kept (``functools.lru_cache`` keeps only what a call returns, not what
-    it raises): the config, or the error and an empty dict."""
-    try:
-        if Path(path).is_dir():
-            file = Path(path) / CONFIG_FILE
-            if not file.is_file():
-                raise FileNotFoundError(f"{path} has no {CONFIG_FILE}")
-        else:
-            from huggingface_hub import hf_hub_download  # light beside transformers; imported only for a hub name
-            from huggingface_hub.errors import EntryNotFoundError
+def _parsed(file: Path) -> dict[str, Any]:
+    config = json.loads(file.read_text())
+    if not isinstance(config, dict):
+        raise ValueError(f"{file} holds no JSON object")
+    return config
 
-            try:
-                file = Path(hf_hub_download(path, CONFIG_FILE))
-            except EntryNotFoundError as error:  # a remote entry's is an OSError already, not every local one
-                raise FileNotFoundError(str(error)) from None
-        config = json.loads(file.read_text())
-        if not isinstance(config, dict):
-            raise ValueError(f"{file} holds no JSON object")
+
+def _local_config(folder: Path) -> tuple[dict[str, Any], OSError | ValueError | None]:
+    """`checkpoint_config`'s answer for a local `folder`: the config, or the error and an empty dict."""
+    try:
+        if not (folder / CONFIG_FILE).is_file():
+            raise FileNotFoundError(f"{folder} has no {CONFIG_FILE}")
+        return _parsed(folder / CONFIG_FILE), None
     except (OSError, ValueError) as error:
         return {}, error
-    return config, None
+
+
+@functools.lru_cache(maxsize=8)
+def _hub_config(name: str) -> tuple[dict[str, Any], OSError | ValueError | None]:
+    """`checkpoint_config`'s answer for a hub model `name`, kept (``functools.lru_cache`` keeps only what a call
+    returns, not what it raises): the config, or the error and an empty dict."""
+    from huggingface_hub import hf_hub_download  # light beside transformers; imported only for a hub name
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        try:
+            file = Path(hf_hub_download(name, CONFIG_FILE))
+        except EntryNotFoundError as error:  # a remote entry's is an OSError already, not every local one
+            raise FileNotFoundError(str(error)) from None
+        return _parsed(file), None
+    except (OSError, ValueError) as error:
+        return {}, error
 
 
 def check_available(model: ModelConfig) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,15 @@ def test_an_unreachable_hub_is_asked_once_per_model_in_a_process(compose_cfg, mo
         with pytest.raises(ConfigError, match="cannot load the model's config"):
             check_available(cfg.model)
     assert attempts == ["some-org/unreachable-model"]
+
+
+def test_a_local_folder_mended_after_a_failed_check_is_read_again(compose_cfg, tmp_path):
+    """A local folder's config is not remembered: a notebook that mends the folder after the check refused it passes
+    the next check without restarting (before, its failure was kept for the life of the process, as a hub's is)."""
+    folder = tmp_path / "my_model"
+    folder.mkdir()
+    cfg = compose_cfg(f"model.name_or_path={folder}", "model.kind=transformer", "model.prefer_local=false")
+    with pytest.raises(ConfigError, match="has no config.json"):
+        check_available(cfg.model)
+    (folder / "config.json").write_text(json.dumps({"hidden_size": 32, "num_hidden_layers": 2}))
+    check_available(cfg.model)
