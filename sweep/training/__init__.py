@@ -13,6 +13,7 @@ from sweep import lazy_face
 if TYPE_CHECKING:
     from sweep.training.fused_adamw import FusedAdamW
     from sweep.training.fused_mnrl import FusedMultipleNegativesRankingLoss
+    from sweep.training.fused_pack import FusedStaticPack, FusedStep, trial_batches
     from sweep.training.fused_static import FusedStaticEmbedding
     from sweep.training.kept_models import best_path, keep
     from sweep.training.lockstep import Lockstep, Outcome, run_in_lockstep
@@ -24,6 +25,8 @@ __all__ = [
     "FusedAdamW",
     "FusedMultipleNegativesRankingLoss",
     "FusedStaticEmbedding",
+    "FusedStaticPack",
+    "FusedStep",
     "Lockstep",
     "Outcome",
     "StudyResources",
@@ -34,12 +37,14 @@ __all__ = [
     "spearman",
     "stsb_evaluator",
     "train_and_evaluate",
+    "trial_batches",
 ]
 
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
     "fused_adamw": ("FusedAdamW",),
     "fused_mnrl": ("FusedMultipleNegativesRankingLoss",),
+    "fused_pack": ("FusedStaticPack", "FusedStep", "trial_batches"),
     "fused_static": ("FusedStaticEmbedding",),
     "kept_models": ("best_path", "keep"),
     "lockstep": ("Lockstep", "Outcome", "run_in_lockstep"),

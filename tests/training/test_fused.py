@@ -17,7 +17,7 @@ from tokenizers.pre_tokenizers import Whitespace
 from transformers import get_linear_schedule_with_warmup
 
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
-from sweep.training import FusedAdamW, FusedMultipleNegativesRankingLoss, FusedStaticEmbedding
+from sweep.training import FusedAdamW, FusedMultipleNegativesRankingLoss, FusedStaticEmbedding, FusedStaticPack
 
 WORDS = [f"w{i}" for i in range(40)]
 STEPS, WARMUP, BATCH, DIM = 8, 3, 6, 8
@@ -78,10 +78,9 @@ def train_fused(
     fused: bool = True,
     sparse: bool = False,
 ):
-    pack = FusedStaticEmbedding.from_static([m[0] for m in models], sparse=sparse)
-    loss_fn = FusedMultipleNegativesRankingLoss(scales)
+    model = FusedStaticEmbedding.from_static([m[0] for m in models], sparse=sparse)
     optimizer = FusedAdamW(
-        pack.weight,
+        model.weight,
         len(models),
         lrs,
         STEPS,
@@ -90,16 +89,10 @@ def train_fused(
         max_grad_norm=MAX_GRAD_NORM,
         fused=fused,
     )
-    live = torch.ones(len(models), dtype=torch.bool)
-    losses, norms = [], []
-    for anchors, positives in data:
-        member_losses = loss_fn(*pack.embed_columns([anchors, positives]))
-        losses.append(member_losses.detach())
-        live &= torch.isfinite(member_losses)
-        pack.weight.grad = None
-        loss_fn.objective(member_losses, live).backward()
-        norms.append(optimizer.step(live))
-    return pack.member_weights().detach(), torch.stack(losses), torch.stack(norms), live
+    pack = FusedStaticPack(model, FusedMultipleNegativesRankingLoss(scales), optimizer)
+    steps = pack.train([anchors, positives] for anchors, positives in data)
+    losses, norms = torch.stack([s.losses for s in steps]), torch.stack([s.grad_norms for s in steps])
+    return model.member_weights().detach(), losses, norms, pack.live
 
 
 @pytest.mark.parametrize(

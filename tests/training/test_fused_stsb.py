@@ -12,10 +12,10 @@ from sentence_transformers import SentenceTransformerTrainer
 
 from sweep.inputs import build_model
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
-from sweep.training import StudyResources, spearman
+from sweep.training import StudyResources, spearman, trial_batches
 from sweep.training.trainer import training_arguments
 from tests.conftest import Compose
-from tests.training.test_fused_trainer import train_fused, trainer_batches
+from tests.training.test_fused_trainer import train_fused
 
 STEPS, BATCH = 8, 16
 
@@ -44,11 +44,11 @@ def test_each_fused_members_stsb_spearman_equals_its_one_at_a_time_trial(compose
     model = build_model(cfg.model, cfg.trial.seed, "cpu")
     untrained = spearman(validation, model)
     start = model[0].embedding.weight.detach()
-    batches = trainer_batches(args, train, model, STEPS)
-    fused, _ = train_fused(torch.stack([start] * len(scales)), scales, lrs, args, batches, sparse=True)
+    batches = trial_batches(args, train, model, STEPS)
+    pack, _ = train_fused(torch.stack([start] * len(scales)), scales, lrs, args, batches, sparse=True)
     for k, expected in enumerate(alone):
         with torch.no_grad():
-            model[0].embedding.weight.copy_(fused.member_weights()[k])
+            model[0].embedding.weight.copy_(pack.member_table(k))
         got = spearman(validation, model)
         assert abs(got - expected) < 0.005, (k, got, expected)
         assert abs(expected - untrained) > 0.005, "training moved the Spearman"

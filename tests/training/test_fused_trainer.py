@@ -15,7 +15,7 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformerTrainer
 
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
-from sweep.training import FusedAdamW, FusedMultipleNegativesRankingLoss, FusedStaticEmbedding
+from sweep.training import FusedStaticPack, trial_batches
 from sweep.training.trainer import training_arguments
 from tests.conftest import Compose
 from tests.training.test_fused import WORDS, static_model
@@ -59,40 +59,11 @@ def train_with_the_trainer(compose_cfg: Compose, tmp_path, seed: int, scale: flo
     return start, model[0].embedding.weight.detach(), loss.batches, args
 
 
-def trainer_batches(args, data: Dataset, model, steps: int) -> list[list[dict[str, torch.Tensor]]]:
-    """The first `steps` batches of a trial read from a trainer's own dataloader, without training: per column of
-    `data`, its features as `model` tokenizes them."""
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=Recorded(model))
-    return [
-        [{"input_ids": batch[f"{c}_input_ids"], "offsets": batch[f"{c}_offsets"]} for c in data.column_names]
-        for _, batch in zip(range(steps), trainer.get_train_dataloader(), strict=False)
-    ]
-
-
 def train_fused(starts: torch.Tensor, scales: list[float], lrs: list[float], args, batches: list, sparse: bool):
     """K members from their starting tables (K x V x D), trained on `batches` with the trainer's optimizer settings;
-    the fused model and the members' gradient norms per step."""
-    fused = FusedStaticEmbedding(starts, sparse=sparse)
-    loss_fn = FusedMultipleNegativesRankingLoss(scales)
-    steps = len(batches)
-    optimizer = FusedAdamW(
-        fused.weight,
-        len(scales),
-        lrs,
-        steps,
-        args.get_warmup_steps(steps),
-        betas=(args.adam_beta1, args.adam_beta2),
-        eps=args.adam_epsilon,
-        weight_decay=args.weight_decay,
-        max_grad_norm=args.max_grad_norm,
-    )
-    live = torch.ones(len(scales), dtype=torch.bool)
-    norms = []
-    for columns in batches:
-        fused.weight.grad = None
-        loss_fn.objective(loss_fn(*fused.embed_columns(columns)), live).backward()
-        norms.append(optimizer.step(live))
-    return fused, torch.stack(norms)
+    the pack and the members' gradient norms per step."""
+    pack = FusedStaticPack.for_trials(starts, scales, lrs, args, len(batches), sparse=sparse)
+    return pack, torch.stack([step.grad_norms for step in pack.train(batches)])
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense_gradient", "sparse_gradient"])
@@ -105,9 +76,7 @@ def test_a_fused_member_equals_the_trainer_on_the_batches_its_dataloader_gives(
         for k, (s, lr) in enumerate(zip(scales, lrs, strict=True))
     ]
     args = runs[0][3]
-    batches = trainer_batches(
-        args, pairs(), static_model(0), STEPS
-    )  # what a fused pack would read: the trial's order, from the trainer's dataloader
+    batches = trial_batches(args, pairs(), static_model(0), STEPS)  # the trial's order, from its trainer's dataloader
     assert len(batches) == STEPS
     for other in runs:  # every trial trained on exactly these batches
         assert all(
@@ -116,10 +85,10 @@ def test_a_fused_member_equals_the_trainer_on_the_batches_its_dataloader_gives(
             for a, b in zip(x, y, strict=True)
             for key in ("input_ids", "offsets")
         )
-    fused, norms = train_fused(torch.stack([start for start, *_ in runs]), scales, lrs, args, batches, sparse)
+    pack, norms = train_fused(torch.stack([start for start, *_ in runs]), scales, lrs, args, batches, sparse)
     clipped = norms > args.max_grad_norm
     assert clipped.any() and not clipped.all(), "some member steps were clipped, others not"
     for k, (start, trained, *_) in enumerate(runs):
         assert not torch.equal(trained, start), "the trainer trained"
-        got = fused.member_weights()[k].detach()
+        got = pack.member_table(k)
         assert torch.allclose(got, trained, rtol=1e-5, atol=1e-6), (k, (got - trained).abs().max())

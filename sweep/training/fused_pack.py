@@ -1,0 +1,99 @@
+"""The training loop of a fused pack of static trials: K members' steps run as one (`FusedStaticEmbedding`, their
+MNRL, `FusedAdamW`), on the batches a one-at-a-time trial's own trainer would read, with the members that diverge
+leaving as they go."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+from datasets import Dataset
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+from sentence_transformers import SentenceTransformerTrainingArguments as TrainingArguments
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+from torch import Tensor
+
+from sweep.training.fused_adamw import FusedAdamW
+from sweep.training.fused_mnrl import FusedMultipleNegativesRankingLoss
+from sweep.training.fused_static import FusedStaticEmbedding
+
+Batch = Sequence[dict[str, Tensor]]  # one batch: per column (anchor, positive[, negative]), StaticEmbedding's features
+
+
+def trial_batches(args: TrainingArguments, data: Dataset, model: SentenceTransformer, steps: int) -> list[Batch]:
+    """The first `steps` batches a trial trained by sentence-transformers' trainer with `args` on `data` reads, in its
+    order, as `model` tokenizes them: from a trainer's own dataloader (`get_train_dataloader`), which is built and
+    not trained. Within one pass over the rows; later passes depend on the sampler's epoch, which training sets."""
+    loss = MultipleNegativesRankingLoss(model)  # any loss: the sampler and the collator do not read it
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss)
+    columns = data.column_names
+    return [
+        [{"input_ids": batch[f"{c}_input_ids"], "offsets": batch[f"{c}_offsets"]} for c in columns]
+        for _, batch in zip(range(steps), trainer.get_train_dataloader(), strict=False)
+    ]
+
+
+@dataclass(frozen=True)
+class FusedStep:
+    """What one fused step gives per member (K-vectors): its loss, and its gradient norm before clipping (NaN for a
+    member that has left)."""
+
+    losses: Tensor
+    grad_norms: Tensor
+
+
+class FusedStaticPack:
+    """K static trials trained as one: each `step` embeds a batch for every member at once, takes each member's MNRL
+    at its own scale and steps each member with its own learning rate, clipping and schedule. A member whose loss is
+    not finite leaves at that step (its update is not applied; `live` says who is still training) and the others go
+    on. Each member equals its trial trained alone on the same batches (`tests/training/test_fused*.py`)."""
+
+    def __init__(
+        self, model: FusedStaticEmbedding, loss: FusedMultipleNegativesRankingLoss, optimizer: FusedAdamW
+    ) -> None:
+        self.model, self.loss, self.optimizer = model, loss, optimizer
+        self.live = torch.ones(model.members, dtype=torch.bool, device=model.weight.device)
+
+    @classmethod
+    def for_trials(
+        cls,
+        starts: Tensor,
+        scales: Sequence[float],
+        learning_rates: Sequence[float],
+        args: TrainingArguments,
+        steps: int,
+        sparse: bool = True,
+    ) -> FusedStaticPack:
+        """A pack of K trials from their starting tables (K x V x D) and their scales and learning rates, with the
+        optimizer settings of sentence-transformers' `args` (warmup, weight decay, Adam's betas and epsilon, gradient
+        clipping; the fused AdamW kernel when `args.optim` names it) over `steps` steps."""
+        optimizer = FusedAdamW(
+            (model := FusedStaticEmbedding(starts, sparse=sparse)).weight,
+            len(scales),
+            learning_rates,
+            steps,
+            args.get_warmup_steps(steps),
+            betas=(args.adam_beta1, args.adam_beta2),
+            eps=args.adam_epsilon,
+            weight_decay=args.weight_decay,
+            max_grad_norm=args.max_grad_norm,
+            fused=args.optim == "adamw_torch_fused",
+        )
+        return cls(model, FusedMultipleNegativesRankingLoss(scales), optimizer)
+
+    def step(self, batch: Batch) -> FusedStep:
+        """One training step of every live member on `batch`."""
+        losses = self.loss(*self.model.embed_columns(batch))
+        self.live &= torch.isfinite(losses.detach())
+        self.model.weight.grad = None
+        self.loss.objective(losses, self.live).backward()
+        return FusedStep(losses.detach(), self.optimizer.step(self.live))
+
+    def train(self, batches: Iterable[Batch]) -> list[FusedStep]:
+        """A step on each of `batches`, in order."""
+        return [self.step(batch) for batch in batches]
+
+    def member_table(self, k: int) -> Tensor:
+        """Member k's token table (V x D), detached: copy it into a StaticEmbedding to evaluate the member."""
+        return self.model.member_weights()[k].detach()
