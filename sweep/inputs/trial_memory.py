@@ -50,7 +50,8 @@ def transformer_parameters(config: dict, layers: int | None = None) -> int:
 def estimated_trial_bytes(model: ModelConfig, trial: TrialConfig, texts_per_example: int) -> int:
     """The module docstring's upper bound on one trial's GPU memory for `model` trained at `trial.batch_size`
     examples of `texts_per_example` texts each (anchor, positive[, negative]) in `trial.precision`. Raises
-    OSError or ValueError when the model's config cannot be read."""
+    OSError or ValueError when the model's config cannot be read, KeyError when it names its sizes otherwise than
+    BERT's keys (GPT-2's ``n_embd``)."""
     path = resolve_path(model)
     saved = saved_static_module(path)
     if saved is not None:
