@@ -8,7 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from tools.test_times import DEFAULT, KINDS, README, ROOT, TIMES, Recorder, read_rows, redraw, render, write_rows
+from tools.test_times import (
+    DEFAULT,
+    KINDS,
+    README,
+    ROOT,
+    TIMES,
+    Recorder,
+    kind_of,
+    read_rows,
+    redraw,
+    render,
+    write_rows,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -46,6 +58,8 @@ def test_the_recorder_sums_each_module_by_the_kind_its_marker_gives(pytester: py
 def test_the_block_adds_up_each_kind_and_the_whole_run(tmp_path: Path):
     record = tmp_path / "times.csv"
     rows = [("tests/a.py", DEFAULT, 3, 60.0), ("tests/b.py", DEFAULT, 1, 30.0), ("tests/c.py", "faults", 2, 600.0)]
+    assert kind_of("research/tests/test_x.py::test_y", {"research"}) == "research/tests", "a folder run when named"
+    assert kind_of("tests/test_x.py::test_y", {"research", "slow"}) == "slow", "the first of KINDS"
     write_rows(record, rows, "here, today")
     block = render(*read_rows(record))
     assert "| `python -m pytest` (the default run) | every test of `tests/` without a marker below | 4 | 1.5 |" in block

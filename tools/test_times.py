@@ -7,10 +7,10 @@ module and marker, and the README block generated from what it recorded (so no t
     # publish: copy the record to docs/test-times.csv with a line saying where it was measured, and redraw the README
     python tools/test_times.py times.csv --measured "a fresh clone on the 2-core CI machine, beside other work"
 
-A test's kind is the first of the markers that `addopts` leaves out of the default run that it carries (the order of
-`KINDS`), else ``default``: the tests a plain ``python -m pytest`` runs (those of `tests/`; the benchmark's and the
-research's folders run only when named, as CI names them). `tests/test_readme_times.py` checks that the README's block
-is the one this module draws from `docs/test-times.csv`.
+A test's kind is its folder for the benchmark's and the research's tests (they run only when named, as CI names
+them), else the first of the markers that `addopts` leaves out of the default run that it carries (the order of
+`KINDS`), else ``default``: the tests a plain ``python -m pytest`` runs. `tests/test_readme_times.py` checks that
+the README's block is the one this module draws from `docs/test-times.csv`.
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ FOLDERS = ("benchmarks/tests", "research/tests")  # run only when named (CI name
 
 
 def kind_of(nodeid: str, markers: set[str]) -> str:
-    """The kind of a test: its first marker of `KINDS`, else its folder when pytest runs it only when named, else
-    the default run."""
-    for kind in KINDS:
-        if kind in markers:
-            return kind
+    """The kind of a test: its folder when pytest runs it only when named (whatever its markers: ``-m research``
+    alone runs `tests/` only), else its first marker of `KINDS`, else the default run."""
     for folder in FOLDERS:
         if nodeid.startswith(folder + "/"):
             return folder
+    for kind in KINDS:
+        if kind in markers:
+            return kind
     return DEFAULT
 
 
