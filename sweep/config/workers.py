@@ -138,7 +138,7 @@ def resolve_n_workers(
     if trial_bytes is None and estimate is not None and found.gpus:
         try:
             trial_bytes, source = estimate(), "an upper-bound estimate from the model; study.pack_memory_gib states it"
-        except (OSError, ValueError, KeyError) as error:
+        except (OSError, ValueError) as error:  # ValueError: a ConfigError (the model's config unreadable)
             log.warning("study.n_workers=auto: no estimate of a trial's GPU memory (%s)", error)
     count, why = auto_workers(found, trial_bytes, study.pack, source)
     log.info("study.n_workers=auto: %d worker%s (%s)", count, "s" if count > 1 else "", why)

@@ -24,9 +24,15 @@ A static model (a token table and a mean) has no layers: its state is its table,
 from __future__ import annotations
 
 from sweep.config.schema import ModelConfig, TrialConfig
-from sweep.inputs.model_source import checkpoint_config, resolve_path, saved_static_module, saved_static_table
+from sweep.config.workers import GIB
+from sweep.inputs.model_source import (
+    checkpoint_config,
+    model_shape,
+    resolve_path,
+    saved_static_module,
+    saved_static_table,
+)
 
-GIB = 2**30
 FIXED_BYTES = 3 * GIB  # per process: CUDA context and kernels, cuBLAS workspaces, evaluation, allocator slack
 STATE_BYTES_PER_PARAMETER = 16  # fp32 weights, gradients, AdamW's exp_avg and exp_avg_sq (ZeRO, section 3.1)
 ACTIVATION_BYTES = {"fp32": 2.0, "bf16": 1.0, "fp16": 1.0}  # times the 16-bit count of Korthikanti et al.
@@ -50,22 +56,18 @@ def transformer_parameters(config: dict, layers: int | None = None) -> int:
 def estimated_trial_bytes(model: ModelConfig, trial: TrialConfig, texts_per_example: int) -> int:
     """The module docstring's upper bound on one trial's GPU memory for `model` trained at `trial.batch_size`
     examples of `texts_per_example` texts each (anchor, positive[, negative]) in `trial.precision`. Raises
-    OSError or ValueError when the model's config cannot be read, KeyError when it names its sizes otherwise than
-    BERT's keys (GPT-2's ``n_embd``)."""
+    OSError or ValueError (a `ConfigError`) when the model's config cannot be read."""
+    shape = model_shape(model)  # the width and layers `build_model` builds, overrides and embedding_dim applied
     path = resolve_path(model)
     saved = saved_static_module(path)
     if saved is not None:
-        tokens, dim = saved_static_table(saved)
-        return FIXED_BYTES + STATE_BYTES_PER_PARAMETER * tokens * dim
+        return FIXED_BYTES + STATE_BYTES_PER_PARAMETER * saved_static_table(saved)[0] * shape.dim
     config = {**checkpoint_config(path), **(model.config_overrides or {})}
-    hidden = int(config["hidden_size"])
-    if model.kind == "static":  # the base model's token table, at its own width or embedding_dim's
-        dim = model.embedding_dim if model.static_init == "random" and model.embedding_dim else hidden
-        return FIXED_BYTES + STATE_BYTES_PER_PARAMETER * int(config.get("vocab_size", 30522)) * dim
-    layers = model.num_layers or int(config["num_hidden_layers"])
-    heads = int(config.get("num_attention_heads") or max(1, hidden // 64))
+    if shape.layers is None:  # a static model: the base model's token table at the built width
+        return FIXED_BYTES + STATE_BYTES_PER_PARAMETER * int(config.get("vocab_size", 30522)) * shape.dim
+    heads = int(config.get("num_attention_heads") or max(1, shape.dim // 64))
     tokens, sequences = model.max_seq_length, trial.batch_size * texts_per_example
-    per_layer = tokens * sequences * hidden * (34 + 5 * heads * tokens / hidden)
-    activations = ACTIVATION_BYTES.get(trial.precision, 2.0) * per_layer * layers
-    state = STATE_BYTES_PER_PARAMETER * transformer_parameters(config, layers)
+    per_layer = tokens * sequences * shape.dim * (34 + 5 * heads * tokens / shape.dim)
+    activations = ACTIVATION_BYTES.get(trial.precision, 2.0) * per_layer * shape.layers
+    state = STATE_BYTES_PER_PARAMETER * transformer_parameters({**config, "hidden_size": shape.dim}, shape.layers)
     return int(FIXED_BYTES + state + activations)

@@ -68,8 +68,9 @@ class FusedStaticPack:
         """A pack of K trials from their starting tables (K x V x D) and their scales and learning rates, with the
         optimizer settings of sentence-transformers' `args` (warmup, weight decay, Adam's betas and epsilon, gradient
         clipping; the fused AdamW kernel when `args.optim` names it) over `steps` steps."""
+        model = FusedStaticEmbedding(starts, sparse=sparse)
         optimizer = FusedAdamW(
-            (model := FusedStaticEmbedding(starts, sparse=sparse)).weight,
+            model.weight,
             len(scales),
             learning_rates,
             steps,
