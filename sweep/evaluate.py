@@ -26,6 +26,7 @@ from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
 from sweep.names import TAG_MODEL_REMOVED
 from sweep.stats.probe import EmbeddingKeepingEvaluator
+from sweep.tracking import logged_models
 from sweep.training import kept_models
 from sweep.training.resources import stsb_evaluator  # the trial's own evaluator: identical settings
 
@@ -82,7 +83,7 @@ def load_models(
                     f"--run-id {run_id}: its model was removed from MLflow, {removed}; rescore the study's best "
                     "with --study NAME (trial.save_model=all keeps every trial's model)"
                 )
-            uri = kept_models.model_uri(client, run_id)
+            uri = logged_models.model_uri(client, run_id)
             models.append(({"source": "mlflow", "model": uri}, mlflow.sentence_transformers.load_model(uri)))
     return models
 

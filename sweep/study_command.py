@@ -45,8 +45,8 @@ from sweep.study.summary import (
     objective_lines,
     per_scale_table,
 )
-from sweep.tracking import ui_links
-from sweep.training import disk_use, kept_models, model_card
+from sweep.tracking import MlflowStudyLogger, disk_use, ui_links
+from sweep.training import kept_models, model_card
 
 log = logging.getLogger("sweep")
 
@@ -120,6 +120,13 @@ def summary(sweep: StudyRunner, table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def mlflow_of(sweep: StudyRunner) -> MlflowStudyLogger:
+    """The study's MLflow tracking (`open_sweep`'s own): the command reads the study's report back from MLflow."""
+    if not isinstance(sweep.tracker, MlflowStudyLogger):
+        raise TypeError(f"the command reports from MLflow, not from {type(sweep.tracker).__name__}")
+    return sweep.tracker
+
+
 def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
     """Log the study's report on its parent run (its figures under ``report/``, `log_study_report`, the Description
     naming the model) and return the answer lines, each naming its metric, also logged there and kept as the Optuna
@@ -137,7 +144,9 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
         "seed": stats.seed,
     }
     about = model_card.model_words(sweep.cfg.model, sweep.cfg.trial.learning_rate)
-    lines = log_study_report(sweep.client, sweep.parent_run_id, options if stats.paired.enabled else None, about)
+    lines = log_study_report(
+        mlflow_of(sweep).client, sweep.parent_run_id, options if stats.paired.enabled else None, about
+    )
     if not stats.paired.enabled:
         return []
     if not objective_is_stsb_validation(table):
@@ -147,7 +156,7 @@ def paired_summary(sweep: StudyRunner, table: pd.DataFrame) -> list[str]:
         level = race.round_level if race is not None else stats.paired.level
         objective = objective_lines(table, metric, level=level, minimize=minimize, raced=race is not None)
         if objective:
-            sweep.client.set_tag(sweep.parent_run_id, TAG_OBJECTIVE_COMPARISON, "; ".join(objective)[:5000])
+            mlflow_of(sweep).client.set_tag(sweep.parent_run_id, TAG_OBJECTIVE_COMPARISON, "; ".join(objective)[:5000])
         lines += objective
     if lines:
         sweep.study.set_user_attr(ATTR_VERDICT, lines)  # optuna-dashboard shows it with the study's other attributes
@@ -221,7 +230,7 @@ def run_study(opened: OpenedStudy, worker_arguments: list[str], answer_key: str)
         interrupt = caught
         stop_workers(workers, interrupt)
     if is_spawned_worker() and not interrupt:  # the process that started this worker reports the study, once
-        sweep.client.writer.flush()
+        sweep.tracker.flush()
         if sweep.stopped_reason:
             print(f"sweep: stopped: {sweep.stopped_reason}", file=sys.stderr)
             sys.exit(1)
@@ -234,15 +243,17 @@ def run_study(opened: OpenedStudy, worker_arguments: list[str], answer_key: str)
     print(printed[-1])
     if not interrupt and not sweep.stopped_reason:  # a stopped study (e.g. tracking down) has no paired answer
         lines = paired_summary(sweep, table)
-        figure = ui_links.answer_line(sweep.client, sweep.cfg.tracking.uri, sweep.experiment_id, sweep.parent_run_id)
+        client = mlflow_of(sweep).client
+        figure = ui_links.answer_line(client, sweep.cfg.tracking.uri, sweep.experiment_id, sweep.parent_run_id)
         for line in [*lines, *([figure] if figure else [])]:
             printed.append(line)
             print(line)
         # the best model's card says what the study found
-        kept_models.record_verdict(sweep.keeping, sweep.client, lines)
+        if (verdict := kept_models.record_verdict(sweep.keeping, lines)) is not None:
+            sweep.tracker.publish_verdict(verdict, sweep.keeping)
     if not sweep.stopped_reason:  # once every upload is in (a stopped study's tracking server may be down)
-        sweep.client.writer.flush()
-        printed.append(disk_use.line(sweep.keeping, sweep.client, sweep.experiment_id))
+        sweep.tracker.flush()
+        printed.append(disk_use.line(sweep.keeping, mlflow_of(sweep).client, sweep.experiment_id))
         print(printed[-1])
     unresolved = grid_queue.unresolved_points(sweep.study) if sweep.is_grid and not interrupt else []
     if not interrupt and not sweep.stopped_reason and not unresolved and sweep.is_complete():

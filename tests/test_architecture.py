@@ -79,12 +79,12 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 LAYERS: list[set[str]] = [
     {"sweep", "sweep.errors", "sweep.loggers", "sweep.names", "sweep.signals"},
     {"sweep.config"},
-    {"sweep.tracking"},
     {"sweep.inputs"},
     {"sweep.losses"},
     {"sweep.stats"},
     {"sweep.evaluation"},
     {"sweep.training"},
+    {"sweep.tracking"},
     {"sweep.study"},
     {"sweep.report"},
     {"sweep.evaluate", "sweep.app", "sweep.study_command", "sweep.__main__"},
@@ -324,9 +324,12 @@ def test_a_trial_reads_its_own_settings_not_the_study():
     assert not {"study", "search_space", "name"} & set(settings.__dataclass_fields__)
 
 
-# Tracking behind an interface: a trial and its evaluations log through `sweep.loggers.TrialLogger` (the run the study
-# hands the trial), which sweep.tracking implements with MLflow; these import nothing of sweep.tracking.
-LOG_THROUGH_THE_INTERFACE = ("sweep.evaluation", "sweep.stats", "sweep.training.trial", "sweep.training.trainer")
+# Tracking as a callback: a trial and its evaluations log through `sweep.loggers.TrialLogger` (the run the study hands
+# the trial), and the study tracks itself through `sweep.study.StudyLogger` (its parent run, each trial's run, the kept
+# models), which sweep.tracking implements with MLflow (`MlflowStudyLogger`). Tracking sits above training, so nothing
+# below it can import it (`LAYERS`); the study names it once, through its face, for the default `open_sweep` uses.
+STUDY_TRACKING_IMPORTS = ["sweep.study.lifecycle -> sweep.tracking"]
+NO_MLFLOW = ("sweep.study", "sweep.training", "sweep.evaluation", "sweep.stats")
 
 
 def tracking_imports(importers: tuple[str, ...]) -> list[str]:
@@ -340,9 +343,52 @@ def tracking_imports(importers: tuple[str, ...]) -> list[str]:
     )
 
 
-def test_a_trial_and_its_evaluations_log_through_the_trial_logger():
-    assert tracking_imports(LOG_THROUGH_THE_INTERFACE) == []
-    assert tracking_imports(("sweep.study.setup", "sweep.study.storage_retry")) == [], "the SQLite lock is config's"
+def runtime_library_imports(source: str, library: str) -> list[int]:
+    """The lines of `source` that import `library` (or a module of it) when they run: those under
+    ``if TYPE_CHECKING:`` are annotations only."""
+    tree = ast.parse(source)
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for inner in ast.walk(node)
+    }
+    names = []
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            names += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.append((node.lineno, node.module or ""))
+    return [line for line, name in names if name == library or name.startswith(f"{library}.")]
+
+
+def test_the_study_tracks_itself_through_its_logger_and_nothing_below_it_imports_tracking():
+    below = ("sweep.inputs", "sweep.losses", "sweep.stats", "sweep.evaluation", "sweep.training")
+    assert tracking_imports(below) == []
+    assert tracking_imports(("sweep.study",)) == STUDY_TRACKING_IMPORTS
+    lifecycle = MODULES["sweep.study.lifecycle"].read_text()
+    assert "from sweep.tracking import MlflowStudyLogger" in lifecycle, "the face, not a module of tracking"
+
+
+def test_the_study_training_evaluation_and_statistics_do_not_import_mlflow():
+    found = [
+        f"{module}:{line}"
+        for module, path in MODULES.items()
+        if unit_of(module) in NO_MLFLOW
+        for line in runtime_library_imports(path.read_text(), "mlflow")
+    ]
+    assert found == [], found
+
+
+def test_the_scan_sees_runtime_imports_and_skips_type_only_ones():
+    source = (
+        "import mlflow\nfrom mlflow.entities import Run\nimport mlflowish\n"
+        "if TYPE_CHECKING:\n    from mlflow.tracking import MlflowClient\n"
+        "def f():\n    import mlflow.sentence_transformers\n"
+    )
+    assert sorted(runtime_library_imports(source, "mlflow")) == [1, 2, 7]
 
 
 def test_redrawing_a_results_folder_imports_neither_torch_nor_mlflow():

@@ -1,4 +1,4 @@
-"""Layer 6, evaluation beyond the STSB Spearman: the extra evaluation sets (`eval.extra`), the layer x dim grid and
+"""Layer 5, evaluation beyond the STSB Spearman: the extra evaluation sets (`eval.extra`), the layer x dim grid and
 the per-pair predictions each trial logs.
 
 The public face: each name is imported from its module on first use (`sweep.lazy_face`), so that a command

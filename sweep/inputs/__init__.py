@@ -1,4 +1,4 @@
-"""Layer 3, inputs: the base model (`model.*`: where it comes from and its shape, `model_source`; building it,
+"""Layer 2, inputs: the base model (`model.*`: where it comes from and its shape, `model_source`; building it,
 `model`; a trial's GPU memory estimated from its shape, `trial_memory`), the training and evaluation data
 (`data.*`) and the study-wide tokenization cache.
 

@@ -1,4 +1,4 @@
-"""Layer 4, the losses, in two halves keyed by the same `loss.name`s. What the validation pass reads imports no torch:
+"""Layer 3, the losses, in two halves keyed by the same `loss.name`s. What the validation pass reads imports no torch:
 the config rules of every loss (`rules`: training columns from `columns`, parameter checks, derived keys), the checks
 of the `loss` section (`loss_checks`) and of its wrapper (`wrapper_checks`), and the temperature schedules a loss with
 one scale can follow (`loss.scale_schedule`, scale_schedule.py). What training builds: one module per loss class (its

@@ -1,4 +1,4 @@
-"""Layer 5, statistics: similarity concentration, the per-trial probe and its histogram, collapse (cosines without
+"""Layer 4, statistics: similarity concentration, the per-trial probe and its histogram, collapse (cosines without
 spread), the paired bootstrap across scales and its verdicts (the confidence set for the best scale), scales compared
 over seeds, one comparison pooled over distinct conditions, interactions (does the scale's effect change with a
 condition: gaps, difference in differences, a mixed model), each scale at its own best condition, one round of a race

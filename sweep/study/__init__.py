@@ -13,10 +13,12 @@ from sweep import lazy_face
 if TYPE_CHECKING:
     from sweep.study.lifecycle import finish, open_sweep
     from sweep.study.run_loop import StudyRunner
+    from sweep.study.study_logger import StudyLogger
     from sweep.study.summary import results_table
     from sweep.study.validation import check_config
 
 __all__ = [
+    "StudyLogger",
     "StudyRunner",
     "check_config",
     "finish",
@@ -28,6 +30,7 @@ __all__ = [
 _HOMES = {
     "lifecycle": ("finish", "open_sweep"),
     "run_loop": ("StudyRunner",),
+    "study_logger": ("StudyLogger",),
     "summary": ("results_table",),
     "validation": ("check_config",),
 }

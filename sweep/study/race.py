@@ -23,7 +23,6 @@ record lists it under ``stopped`` and tags its trial runs like an eliminated poi
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -35,7 +34,6 @@ import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import search_space
-from sweep.evaluation.predictions import load_predictions
 from sweep.names import (
     ATTR_CONFIG_ERROR,
     ATTR_MLFLOW_RUN_ID,
@@ -51,7 +49,7 @@ from sweep.stats.bootstrap import PairedComparison, paired_bootstrap, seed_compa
 from sweep.stats.race import ONE_LEFT, RoundDecision, race_round, race_rounds, round_level
 from sweep.study import grid_queue
 from sweep.study.race_settings import RaceSettings
-from sweep.tracking.mlflow_client import TrackingClient
+from sweep.study.study_logger import StudyLogger
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +76,11 @@ class Race:
         direction: str,
         space: search_space.Space,
         study: optuna.Study,
-        client: TrackingClient,
-        parent: str,
+        tracker: StudyLogger,
     ) -> None:
         """The race of ``study`` (`eval.objective` ``objective``, `study.direction` ``direction``) over the grid
-        ``space``, recorded on the MLflow run ``parent``."""
-        self.study, self.client, self.parent = study, client, parent
+        ``space``, recorded on the parent run of ``tracker`` (and read back from its trial runs)."""
+        self.study, self.tracker = study, tracker
         self.space = cast(dict[str, list[Any]], space)  # a grid: `validate` refuses a race over distributions
         self.seeds = list(self.space[PARAM_SEED])
         self.settings = RaceSettings(**study.user_attrs[ATTR_RACE])
@@ -227,12 +224,11 @@ class Race:
                 if (key, seed) in trials:  # a stopped point's discarded trial has no run
                     run_id = trials[(key, seed)].user_attrs.get(ATTR_MLFLOW_RUN_ID)
                     self._tag(run_id, TAG_RACE_ELIMINATED_AFTER, str(n_seeds))
-        self._tag(self.parent, TAG_RACE, "; ".join(lines))
+        self._tag(self.tracker.parent_run_id, TAG_RACE, "; ".join(lines))
 
     def _tag(self, run_id: str | None, key: str, value: str) -> None:
         if run_id:
-            tag = functools.partial(self.client.set_tag, run_id, key, value[:5000])
-            self.client.writer.write(f"set the tag {key}", tag)
+            self.tracker.set_tag(run_id, key, value)
 
     def _decide(self, members: list[str], n_seeds: int, trials: dict) -> tuple[RoundDecision, str]:
         """One family's decision on its first `n_seeds` seeds (sorted, so that the decision does not depend on the
@@ -251,7 +247,7 @@ class Race:
         level = self.round_level
         grid = [[trials[(key, seed)] for seed in seeds] for key in members]
         if self.full:
-            self.client.writer.flush()  # this worker's own predictions, if an outage held them back
+            self.tracker.flush()  # this worker's own predictions, if an outage held them back
             loaded = [[self._predictions(t) for t in row] for row in grid]
             if all(table is not None for row in loaded for table in row):
                 tables = cast(list[list[pd.DataFrame]], loaded)
@@ -264,7 +260,7 @@ class Race:
 
     def _predictions(self, trial: FrozenTrial) -> pd.DataFrame | None:
         run_id = trial.user_attrs.get(ATTR_MLFLOW_RUN_ID)
-        return load_predictions(self.client, run_id, "validation") if run_id else None
+        return self.tracker.validation_predictions(run_id) if run_id else None
 
     def lines(self) -> list[str]:
         """Per family: ``race: eliminated after 2 seeds: 1, 2, 50; eliminated after 3 seeds: 20; ended after 3 seeds

@@ -1,5 +1,5 @@
 """Running a study: the `StudyRunner` run loop, the objective that trains one trial and records it, and re-queueing
-failed grid points. Opening and closing a study with its MLflow parent run: `sweep.study.lifecycle`."""
+failed grid points. Opening and closing a study with its parent run: `sweep.study.lifecycle`."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
 from sweep.config import search_space
 from sweep.config.checks import flatten
 from sweep.config.devices import trial_records
 from sweep.config.schema import SweepConfig
+from sweep.loggers import TrialLogger
 from sweep.names import (
     ATTR_DISCARDED,
     ATTR_GRID_POINT,
@@ -41,13 +43,12 @@ from sweep.study.failures import FailureWatch, record_failure
 from sweep.study.optuna_access import wrap_ask
 from sweep.study.progress import PROGRESS_TAG, StudyProgress, plan_line
 from sweep.study.race_steps import RaceStopper
+from sweep.study.run_words import trial_description, trial_outcome, trial_run_name
 from sweep.study.setup import fail_stale_trials
+from sweep.study.study_logger import StudyLogger
 from sweep.study.validation import trial_config
-from sweep.tracking import mlflow_client, ui_links
-from sweep.tracking.system_metrics import system_metrics
-from sweep.tracking.versions import version_params
 from sweep.training import kept_models
-from sweep.training.resources import StudyResources
+from sweep.training.resources import StudyResources, TrackedData
 from sweep.training.step_clock import StepClock
 from sweep.training.trial import train_and_evaluate
 from sweep.training.trial_settings import TrialSettings
@@ -62,15 +63,12 @@ DONE_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 @dataclass
 class StudyRunner:
     """A study being run by this process: its config (from which each trial's own is derived), search space, Optuna
-    study and MLflow parent run."""
+    study and the tracking it logs through (its parent run started)."""
 
     cfg: SweepConfig
     space: search_space.Space
     study: optuna.Study
-    client: mlflow_client.TrackingClient
-    experiment_id: str
-    parent_run_id: str
-    recorded_end_ms: int | None = None  # the parent run's end before this run reopened it (None: a new study)
+    tracker: StudyLogger
     resources: StudyResources = field(default_factory=StudyResources)
     failures: int = 0
     stopped_reason: str | None = None
@@ -86,13 +84,21 @@ class StudyRunner:
         self.categorical = grid_queue.categorical_params(self.study)
         cfg = self.cfg
         raced = cfg.study.race.enabled and self.is_grid
-        race = (cfg.eval.objective, cfg.study.direction, self.space, self.study, self.client, self.parent_run_id)
+        race = (cfg.eval.objective, cfg.study.direction, self.space, self.study, self.tracker)
         self.race = seed_race.Race(*race) if raced else None
         self.stopper = RaceStopper(self.race) if self.race is not None and self.race.settings.stop_early else None
         if self.stopper is not None:
             self.study.pruner = self.stopper  # Optuna asks the study's pruner at each trial.report
         # Every ask, Optuna's in optimize and the packer's, holds a stop signal for the objective's check_stop.
         wrap_ask(self.study, holding_stop_signals)
+
+    @property
+    def experiment_id(self) -> str:
+        return self.tracker.experiment_id
+
+    @property
+    def parent_run_id(self) -> str:
+        return self.tracker.parent_run_id
 
     @property
     def is_grid(self) -> bool:
@@ -141,15 +147,12 @@ class StudyRunner:
             cfg.trial,
             cfg.stats,
             cfg.eval,
-            title=f"{cfg.study.name}, trial {trial.number}: {ui_links.trial_description(cfg.loss, trial.params)}",
+            title=f"{cfg.study.name}, trial {trial.number}: {trial_description(cfg.loss, trial.params)}",
             loss_scales=loss_scales(cfg.stats, cfg.study.search_space, cfg.loss),
         )
-        run_name = ui_links.trial_run_name(trial.number, params)
         # A tracking outage here is recorded by `objective`; after_trial then stops the study.
-        run = mlflow_client.TrialRun(
-            self.client, self.experiment_id, self.parent_run_id, self.study.study_name, trial.number, run_name
-        )
-        description = ui_links.trial_description(cfg.loss, params)
+        run = self.tracker.start_trial(trial.number, trial_run_name(trial.number, params))
+        description = trial_description(cfg.loss, params)
         clock = StepClock()
         try:  # from the run's creation on, however the trial ends, its run ends with it
             placement = trial_records(cfg.trial.device)  # its device (and SLURM task): attributes and tags alike
@@ -162,8 +165,8 @@ class StudyRunner:
             raced = {TAG_RACE_ROUNDS: str(self.race.planned_rounds)} if self.race is not None else {}
             run.set_tags({TAG_RUN_DESCRIPTION: description, **raced})
             run.set_tags(placement)
-            run.log_params({**flatten(cfg), **version_params()})
-            with system_metrics(run, cfg.tracking):  # stops with the trial, however it ends
+            self.tracker.log_trial_params(run.run_id, flatten(cfg))
+            with self.tracker.watching_system(run.run_id):  # stops with the trial, however it ends
                 value = train_and_evaluate(
                     trial,
                     settings,
@@ -172,10 +175,10 @@ class StudyRunner:
                     quiet=self.cfg.quiet,
                     clock=clock,
                     on_trained=functools.partial(
-                        kept_models.keep,
+                        self.keep,
                         kept_models.Keeping.of(cfg.paths.root, cfg.study, cfg.trial.save_model, cfg.tracking),
                         trial_number=trial.number,
-                        run=run,
+                        run_id=run.run_id,
                     ),
                 )
         except optuna.TrialPruned as pruned:
@@ -204,7 +207,7 @@ class StudyRunner:
     def _end(
         self,
         trial: optuna.Trial,
-        run: mlflow_client.TrialRun,
+        run: TrialLogger,
         clock: StepClock,
         state: TrialState | None,
         reason: str | None,
@@ -218,12 +221,31 @@ class StudyRunner:
         trial.set_user_attr(ATTR_WALL_TIME_S, wall)
         trial.set_user_attr(ATTR_TIME_PHASES, phases)
         run.log_metrics({"trial_wall_time_s": wall, **phases})
-        outcome = ui_links.trial_outcome(state.name if state else "KILLED", reason, trial.user_attrs)
+        outcome = trial_outcome(state.name if state else "KILLED", reason, trial.user_attrs)
         run.set_tags({TAG_RUN_DESCRIPTION: f"{description}\n\n{outcome}"})
-        if state is None:
-            mlflow_client.kill_trial_run(self.client, run.run_id, reason or "interrupted")
-        else:
-            run.end(state, reason)
+        self.tracker.end_trial(run.run_id, state, reason)
+
+    def keep(
+        self,
+        keeping: kept_models.Keeping,
+        model: SentenceTransformer,
+        value: float,
+        metrics: dict[str, float],
+        collapsed: str | None = None,
+        *,
+        trial_number: int,
+        run_id: str,
+        step: int = 0,
+        data: TrackedData | None = None,
+    ) -> None:
+        """A completed trial's model kept as ``trial.save_model`` says (`kept_models.keep`), then logged to its run
+        (`StudyLogger.log_kept`); `step` (the last training step) and `data` (the trial's datasets): what the logged
+        model's linked `metrics` are."""
+        kept = kept_models.keep(keeping, model, value, metrics, collapsed, trial_number=trial_number, run_id=run_id)
+        if kept is not None:
+            self.tracker.log_kept(
+                keeping, kept, model, run_id, trial_number, step=step, metrics=list(metrics), data=data
+            )
 
     def requeue(self, trial: optuna.Trial | FrozenTrial, next_attempt: bool = True) -> None:
         """Queue `trial`'s grid point again (`grid_queue.requeue`); distribution studies sample new trials."""
@@ -234,12 +256,12 @@ class StudyRunner:
         """A worker died mid-trial (no heartbeat): end its MLflow run as KILLED and queue the point again."""
         run_id = trial.user_attrs.get(ATTR_MLFLOW_RUN_ID)
         if run_id:
-            mlflow_client.kill_trial_run(self.client, run_id, "worker stopped without finishing (no heartbeat)")
+            self.tracker.end_trial(run_id, None, "worker stopped without finishing (no heartbeat)")
         self.requeue(trial)
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        if self.client.writer.gave_up and self.stopped_reason is None:
-            self.stopped_reason = self.client.writer.gave_up
+        if self.tracker.gave_up and self.stopped_reason is None:
+            self.stopped_reason = self.tracker.gave_up
             study.stop()
         if trial.state == TrialState.FAIL:
             self.failures += 1
@@ -254,8 +276,7 @@ class StudyRunner:
     def report_progress(self, text: str) -> None:
         """Say how far the study is, on the console and on the parent run (`sweep.study.progress`)."""
         log.info("study %s: %s", self.study.study_name, text)
-        tag = functools.partial(self.client.set_tag, self.parent_run_id, PROGRESS_TAG, text)
-        self.client.writer.write("parent progress", tag)
+        self.tracker.set_tag(self.parent_run_id, PROGRESS_TAG, text)
 
     def total_trials(self) -> int:
         """The trials this study trains in all: its grid (seeds included), else `study.n_trials`."""

@@ -1,6 +1,7 @@
-"""Layer 2, tracking: MLflow through `MlflowClient` (parent and trial runs; a trial's run is the `TrialLogger` of
-`sweep.loggers` it logs through), the outage buffer, the versions that produced a run and the UI addresses users
-open.
+"""Layer 7, tracking: MLflow through `MlflowClient`. `MlflowStudyLogger` is the `sweep.study.StudyLogger` a study tracks
+itself through (its parent run, a run per trial, which is the `TrialLogger` of `sweep.loggers` the trial logs
+through, the kept models' uploads); the outage buffer, the versions that produced a run, the UI addresses users open
+and what a study takes on disk.
 
 The public face: each name is imported from its module on first use (`sweep.lazy_face`), so that a command
 that only checks its config does not import what only training needs."""
@@ -14,10 +15,12 @@ from sweep import lazy_face
 if TYPE_CHECKING:
     from sweep.tracking.mlflow_client import TrackingClient, TrialRun, experiment_id, open_tracking, parent_run
     from sweep.tracking.outage_buffer import BufferedWriter
+    from sweep.tracking.study_logger import MlflowStudyLogger
     from sweep.tracking.versions import library_versions, version_params
 
 __all__ = [
     "BufferedWriter",
+    "MlflowStudyLogger",
     "TrackingClient",
     "TrialRun",
     "experiment_id",
@@ -31,6 +34,7 @@ __all__ = [
 _HOMES = {
     "mlflow_client": ("TrackingClient", "TrialRun", "experiment_id", "open_tracking", "parent_run"),
     "outage_buffer": ("BufferedWriter",),
+    "study_logger": ("MlflowStudyLogger",),
     "versions": ("library_versions", "version_params"),
 }
 _MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -1,5 +1,5 @@
-"""Where users look: the MLflow UI addresses of a study's runs, how runs read there (their names, the
-parent's swept params), and the optuna-dashboard command.
+"""Where users look: the MLflow UI addresses of a study's runs, and the optuna-dashboard command (how
+runs read there, their names and descriptions, is the study's: `sweep.study.run_words`).
 
 MLflow 3's UI lands on GenAI views (traces, token usage). In MLflow 3.17 what it shows follows a "workflow type"
 switch in the side bar (GenAI or model training), kept in the browser and GenAI on a first visit; the experiment tag
@@ -10,18 +10,11 @@ switch in the side bar (GenAI or model training), kept in the browser and GenAI 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from sweep.config.schema import LossConfig
-from sweep.config.search_space import SCALE_KEYS
 from sweep.names import (
     ARTIFACT_SPEARMAN_FIGURE,
-    ATTR_TEST_SPEARMAN,
-    ATTR_VALIDATION_SPEARMAN,
     EXPERIMENT_KIND_MODELS,
     TAG_EXPERIMENT_KIND,
 )
@@ -97,44 +90,3 @@ def answer_line(client: MlflowClient, tracking_uri: str, experiment_id: str, par
         return None
     figure = artifact_page(tracking_uri, experiment_id, parent_run_id, ARTIFACT_SPEARMAN_FIGURE)
     return f"The answer as a figure (STSB Spearman vs scale, mean over seeds, in the MLflow UI above): {figure}"
-
-
-SWEPT = "swept (see study.search_space)"  # a parent-run param whose base value no trial trains with
-
-
-def without_swept_keys(params: Mapping[str, Any], swept: set[str]) -> dict[str, Any]:
-    """The parent run's params: the base config's value of a swept key (``loss.scale`` 20 before a sweep over
-    0-50) would read like the study's scale, so it says `SWEPT` instead."""
-    return {key: SWEPT if key in swept else value for key, value in params.items()}
-
-
-def trial_run_name(number: int, params: Mapping[str, Any]) -> str:
-    """A trial run's name, short enough for the runs table: the values that vary, scale first and seed last
-    (``scale=10 seed=1 #024``), then the trial number."""
-    order = sorted(params, key=lambda key: (key not in SCALE_KEYS, key == "trial.seed"))
-    varied = " ".join(f"{key.rsplit('.', 1)[-1]}={params[key]}" for key in order)
-    return f"{varied} #{number:03d}" if varied else f"trial #{number:03d}"
-
-
-def trial_description(loss: LossConfig, params: Mapping[str, Any]) -> str:
-    """A trial run's Description (markdown, the run page's first line): its grid point in words, the loss and its
-    scale and temperature first, then the seed and any other swept value (``` `mnrl` at scale 10 (temperature
-    0.1), seed 1; trial.batch_size 64 ```). `loss`: the trial's resolved ``loss`` config."""
-    words = f"`{loss['name']}`"
-    schedule = (loss.get("scale_schedule") or {}).get("kind", "constant")
-    if loss.get("scale") is not None:
-        at = "at" if schedule == "constant" else f"on a {schedule} scale schedule starting at"
-        words += f" {at} scale {loss['scale']:g} (temperature {loss['temperature']:g})"
-    if "trial.seed" in params:
-        words += f", seed {params['trial.seed']}"
-    others = [f"{key} {value}" for key, value in params.items() if key not in (*SCALE_KEYS, "trial.seed")]
-    return words + (f"; {', '.join(others)}" if others else "")
-
-
-def trial_outcome(state: str, reason: str | None, user_attrs: Mapping[str, Any]) -> str:
-    """The outcome a trial run's Description ends with: its state (Optuna's, or KILLED when interrupted), and its
-    STSB scores (from the trial's `user_attrs`) or why it stopped."""
-    scores = {"STSB validation": ATTR_VALIDATION_SPEARMAN, "test": ATTR_TEST_SPEARMAN}
-    found = [f"{name} {user_attrs[key]:.4f}" for name, key in scores.items() if key in user_attrs]
-    detail = ", ".join(found) if state == "COMPLETE" else reason
-    return f"**{state}**" + (f": {detail}" if detail else "")

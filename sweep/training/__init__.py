@@ -1,4 +1,4 @@
-"""Layer 7, training: one trial (fine-tune and evaluate, from its own settings), the lockstep turns of packed trials,
+"""Layer 6, training: one trial (fine-tune and evaluate, from its own settings), the lockstep turns of packed trials,
 the resources a study shares between its trials and the models worth keeping.
 
 The public face: each name is imported from its module on first use (`sweep.lazy_face`), so that a command

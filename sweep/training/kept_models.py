@@ -1,4 +1,5 @@
-"""Models worth keeping (``trial.save_model``): the study's best model, or every trial's, on disk and in MLflow.
+"""Models worth keeping (``trial.save_model``): the study's best model, or every trial's, on disk (the study logs them
+to MLflow too: `sweep.tracking.logged_models`).
 
 Layout under ``<paths.root>/models/<study name>/``::
 
@@ -13,15 +14,16 @@ complete folder, never a half-written one; leftover ``.tmp-*`` folders are remov
 "better than the current best" compares with the ``sweep_model.json`` of ``best`` under an exclusive file lock, so
 two workers finishing together cannot both win, and a restarted study continues from what is on disk.
 
-Each kept model is also logged to its trial's MLflow run (`sweep.training.logged_models`): named by its trial
+The study logs each kept model to its trial's MLflow run (`sweep.tracking.logged_models`): named by its trial
 (``runs:/<run id>/trial-007``, recorded as the run's tag ``sweep.model_uri``), its final scores linked to it, and, when
 it becomes the best and ``tracking.registered_model_name`` is set, registered with the alias ``best``. When the study
 ends, the best one is tagged ``sweep.study_best=true`` (its logged model and its run), so the UI's model list says
 which it is, and its card (README.md, `sweep.training.model_card`) gets the study's verdict, on disk and in MLflow.
 
 In ``best`` mode a superseded best leaves MLflow too: after each upload, and when the study ends, every model logged
-on the study's trial runs but the kept best's is removed (`prune_mlflow`), so a study holds one model on disk and one
-in MLflow whatever the number of improvements, workers or restarts.
+on the study's trial runs but the kept best's is removed (`sweep.tracking.logged_models.prune_superseded`, under this
+folder's lock, `locked`), so a study holds one model on disk and one in MLflow whatever the number of improvements,
+workers or restarts.
 
 A trial whose model collapsed (`sweep.stats.collapse`: every evaluation pair scored alike) is never the best, whatever
 its Spearman: ``best`` mode keeps nothing of it, ``all`` mode keeps it under ``trials/`` (its ``sweep_model.json``
@@ -31,7 +33,6 @@ says why) without pointing ``best`` at it.
 from __future__ import annotations
 
 import fcntl
-import functools
 import json
 import logging
 import os
@@ -43,24 +44,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import mlflow
-from mlflow.tracking import MlflowClient
 from sentence_transformers import SentenceTransformer
 
 from sweep.config.schema import StudyConfig, TrackingConfig
-from sweep.names import (
-    TAG_BEST_MODEL_PATH,
-    TAG_BEST_MODEL_RUN_ID,
-    TAG_BEST_MODEL_TRIAL,
-    TAG_BEST_MODEL_URI,
-    TAG_MODEL_LOGGED,
-    TAG_MODEL_URI,
-    TAG_STUDY_NAME,
-)
-from sweep.tracking.mlflow_client import TrackingClient, TrialRun
+from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_RUN_ID, TAG_BEST_MODEL_TRIAL, TAG_BEST_MODEL_URI
 from sweep.training import model_card
-from sweep.training.logged_models import log_to_mlflow, model_name, publish_verdict, remove_logged
-from sweep.training.resources import TrackedData
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +56,11 @@ META_FILE = "sweep_model.json"
 BEST = "best"
 TRIALS = "trials"
 TMP_PREFIX = ".tmp-"
-LEGACY_ARTIFACT = "model"  # the name every kept model had in MLflow before models were named by trial
+
+
+def model_name(trial_number: int) -> str:
+    """A kept model's name: its folder under ``trials/`` and its logged model in MLflow (``trial-007``)."""
+    return f"trial-{trial_number:03d}"
 
 
 def study_dir(root: str | Path, study_name: str) -> Path:
@@ -90,7 +82,7 @@ def read_meta(folder: Path) -> dict[str, Any] | None:
 
 
 @contextmanager
-def _locked(directory: Path) -> Iterator[None]:
+def locked(directory: Path) -> Iterator[None]:
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -167,6 +159,14 @@ def _better(value: float, current: dict[str, Any] | None, direction: str) -> boo
     return value > current["value"] if direction == "maximize" else value < current["value"]
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A model `keep` kept: its folder under ``trials/`` and whether ``best`` now points at it."""
+
+    path: Path
+    is_best: bool
+
+
 def keep(
     keeping: Keeping,
     model: SentenceTransformer,
@@ -175,22 +175,20 @@ def keep(
     collapsed: str | None = None,
     *,
     trial_number: int,
-    run: TrialRun,
-    step: int = 0,
-    data: TrackedData | None = None,
-) -> Path | None:
-    """Keep a completed trial's model as ``trial.save_model`` says; return its folder (None when not kept).
-    ``collapsed``: why the model collapsed (never the best), or None; `step` (the last training step) and `data`
-    (the trial's datasets): what the logged model's linked `metrics` are (`logged_models.log_to_mlflow`)."""
+    run_id: str,
+) -> Kept | None:
+    """Keep a completed trial's model on disk as ``trial.save_model`` says (None when not kept). ``collapsed``: why
+    the model collapsed (never the best), or None; `run_id`: the trial's run, which its ``sweep_model.json`` names
+    (the study logs the kept model there: `sweep.tracking.logged_models`)."""
     mode = keeping.save_model
     if mode == "none":
         return None
     directory = study_dir(keeping.root, keeping.study)
-    meta = {"trial_number": trial_number, "value": value, "mlflow_run_id": run.run_id, "metrics": metrics}
+    meta = {"trial_number": trial_number, "value": value, "mlflow_run_id": run_id, "metrics": metrics}
     if collapsed is not None:
         meta["collapsed"] = collapsed
     final = directory / TRIALS / model_name(trial_number)
-    with _locked(directory):
+    with locked(directory):
         current_target = (directory / BEST).resolve() if (directory / BEST).exists() else None
         is_best = collapsed is None and _better(value, read_meta(directory / BEST), keeping.direction)
         if mode == "best" and not is_best:
@@ -201,51 +199,7 @@ def keep(
             _point_best(directory, final)
         _clean_leftovers(directory, final if is_best else current_target, mode)
     log.info("trial %d: model kept in %s%s", trial_number, final, " (the study's best)" if is_best else "")
-    registered = keeping.registered_model_name if is_best else None
-    # through the tracking writer: a tracking server down at this moment delays the upload, it does not fail the trial;
-    # the superseded models are removed after it, in a write of their own (a retried removal does not upload again)
-    upload = functools.partial(
-        log_to_mlflow,
-        keeping.tracking_uri,
-        model,
-        run,
-        trial_number,
-        registered,
-        step=step,
-        metrics=list(metrics),
-        data=data,
-    )
-    run.client.writer.write("model", upload)
-    prune = functools.partial(prune_mlflow, keeping, run.client, run.experiment_id)
-    run.client.writer.write("remove superseded models", prune)
-    return final
-
-
-def prune_mlflow(keeping: Keeping, client: MlflowClient, experiment_id: str) -> None:
-    """In ``best`` mode, remove from MLflow the models logged on the study's trial runs other than the kept best's
-    (`logged_models.remove_logged`). Decided under the folder's lock against ``best``, so a worker cannot remove the
-    model another one just made the best; an upload that finishes after its model was superseded is removed by the
-    prune that follows it. Nothing is removed while no model is kept on disk."""
-    directory = study_dir(keeping.root, keeping.study)
-    if keeping.save_model != "best" or not directory.is_dir():
-        return
-    mlflow.set_tracking_uri(keeping.tracking_uri)  # where a proxied artifact location (mlflow-artifacts:/) resolves
-    with _locked(directory):
-        meta = read_meta(directory / BEST)
-        if meta is None:
-            return
-        query = f"tags.`{TAG_STUDY_NAME}` = '{keeping.study}' and tags.`{TAG_MODEL_LOGGED}` = 'true'"
-        for found in client.search_runs([experiment_id], query):
-            if found.info.run_id != meta["mlflow_run_id"]:
-                better = model_name(meta["trial_number"])
-                remove_logged(client, found.info.run_id, keeping.registered_model_name, better)
-                log.info("removed the superseded model of run %s from MLflow", found.info.run_id)
-
-
-def model_uri(client: MlflowClient, run_id: str) -> str:
-    """The ``runs:/`` URI of the model kept on a trial run (its ``sweep.model_uri`` tag; ``runs:/<id>/model`` for
-    runs from before models were named by trial)."""
-    return str(client.get_run(run_id).data.tags.get(TAG_MODEL_URI, f"runs:/{run_id}/{LEGACY_ARTIFACT}"))
+    return Kept(final, is_best)
 
 
 def parent_tags(keeping: Keeping) -> dict[str, str]:
@@ -262,20 +216,26 @@ def parent_tags(keeping: Keeping) -> dict[str, str]:
     }
 
 
-def record_verdict(keeping: Keeping, client: TrackingClient, lines: list[str]) -> Path | None:
-    """At the end of a study, put its verdict `lines` into the card of its best kept model (`model_card`), on disk
-    and in MLflow, and into its Description there (`logged_models.publish_verdict`); return that README (None when no
-    model is kept)."""
+@dataclass(frozen=True)
+class Verdict:
+    """The study's verdict written into its best kept model's card: the card (README.md), its new section and the
+    run the model was logged on."""
+
+    readme: Path
+    section: str
+    run_id: str
+
+
+def record_verdict(keeping: Keeping, lines: list[str]) -> Verdict | None:
+    """At the end of a study, put its verdict `lines` into the card of its best kept model (`model_card`) on disk;
+    None when no model is kept. The study publishes it in MLflow (`sweep.tracking.logged_models.publish_verdict`)."""
     directory = study_dir(keeping.root, keeping.study)
     if keeping.save_model == "none" or not directory.is_dir():
         return None
-    with _locked(directory):
+    with locked(directory):
         meta = read_meta(directory / BEST)
         if meta is None:
             return None
         section = model_card.study_section(keeping.study, meta["trial_number"], meta["value"], lines)
         readme = model_card.write_study_section((directory / BEST).resolve(), section)
-    registered = keeping.registered_model_name
-    publish = functools.partial(publish_verdict, client, meta["mlflow_run_id"], readme, section, registered)
-    client.writer.write("model card", publish)
-    return readme
+    return Verdict(readme, section, meta["mlflow_run_id"])

@@ -8,11 +8,10 @@ import copy
 import gc
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from datasets import Dataset
-from mlflow.entities import DatasetInput
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 
@@ -28,6 +27,9 @@ from sweep.inputs.preprocess_cache import PreprocessCache
 from sweep.inputs.tracked_data import EVALUATION, TRAINING, TrackedSplit, split_name, tracked_split
 from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
 from sweep.training.trial_settings import TrialSettings
+
+if TYPE_CHECKING:  # a split's input record is built in sweep.inputs.tracked_data
+    from mlflow.entities import DatasetInput
 
 VALIDATION = "stsb_validation"
 TEST = "stsb_test"

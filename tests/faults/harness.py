@@ -105,9 +105,12 @@ class MlflowServer:
             "--workers",
             "1",
         ]
-        log = open(self.root / "server.log", "a")  # kept open: the server writes to it while it lives
         env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no background job runner: less CPU
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        # the server writes to its own copy of the descriptor, which outlives this one (closed: no ResourceWarning)
+        with (self.root / "server.log").open("a") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
+            )
         wait_for(self._healthy, f"mlflow server on port {self.port} (log: {self.root / 'server.log'})", every_s=0.5)
 
     def _healthy(self) -> bool:

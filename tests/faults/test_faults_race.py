@@ -11,6 +11,7 @@ import json
 import os
 import signal
 from collections import Counter
+from pathlib import Path
 
 import optuna
 import pytest
@@ -53,7 +54,7 @@ def test_a_race_killed_mid_round_is_continued_by_the_rerun_and_trains_nothing_tw
     storage = f"sqlite:///{tmp_path}/optuna.db"
     first = Sweep(*ARGS, home=tmp_path)
     wait_for(lambda: mid_round(storage), "a round half done")
-    workers = [p for p in child_pids(first.process.pid) if "sweep" in open(f"/proc/{p}/cmdline").read()]
+    workers = [p for p in child_pids(first.process.pid) if "sweep" in Path(f"/proc/{p}/cmdline").read_text()]
     for pid in [*workers, first.process.pid]:  # a crash: no process runs its clean-up
         if is_alive(pid):
             os.kill(pid, signal.SIGKILL)

@@ -21,7 +21,7 @@ from sweep.signals import Interrupted, StopSignals
 from sweep.study.grid_queue import unresolved_points
 from sweep.study.lifecycle import finish, open_sweep
 from sweep.study.summary import parent_summary
-from sweep.tracking import mlflow_client
+from sweep.tracking import mlflow_client, study_logger
 from tests.faults.harness import wait_for
 from tests.helpers import point_of, run_study, trial_runs
 
@@ -86,8 +86,8 @@ def test_a_trial_stopped_before_its_run_exists_records_why_and_its_point_is_trai
             raise error
         return real_trial_run(*args, **kwargs)
 
-    real_trial_run = mlflow_client.TrialRun
-    monkeypatch.setattr(mlflow_client, "TrialRun", trial_run)
+    real_trial_run = study_logger.TrialRun
+    monkeypatch.setattr(study_logger, "TrialRun", trial_run)
     fake_training(monkeypatch, lambda: 0.5)
     sweep = open_sweep(compose_cfg(ONE_POINT, "name=before_run"))
     if isinstance(error, KeyboardInterrupt):

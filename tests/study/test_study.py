@@ -16,7 +16,7 @@ from sweep.names import (
     TAG_STUDY_NAME,
 )
 from sweep.study.lifecycle import open_sweep
-from sweep.tracking.ui_links import SWEPT
+from sweep.tracking.study_logger import SWEPT
 from tests.helpers import run_study, trial_runs
 
 GRID = "+study.search_space.loss.scale=[0,20]"

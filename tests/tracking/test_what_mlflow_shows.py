@@ -14,12 +14,13 @@ import pytest
 
 from sweep.config.checks import eval_batch_size
 from sweep.names import MODEL_ALIAS_BEST, TAG_MODEL_ID, TAG_RUN_DESCRIPTION
-from sweep.tracking import ui_links
+from sweep.study import run_words
+from sweep.tracking import logged_models
+from sweep.tracking.logged_models import CARD_FOLDER
 from sweep.tracking.mlflow_client import TrialRun, experiment_id, open_tracking
 from sweep.tracking.outage_buffer import BufferedWriter
 from sweep.tracking.system_metrics import system_metrics
-from sweep.training import kept_models, logged_models
-from sweep.training.logged_models import CARD_FOLDER
+from sweep.training import kept_models
 from sweep.training.resources import StudyResources
 from tests.conftest import TINY
 from tests.faults.harness import wait_for
@@ -131,7 +132,10 @@ def test_the_best_alias_follows_each_new_best_and_the_study_end(compose_cfg):
     def kept(trial: int, value: float) -> TrialRun:
         run = TrialRun(client, exp, "no-parent", "alias", trial, f"trial {trial}")
         run.log_metrics({"objective": value}, step=3)
-        kept_models.keep(keeping(cfg), model, value, {"objective": value}, trial_number=trial, run=run, step=3)
+        found = keeping(cfg)
+        kept = kept_models.keep(found, model, value, {"objective": value}, trial_number=trial, run_id=run.run_id)
+        assert kept is not None
+        logged_models.log_kept(found, kept, model, run, trial, step=3, metrics=["objective"])
         return run
 
     def alias() -> str:
@@ -197,13 +201,13 @@ def test_a_trial_description_says_its_grid_point_in_words():
     loss = {"name": "mnrl", "scale": 10.0, "temperature": 0.1}
     params = {"loss.scale": 10.0, "trial.batch_size": 64, "trial.seed": 1}
     assert (
-        ui_links.trial_description(loss, params) == "`mnrl` at scale 10 (temperature 0.1), seed 1; trial.batch_size 64"
+        run_words.trial_description(loss, params) == "`mnrl` at scale 10 (temperature 0.1), seed 1; trial.batch_size 64"
     )
     scheduled = {**loss, "scale": 5.0, "temperature": 0.2, "scale_schedule": {"kind": "cosine"}}
-    assert ui_links.trial_description(scheduled, {"loss.scale_schedule.spec": "cosine 5-50"}) == (
+    assert run_words.trial_description(scheduled, {"loss.scale_schedule.spec": "cosine 5-50"}) == (
         "`mnrl` on a cosine scale schedule starting at scale 5 (temperature 0.2); loss.scale_schedule.spec cosine 5-50"
     )
-    assert ui_links.trial_outcome("PRUNED", "pruned at step 40", {}) == "**PRUNED**: pruned at step 40"
+    assert run_words.trial_outcome("PRUNED", "pruned at step 40", {}) == "**PRUNED**: pruned at step 40"
 
 
 def test_a_dataset_another_worker_inserts_at_the_same_moment_is_still_logged(compose_cfg, monkeypatch):

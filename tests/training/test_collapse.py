@@ -13,7 +13,7 @@ from sweep.stats.collapse import COLLAPSE_STD, collapse_reason
 from sweep.study_command import paired_summary, summary
 from sweep.training import kept_models
 from tests.helpers import keeping, run_study, trial_runs
-from tests.training.test_model_store import FakeRun
+from tests.training.test_model_store import RUN_ID
 
 
 def test_the_collapse_rule_separates_constant_cosines_from_narrow_healthy_ones():
@@ -25,17 +25,17 @@ def test_the_collapse_rule_separates_constant_cosines_from_narrow_healthy_ones()
     assert collapse_reason(np.array([0.5, np.nan])) == "a cosine is not finite"
 
 
-def test_a_collapsed_trial_is_never_the_kept_best_even_with_the_higher_score(compose_cfg, monkeypatch, tmp_path):
+def test_a_collapsed_trial_is_never_the_kept_best_even_with_the_higher_score(compose_cfg, tmp_path):
     """Its noise Spearman may beat a healthy trial's (tiny BERT collapsed at 0.21 against healthy ones near 0.1)."""
-    monkeypatch.setattr(kept_models, "log_to_mlflow", lambda *args, **kwargs: "")
     cfg = compose_cfg("name=collapsed_store", "trial.save_model=all")
     model = build_model(cfg.model, seed=0, device="cpu")
-    kept_models.keep(keeping(cfg), model, 0.1, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.1, {}, trial_number=0, run_id=RUN_ID)
     reason = "cosine std 7.4e-07 < 0.0001: every pair scores about 1.0000"
-    folder = kept_models.keep(keeping(cfg), model, 0.9, {}, reason, trial_number=1, run=FakeRun())
+    kept = kept_models.keep(keeping(cfg), model, 0.9, {}, reason, trial_number=1, run_id=RUN_ID)
     best = kept_models.best_path(cfg.paths.root, "collapsed_store")
     assert kept_models.read_meta(best)["trial_number"] == 0
-    assert folder is not None and kept_models.read_meta(folder)["collapsed"] == reason  # mode all: kept, not best
+    assert kept is not None and not kept.is_best  # mode all: kept, not best
+    assert kept_models.read_meta(kept.path)["collapsed"] == reason
 
 
 @pytest.mark.slow

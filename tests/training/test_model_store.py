@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import mlflow
 import mlflow.sentence_transformers
@@ -156,29 +155,18 @@ def test_best_keeps_one_model_on_disk_and_one_in_mlflow_and_prints_its_disk_use(
     assert in_mlflow < 1.5 * kept, "one copy of the model in MLflow, not one per improvement"
 
 
-class ImmediateWriter:
-    """The tracking writer's interface, delivering at once (no MLflow here)."""
-
-    def write(self, what, call):
-        call()
-
-
-class FakeRun:
-    run_id = "no-mlflow"
-    experiment_id = "0"
-    client = SimpleNamespace(writer=ImmediateWriter(), search_runs=lambda *args: [])  # no logged model to remove
+RUN_ID = "no-mlflow"  # keep() records the run a model was logged on; nothing is logged here
 
 
 @pytest.fixture
-def store_cfg(compose_cfg, monkeypatch):
-    monkeypatch.setattr(kept_models, "log_to_mlflow", lambda *args, **kwargs: "")
+def store_cfg(compose_cfg):
     cfg = compose_cfg("name=crash")
     return cfg, build_model(cfg.model, seed=0, device="cpu")
 
 
 def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatch):
     cfg, model = store_cfg
-    kept_models.keep(keeping(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.5, {}, trial_number=0, run_id=RUN_ID)
     best = kept_models.best_path(cfg.paths.root, "crash")
 
     def crash(*args):
@@ -187,14 +175,14 @@ def test_crash_between_write_and_rename_keeps_the_old_best(store_cfg, monkeypatc
     with monkeypatch.context() as patch:
         patch.setattr(kept_models.os, "rename", crash)
         with pytest.raises(OSError, match="simulated"):
-            kept_models.keep(keeping(cfg), model, 0.9, {}, trial_number=1, run=FakeRun())
+            kept_models.keep(keeping(cfg), model, 0.9, {}, trial_number=1, run_id=RUN_ID)
     assert kept_models.read_meta(best)["trial_number"] == 0
     assert list(best.parent.glob(".tmp-*")), "the half-done save is left behind..."
     SentenceTransformer(str(best))
 
-    kept_models.keep(keeping(cfg), model, 0.4, {}, trial_number=2, run=FakeRun())  # not better: kept out
+    kept_models.keep(keeping(cfg), model, 0.4, {}, trial_number=2, run_id=RUN_ID)  # not better: kept out
     assert not list(best.parent.glob(".tmp-*")), "...and removed by the next save"
-    kept_models.keep(keeping(cfg), model, 0.7, {}, trial_number=3, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.7, {}, trial_number=3, run_id=RUN_ID)
     assert kept_models.read_meta(best)["trial_number"] == 3
     assert [p.name for p in (best.parent / "trials").iterdir()] == ["trial-003"]
 
@@ -209,7 +197,6 @@ from tests.helpers import keeping, run_sweep
 from sweep.inputs.model import build_model
 
 cfg = OmegaConf.load(sys.argv[1])
-kept_models.log_to_mlflow = lambda *args, **kwargs: ""
 model = build_model(cfg.model, seed=0, device="cpu")
 real_save = model.save
 
@@ -220,16 +207,13 @@ def slow_save(path, *args, **kwargs):
 
 model.save = slow_save
 
-class Run:
-    run_id = "killed"
-
-kept_models.keep(keeping(cfg), model, 0.9, {}, trial_number=1, run=Run())
+kept_models.keep(keeping(cfg), model, 0.9, {}, trial_number=1, run_id="killed")
 """
 
 
 def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path):
     cfg, model = store_cfg
-    kept_models.keep(keeping(cfg), model, 0.5, {}, trial_number=0, run=FakeRun())
+    kept_models.keep(keeping(cfg), model, 0.5, {}, trial_number=0, run_id=RUN_ID)
     best = kept_models.best_path(cfg.paths.root, "crash")
     config, marker, script = tmp_path / "cfg.yaml", tmp_path / "saving", tmp_path / "killed_save.py"
     config.write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -247,6 +231,6 @@ def test_killing_a_worker_while_it_saves_leaves_the_old_best(store_cfg, tmp_path
     assert Path(marker.read_text()).is_dir(), "a complete-looking temporary folder was left, never published"
     assert kept_models.read_meta(best)["trial_number"] == 0
     SentenceTransformer(str(best))
-    kept_models.keep(keeping(cfg), model, 0.6, {}, trial_number=2, run=FakeRun())  # the lock died with the worker
+    kept_models.keep(keeping(cfg), model, 0.6, {}, trial_number=2, run_id=RUN_ID)  # the lock died with the worker
     assert kept_models.read_meta(best)["trial_number"] == 2
     assert not list(best.parent.glob(".tmp-*"))

@@ -14,6 +14,8 @@ the name and digest of their dataset, which the model page shows beside each val
 
 from __future__ import annotations
 
+import functools
+import logging
 import tempfile
 from collections.abc import Iterable
 from importlib import metadata
@@ -32,17 +34,17 @@ from sweep.names import (
     TAG_MODEL_URI,
     TAG_RUN_DESCRIPTION,
     TAG_STUDY_BEST,
+    TAG_STUDY_NAME,
 )
-from sweep.tracking.mlflow_client import TrialRun
+from sweep.tracking.mlflow_client import TrackingClient, TrialRun
+from sweep.training.kept_models import BEST, Keeping, Kept, Verdict, locked, model_name, read_meta, study_dir
 from sweep.training.resources import TrackedData
+
+log = logging.getLogger(__name__)
 
 CARD_FOLDER = "model.sentence_transformer"  # where the flavor puts the sentence-transformers folder in the model
 TAG_DESCRIPTION = TAG_RUN_DESCRIPTION  # a logged model's Description on its page is the same tag as a run's
-
-
-def model_name(trial_number: int) -> str:
-    """A kept model's name: its folder under ``trials/`` and its logged model in MLflow (``trial-007``)."""
-    return f"trial-{trial_number:03d}"
+LEGACY_ARTIFACT = "model"  # the name every kept model had in MLflow before models were named by trial
 
 
 def link_metrics(run: TrialRun, model_id: str, keys: Iterable[str], data: TrackedData | None) -> None:
@@ -167,3 +169,64 @@ def publish_verdict(
     client.set_logged_model_tags(model_id, {TAG_DESCRIPTION: description})
     if (version := study_version(client, run_id, registered_model_name)) is not None:
         client.update_model_version(str(registered_model_name), version, description=description)
+
+
+def log_kept(
+    keeping: Keeping,
+    kept: Kept,
+    model: SentenceTransformer,
+    run: TrialRun,
+    trial_number: int,
+    *,
+    step: int = 0,
+    metrics: Iterable[str] = (),
+    data: TrackedData | None = None,
+) -> None:
+    """Log a model `sweep.training.kept_models.keep` kept to its trial's run (`log_to_mlflow`, registered when it is
+    the best), then remove the models it supersedes (`prune_superseded`). Both go through the tracking writer, in
+    writes of their own: a tracking server down at this moment delays them, it does not fail the trial, and a retried
+    removal does not upload again."""
+    registered = keeping.registered_model_name if kept.is_best else None
+    upload = functools.partial(
+        log_to_mlflow, keeping.tracking_uri, model, run, trial_number, registered, step=step, metrics=metrics, data=data
+    )
+    run.client.writer.write("model", upload)
+    prune = functools.partial(prune_superseded, keeping, run.client, run.experiment_id)
+    run.client.writer.write("remove superseded models", prune)
+
+
+def prune_superseded(keeping: Keeping, client: MlflowClient, experiment_id: str) -> None:
+    """In ``best`` mode, remove from MLflow the models logged on the study's trial runs other than the kept best's
+    (`remove_logged`). Decided under the kept models' lock against ``best``, so a worker cannot remove the model
+    another one just made the best; an upload that finishes after its model was superseded is removed by the prune
+    that follows it. Nothing is removed while no model is kept on disk."""
+    import mlflow
+
+    directory = study_dir(keeping.root, keeping.study)
+    if keeping.save_model != "best" or not directory.is_dir():
+        return
+    mlflow.set_tracking_uri(keeping.tracking_uri)  # where a proxied artifact location (mlflow-artifacts:/) resolves
+    with locked(directory):
+        meta = read_meta(directory / BEST)
+        if meta is None:
+            return
+        query = f"tags.`{TAG_STUDY_NAME}` = '{keeping.study}' and tags.`{TAG_MODEL_LOGGED}` = 'true'"
+        for found in client.search_runs([experiment_id], query):
+            if found.info.run_id != meta["mlflow_run_id"]:
+                better = model_name(meta["trial_number"])
+                remove_logged(client, found.info.run_id, keeping.registered_model_name, better)
+                log.info("removed the superseded model of run %s from MLflow", found.info.run_id)
+
+
+def model_uri(client: MlflowClient, run_id: str) -> str:
+    """The ``runs:/`` URI of the model kept on a trial run (its ``sweep.model_uri`` tag; ``runs:/<id>/model`` for
+    runs from before models were named by trial)."""
+    return str(client.get_run(run_id).data.tags.get(TAG_MODEL_URI, f"runs:/{run_id}/{LEGACY_ARTIFACT}"))
+
+
+def publish(client: TrackingClient, verdict: Verdict, registered_model_name: str | None) -> None:
+    """Publish the study's `verdict` on its best model in MLflow (`publish_verdict`) through the tracking writer."""
+    write = functools.partial(
+        publish_verdict, client, verdict.run_id, verdict.readme, verdict.section, registered_model_name
+    )
+    client.writer.write("model card", write)
