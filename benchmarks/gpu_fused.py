@@ -27,7 +27,12 @@ if TYPE_CHECKING:
     from sweep.training import FusedStaticPack, StudyResources
 
 # what `FusedStudy.prepare` imports (the product's training modules, sentence-transformers, torch): before the clock
-PREPARING = ("sweep.study.validation", "sweep.training.fused_pack", "sweep.training.resources", "sweep.training.trainer")
+PREPARING = (
+    "sweep.study.validation",
+    "sweep.training.fused_pack",
+    "sweep.training.resources",
+    "sweep.training.trainer",
+)
 MEMBER_COLUMNS = ("scale", "seed", "spearman", "test_spearman", "live", "start_s", "end_s")
 
 
@@ -181,6 +186,7 @@ class FusedStudy:
         """The same packs' steps and evaluations with nothing else: batches, starting tables and tokenized STSB
         pairs made beforehand (those of `run` when it ran), then timed: each pack built and trained, every member
         scored by the fused model at once at the same steps; the device synchronized before the clock stops."""
+        import scipy.stats  # noqa: F401 - imported before the clock (`bare_spearman` imports it)
         import torch
 
         packs = [self.prepared.get(seed) or self.prepare(seed) for seed in self.seeds]
