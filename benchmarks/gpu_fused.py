@@ -143,6 +143,8 @@ class FusedStudy:
             [{key: value.to(model.device) for key, value in column.items()} for column in batch]
             for batch in trial_batches(args, train, model, steps)
         ]
+        if len(batches) < steps:  # a second pass's order depends on the sampler's epoch, which only training sets
+            raise ValueError(f"{steps} steps are more than one pass over the training rows ({len(batches)} batches)")
         evaluators = self._resources.evaluators(first.data, first.stats.heldout_pairs, t.eval_batch_size)
         return SeedPack(
             seed,
