@@ -16,7 +16,9 @@ import pytest
 import torch
 
 from benchmarks import gpu_check
+from benchmarks.gpu_fused import MEMBER_COLUMNS, FusedStudy, fused_floor_row, fused_table
 from benchmarks.gpu_measure import SAMPLE_COLUMNS, StudyRun, against_reference, between_runs
+from benchmarks.gpu_report import fused_lines, utilisation
 from sweep.inputs.data import find_local_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,3 +151,37 @@ def test_the_tree_counts_tracked_and_untracked_files_but_not_ignored_ones(tmp_pa
     (tmp_path / ".gpukit" / "big.whl").write_bytes(b"z" * 10_000)
     subprocess.run(["git", "-C", str(tmp_path), "add", "tracked.py", ".gitignore"], check=True)
     assert build.tree_bytes(tmp_path) == 10 + 100 + 1000
+
+
+def test_fused_members_are_read_against_the_reference_the_trials_alone_and_the_floor_and_the_goals() -> None:
+    members = pd.DataFrame(
+        [(1.0, 0, 0.504, 0.4, True, 0.0, 4.0), (20.0, 0, 0.7060, 0.6, True, 0.0, 4.5)]
+        + [(s, seed, 0.6, 0.5, True, 4.5 * seed, 4.5 * seed + 4.0) for seed in (1, 2) for s in (1.0, 20.0)],
+        columns=list(MEMBER_COLUMNS),
+    )
+    study = FusedStudy([], "", (1.0, 20.0), (0, 1, 2), Path("."), members=members, floor_s=6.0)
+    study.floor_members = members[["scale", "seed"]].assign(floor_spearman=members.spearman + 1e-6)
+    reference = pd.DataFrame({"scale": [1.0, 20.0], "seed": [0, 0], "reference_spearman": [0.5, 0.7]})
+    alone = run("alone", [(1.0, 0, 0.505, 2.0, True), (20.0, 0, 0.7, 2.0, False)])
+    table = fused_table(study, reference, alone, tolerance=0.005)
+    assert table is not None
+    assert table.within_tolerance.tolist() == [True, False, False, False, False, False]  # 0.004, 0.006, no reference
+    assert table.difference_one_at_a_time.round(4).tolist()[:2] == [-0.001, 0.006]
+    assert table.difference_one_at_a_time.isna().sum() == 4 and (table.difference_floor.abs() < 1e-5).all()
+    assert fused_floor_row(table, study.floor_s) == ("static_fused", 6, 6.0, 13.0, 13.0 / 6.0)
+    lines = fused_lines(table, 0.005)
+    assert "6 trials in 13.00 s from the first member's start" in lines[0] and "<= 10 s: NOT met" in lines[0]
+    assert "2 of 6 members have a reference; largest |Spearman - reference| 0.00600" in lines[0]
+    assert "largest |Spearman difference| 0.00600 (tolerance 0.005: NOT met)" in lines[1]
+    fast = table.assign(end_s=table.end_s / 2, seed=range(6)).loc[table.index.repeat(5)].head(27)
+    assert "27 trials in 6.50 s" in fused_lines(fast, 0.005)[0] and "<= 10 s: met" in fused_lines(fast, 0.005)[0]
+    assert fused_table(FusedStudy([], "", (), (), Path(".")), reference, alone, 0.005) is None
+
+
+def test_gpu_utilisation_is_the_mean_of_a_sections_samples() -> None:
+    samples = pd.DataFrame(
+        {"section": ["a", "a", "b", "c"], "gpu_util_pct": [10.0, 30.0, float("nan"), 5.0]},
+    )
+    assert utilisation(samples, "a") == "20.0 (2)"
+    assert utilisation(samples, "b") == "no nvidia-smi (1)"
+    assert utilisation(samples, "d") == "no samples" and utilisation(None, "a") == "no samples"
