@@ -1,14 +1,26 @@
-"""The README of `python -m benchmarks.gpu_check`: its tables read against the goals, every number from them."""
+"""The files of `python -m benchmarks.gpu_check`: its tables, made from the runs of its sections, and its README,
+those tables and the GPU samples read against the goals, every number from them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from benchmarks.gpu_fused import FusedStudy, fused_floor_row, fused_table
+from benchmarks.gpu_measure import StudyRun, against_reference, between_runs
+
+if TYPE_CHECKING:
+    from benchmarks.gpu_check import CheckSettings
+
 GOAL_PACKED = 3.0  # trials per hour packed / one at a time
 GOAL_FLOOR = 1.1  # framework trial / bare torch loop
+GOAL_FUSED_TRIALS, GOAL_FUSED_S = 27, 10.0  # the default static study's trials, fused, first start to last end
+GOAL_FUSED_FLOOR = 1.2  # the fused study / the bare fused loop of the same steps and evaluations
 
 
 def verdict(ok: bool) -> str:
@@ -24,6 +36,61 @@ def static_lines(table: pd.DataFrame, tolerance: float) -> list[str]:
         f"{verdict(bool(len(compared)) and bool(compared.within_tolerance.all()))}; median "
         f"{table.wall_s.median():.2f} s per trial.",
     ]
+
+
+def largest(differences: pd.Series) -> str:
+    """The largest |difference| of the values there are, or 'none' (the other run did not run)."""
+    present = differences.dropna().abs()
+    return f"{present.max():.5f}" if len(present) else "none"
+
+
+def fused_lines(table: pd.DataFrame, tolerance: float) -> list[str]:
+    """The fused study: its span against the goal, each member's Spearman against the reference's, the same trial's
+    one at a time and the fused floor's evaluation of the same member."""
+    span = float(table.end_s.max() - table.start_s.min())
+    compared = table.dropna(subset=["reference_spearman"])
+    fast = len(table) >= GOAL_FUSED_TRIALS and span <= GOAL_FUSED_S
+    lines = [
+        f"- Default static study fused (`FusedStaticPack`, one pack per seed): {len(table)} trials in {span:.2f} s "
+        f"from the first member's start to the last member's end (goal: its {GOAL_FUSED_TRIALS} trials in <= "
+        f"{GOAL_FUSED_S:g} s: {verdict(fast)}); {len(compared)} of {len(table)} members have a reference; largest "
+        f"|Spearman - reference| {largest(compared.difference)} (tolerance {tolerance}): "
+        f"{verdict(bool(len(compared)) and bool(compared.within_tolerance.all()))}.",
+    ]
+    if "difference_one_at_a_time" in table:
+        ok = bool((table.difference_one_at_a_time.abs() <= tolerance).all())
+        lines.append(
+            f"- Fused members against the same trials one at a time (`static_fp32`): largest |Spearman difference| "
+            f"{largest(table.difference_one_at_a_time)} (tolerance {tolerance}: {verdict(ok)})."
+        )
+    if "difference_floor" in table:
+        lines.append(
+            f"- Fused members against the fused floor's own scoring of the same members: largest |Spearman "
+            f"difference| {largest(table.difference_floor)} (the floor does the same work)."
+        )
+    return lines
+
+
+def floor_line(row: Mapping[Any, Any]) -> str:
+    ratio = float(row["framework_over_floor"])
+    if row["model"] == "static_fused":
+        return (
+            f"- static, fused: the study's {row['trials']} trials {row['framework_s']:.2f} s / bare fused loop "
+            f"{row['floor_s']:.2f} s = {ratio:.2f} (goal <= {GOAL_FUSED_FLOOR}: {verdict(ratio <= GOAL_FUSED_FLOOR)})."
+        )
+    return (
+        f"- {row['model']}: framework trial {row['framework_s']:.2f} s / bare torch loop {row['floor_s']:.2f} s = "
+        f"{ratio:.2f} (goal <= {GOAL_FLOOR}: {verdict(ratio <= GOAL_FLOOR)})."
+    )
+
+
+def utilisation(samples: pd.DataFrame | None, section: str) -> str:
+    """The mean GPU utilisation of a section's samples, and how many there are."""
+    rows = samples[samples.section == section] if samples is not None else pd.DataFrame()
+    if not len(rows):
+        return "no samples"
+    mean = rows.gpu_util_pct.mean()
+    return f"{mean:.1f} ({len(rows)})" if not math.isnan(mean) else f"no nvidia-smi ({len(rows)})"
 
 
 def packing_lines(table: pd.DataFrame, packs: Sequence[int], low: str, tolerance: float) -> list[str]:
@@ -46,7 +113,13 @@ def packing_lines(table: pd.DataFrame, packs: Sequence[int], low: str, tolerance
 
 
 def render(
-    name: str, packs: Sequence[int], low: str, tables: dict[str, pd.DataFrame], record: dict[str, Any], tolerance: float
+    name: str,
+    packs: Sequence[int],
+    low: str,
+    tables: dict[str, pd.DataFrame],
+    record: dict[str, Any],
+    tolerance: float,
+    samples: pd.DataFrame | None = None,
 ) -> str:
     """The README: the machine, the numbers against the goals, the sections that failed or were skipped."""
     m = record["machine"]
@@ -62,19 +135,17 @@ def render(
     ]
     if "static_grid" in tables:
         lines += static_lines(tables["static_grid"], tolerance)
+    if "static_fused" in tables:
+        lines += fused_lines(tables["static_fused"], tolerance)
     if record["settings"]["static_steps"]:
         lines.append(
-            f"  (Rehearsal: these trials stop at {record['settings']['static_steps']} steps, so their Spearman is not "
-            "comparable with the reference's; the files and the code paths are what it checks.)"
+            f"  (Rehearsal: the static trials, one at a time and fused, stop at {record['settings']['static_steps']} "
+            "steps, so their Spearman is not comparable with the reference's, only with each other; the files and the "
+            "code paths are what it checks.)"
         )
     if "transformer_grid" in tables:
         lines += packing_lines(tables["transformer_grid"], packs, low, tolerance)
-    for row in tables["floor"].to_dict("records") if "floor" in tables else []:
-        ratio = float(row["framework_over_floor"])
-        lines.append(
-            f"- {row['model']}: framework trial {row['framework_s']:.2f} s / bare torch loop {row['floor_s']:.2f} s = "
-            f"{ratio:.2f} (goal <= {GOAL_FLOOR}: {verdict(ratio <= GOAL_FLOOR)})."
-        )
+    lines += [floor_line(row) for row in (tables["floor"].to_dict("records") if "floor" in tables else [])]
     if "precision" in tables:
         p = tables["precision"]
         speed = p[f"wall_s_{low}"].median() / p.wall_s_fp32.median()
@@ -89,8 +160,57 @@ def render(
         "",
         "## Sections",
         "",
-        "| section | seconds or outcome |",
-        "|---|---|",
+        "| section | seconds or outcome | mean GPU utilisation, % (samples.csv: its samples) |",
+        "|---|---|---|",
     ]
-    lines += [f"| {k} | {str(v).splitlines()[0][:300]} |" for k, v in record["sections"].items()]
+    lines += [
+        f"| {k} | {str(v).splitlines()[0][:300]} | {utilisation(samples, k)} |" for k, v in record["sections"].items()
+    ]
     return "\n".join(lines) + "\n"
+
+
+def write_files(
+    out: Path,
+    s: CheckSettings,
+    runs: dict[str, StudyRun],
+    fused: FusedStudy,
+    reference: pd.DataFrame,
+    record: dict[str, Any],
+    tolerance: float,
+) -> None:
+    """The CSVs of whatever ran, machine.json and README.md (its utilisation per section read from samples.csv)."""
+    tables: dict[str, pd.DataFrame] = {}
+    if "static_fp32" in runs:
+        tables["static_grid"] = against_reference(runs["static_fp32"], reference, tolerance)
+    fused_members = fused_table(fused, reference, runs.get("static_fp32"), tolerance)
+    if fused_members is not None:
+        tables["static_fused"] = fused_members
+    transformer_runs = [runs[k] for k in [f"{s.low_precision}_pack{p}" for p in s.packs] + ["fp32_pack1"] if k in runs]
+    if transformer_runs:
+        tables["transformer_grid"] = between_runs(transformer_runs, tolerance)
+    alone = runs.get(f"{s.low_precision}_pack{s.packs[0]}")
+    floor_s = record.get("floor_s", {})
+    framework = {"transformer": alone, "static": runs.get("static_fp32")}
+    floor_rows = [
+        (model, 1, floor_s[model], run.later_trial_seconds(), run.later_trial_seconds() / floor_s[model])
+        for model, run in framework.items()
+        if run is not None and model in floor_s
+    ]
+    fused_row = fused_floor_row(fused_members, fused.floor_s)
+    floor_rows += [fused_row] if fused_row else []
+    if floor_rows:
+        columns = ["model", "trials", "floor_s", "framework_s", "framework_over_floor"]
+        tables["floor"] = pd.DataFrame(floor_rows, columns=columns)
+    if alone is not None and "fp32_pack1" in runs:
+        low = f"_{s.low_precision}"
+        precision = alone.trials.merge(runs["fp32_pack1"].trials, on=["scale", "seed"], suffixes=(low, "_fp32"))
+        precision["difference"] = precision[f"spearman{low}"] - precision.spearman_fp32
+        tables["precision"] = precision
+    for name, table in tables.items():
+        if name != "precision":  # its rows are transformer_grid.csv's (a call brings back 8 files: no room for it)
+            table.to_csv(out / f"{name}.csv", index=False)
+    (out / "machine.json").write_text(json.dumps(record, indent=1, default=str))
+    samples = pd.read_csv(out / "samples.csv") if (out / "samples.csv").is_file() else None
+    readme = render(s.name, s.packs, s.low_precision, tables, record, tolerance, samples)
+    (out / "README.md").write_text(readme)
+    print((out / "README.md").read_text())
