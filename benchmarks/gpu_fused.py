@@ -58,9 +58,7 @@ class SeedPack:
         from sweep.training import FusedStaticPack
 
         starts = torch.stack([self.start] * len(self.scales))
-        pack = FusedStaticPack.for_trials(starts, self.scales, self.learning_rates, self.args, len(self.batches))
-        pack.loss.to(self.start.device)  # its scales are made on the CPU (for_trials does not move them)
-        return pack
+        return FusedStaticPack.for_trials(starts, self.scales, self.learning_rates, self.args, len(self.batches))
 
     @property
     def static(self) -> StaticEmbedding:

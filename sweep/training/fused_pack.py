@@ -81,7 +81,7 @@ class FusedStaticPack:
             max_grad_norm=args.max_grad_norm,
             fused=args.optim == "adamw_torch_fused",
         )
-        return cls(model, FusedMultipleNegativesRankingLoss(scales), optimizer)
+        return cls(model, FusedMultipleNegativesRankingLoss(scales).to(starts.device), optimizer)
 
     def step(self, batch: Batch) -> FusedStep:
         """One training step of every live member on `batch`."""

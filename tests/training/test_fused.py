@@ -144,3 +144,14 @@ def test_scales_below_zero_and_a_wrong_number_of_learning_rates_are_refused() ->
         FusedMultipleNegativesRankingLoss([1.0, -1.0])
     with pytest.raises(ValueError, match="learning rates"):
         FusedAdamW(torch.zeros(2, 3, requires_grad=True), 2, [1e-3], total_steps=4)
+
+
+def test_a_pack_keeps_its_scales_on_its_members_device() -> None:
+    """The scales multiply the members' similarities: made on the CPU beside tables on a GPU, the first step failed
+    (the GPU kit had to move them itself). The meta device stands in for a GPU here."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    starts = torch.zeros(2, 10, 4, device="meta")
+    args = SentenceTransformerTrainingArguments(output_dir="unused", report_to=[])
+    pack = FusedStaticPack.for_trials(starts, [10.0, 20.0], [1e-3, 1e-3], args, steps=5)
+    assert pack.loss.scales.device == pack.model.weight.device == pack.live.device == starts.device
