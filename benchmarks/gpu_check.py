@@ -9,9 +9,10 @@ Writes at most 7 files to DIR (a time budget, `--budget-s`, skips the sections i
                        scored as a trial is: each member's Spearman beside the reference's, the one-at-a-time
                        trial's and the fused floor's, and its start and end (the section's span: first start to last
                        end)
-  transformer_grid.csv a short transformer grid (random weights: `model.reinit=true`) one trial at a time and packed
-                       (`study.pack`), in bf16, and one at a time in fp32: Spearman, seconds and trials per hour of
-                       each run (bf16 against fp32 on the same trials: its runs bf16_pack1 and fp32_pack1)
+  transformer_grid.csv a short transformer grid (random weights: `model.reinit=true`) one trial at a time, packed
+                       (`study.pack`) and by worker processes sharing the device (`study.n_workers`), in bf16, and
+                       one at a time in fp32: Spearman, seconds and trials per hour of each run (bf16 against fp32 on
+                       the same trials: its runs bf16_pack1 and fp32_pack1)
   floor.csv            framework / floor: a trial one at a time against the bare torch loop of the same steps
                        (`benchmarks.packing.bare_loop`), and the fused study against the bare fused loop of the same
                        steps and evaluations (the `fused_floor` section)
@@ -82,6 +83,7 @@ class CheckSettings:
     steps: int
     eval_steps: int
     packs: tuple[int, ...]  # the first is the reference: one trial at a time
+    workers: int  # worker processes sharing the device, one trial at a time each (`study.n_workers`)
     low_precision: str = "bf16"
     data: tuple[str, ...] = ()  # data overrides of every study (the rehearsal's subsets)
     budget_s: float = 300.0  # no section starts after it: about 8 min in all on an H200 (a section can take 140 s)
@@ -98,6 +100,7 @@ GPU = CheckSettings(
     steps=100,
     eval_steps=50,
     packs=(1, 4, 8),
+    workers=8,
 )
 REHEARSAL = CheckSettings(
     name="rehearsal",
@@ -110,6 +113,7 @@ REHEARSAL = CheckSettings(
     steps=2,
     eval_steps=2,
     packs=(1, 2),
+    workers=2,
     data=("data.train.max_samples=1024", "data.validation.max_samples=200", "data.test.max_samples=200"),
     budget_s=900.0,  # a CPU shared with other work can be many times slower than a quiet one
 )
@@ -245,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         sections.append((label, study(label, overrides)))
         if pack == s.packs[0]:
             sections.append(("floor", floors))
+    label = f"{s.low_precision}_workers{s.workers}"
+    overrides = [*transformer, f"trial.precision={s.low_precision}", "study.pack=1", f"study.n_workers={s.workers}"]
+    sections.append((label, study(label, overrides)))
     sections.append(("fp32_pack1", study("fp32_pack1", [*transformer, "trial.precision=fp32", "study.pack=1"])))
 
     with Sampler(args.out / "samples.csv") as sampler, removed(work):

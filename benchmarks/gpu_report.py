@@ -93,19 +93,22 @@ def utilisation(samples: pd.DataFrame | None, section: str) -> str:
     return f"{mean:.1f} ({len(rows)})" if not math.isnan(mean) else f"no nvidia-smi ({len(rows)})"
 
 
-def packing_lines(table: pd.DataFrame, packs: Sequence[int], low: str, tolerance: float) -> list[str]:
+def packing_lines(table: pd.DataFrame, packs: Sequence[int], workers: int, low: str, tolerance: float) -> list[str]:
+    """A line per run of the transformer grid that ran: packs of each size in one process, then `workers` processes
+    sharing the device, each against one trial at a time (the first pack size) in trials per hour and Spearman."""
     lines = []
     rates = table.groupby("run").trials_per_hour.first()
     alone = f"{low}_pack{packs[0]}"
-    for pack in packs:
-        label = f"{low}_pack{pack}"
+    runs = [(f"{low}_pack{pack}", f"pack {pack}", pack != packs[0]) for pack in packs]
+    runs.append((f"{low}_workers{workers}", f"{workers} workers sharing the device, one trial each", True))
+    for label, words, against_goal in runs:
         if label not in rates:
             continue
         run = table[table.run == label]
         ratio = rates[label] / rates[alone] if alone in rates else float("nan")
-        goal = f" (goal >= {GOAL_PACKED:g}x: {verdict(ratio >= GOAL_PACKED)})" if pack != packs[0] else ""
+        goal = f" (goal >= {GOAL_PACKED:g}x: {verdict(ratio >= GOAL_PACKED)})" if against_goal else ""
         lines.append(
-            f"- Transformer grid, {low}, pack {pack}: {rates[label]:.0f} trials/h = {ratio:.2f}x one at a time{goal}; "
+            f"- Transformer grid, {low}, {words}: {rates[label]:.0f} trials/h = {ratio:.2f}x one at a time{goal}; "
             f"largest |Spearman - one at a time| {run.difference.abs().max():.5f} (tolerance {tolerance}: "
             f"{verdict(bool(run.within_tolerance.all()))})."
         )
@@ -115,6 +118,7 @@ def packing_lines(table: pd.DataFrame, packs: Sequence[int], low: str, tolerance
 def render(
     name: str,
     packs: Sequence[int],
+    workers: int,
     low: str,
     tables: dict[str, pd.DataFrame],
     record: dict[str, Any],
@@ -144,7 +148,7 @@ def render(
             "code paths are what it checks.)"
         )
     if "transformer_grid" in tables:
-        lines += packing_lines(tables["transformer_grid"], packs, low, tolerance)
+        lines += packing_lines(tables["transformer_grid"], packs, workers, low, tolerance)
     lines += [floor_line(row) for row in (tables["floor"].to_dict("records") if "floor" in tables else [])]
     if "precision" in tables:
         p = tables["precision"]
@@ -185,7 +189,8 @@ def write_files(
     fused_members = fused_table(fused, reference, runs.get("static_fp32"), tolerance)
     if fused_members is not None:
         tables["static_fused"] = fused_members
-    transformer_runs = [runs[k] for k in [f"{s.low_precision}_pack{p}" for p in s.packs] + ["fp32_pack1"] if k in runs]
+    labels = [f"{s.low_precision}_pack{p}" for p in s.packs] + [f"{s.low_precision}_workers{s.workers}", "fp32_pack1"]
+    transformer_runs = [runs[k] for k in labels if k in runs]
     if transformer_runs:
         tables["transformer_grid"] = between_runs(transformer_runs, tolerance)
     alone = runs.get(f"{s.low_precision}_pack{s.packs[0]}")
@@ -211,6 +216,6 @@ def write_files(
             table.to_csv(out / f"{name}.csv", index=False)
     (out / "machine.json").write_text(json.dumps(record, indent=1, default=str))
     samples = pd.read_csv(out / "samples.csv") if (out / "samples.csv").is_file() else None
-    readme = render(s.name, s.packs, s.low_precision, tables, record, tolerance, samples)
+    readme = render(s.name, s.packs, s.workers, s.low_precision, tables, record, tolerance, samples)
     (out / "README.md").write_text(readme)
     print((out / "README.md").read_text())

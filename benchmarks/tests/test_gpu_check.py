@@ -24,7 +24,8 @@ from sweep.inputs.data import find_local_dir
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "research" / "results" / "mnrl_scale" / "trials.csv"
 FILES = {"machine.json", "samples.csv", "static_grid.csv", "static_fused.csv", "transformer_grid.csv", "floor.csv"}
-SECTIONS = ["static_fp32", "static_fused", "fused_floor", "bf16_pack1", "floor", "bf16_pack2", "fp32_pack1"]
+SECTIONS = ["static_fp32", "static_fused", "fused_floor", "bf16_pack1", "floor", "bf16_pack2", "bf16_workers2"]
+SECTIONS += ["fp32_pack1"]
 
 
 def kit_builder() -> ModuleType:
@@ -55,10 +56,10 @@ def test_the_cpu_rehearsal_writes_every_file_with_its_columns(tmp_path: Path) ->
     assert static.reference_spearman.notna().all()  # the reference's (5, 0) and (20, 0), beside the rehearsal's
     assert {"spearman", "difference", "within_tolerance", "wall_s"} <= set(static.columns)
     grid = pd.read_csv(out / "transformer_grid.csv")
-    assert sorted(grid.run.unique()) == ["bf16_pack1", "bf16_pack2", "fp32_pack1"]
+    assert sorted(grid.run.unique()) == ["bf16_pack1", "bf16_pack2", "bf16_workers2", "fp32_pack1"]
     assert (grid.groupby("run").scale.nunique() == 2).all()
-    packed = grid[grid.run.isin(["bf16_pack1", "bf16_pack2"])]
-    assert packed.within_tolerance.all(), packed  # a packed trial equals the same trial run alone
+    packed = grid[grid.run.isin(["bf16_pack1", "bf16_pack2", "bf16_workers2"])]
+    assert packed.within_tolerance.all(), packed  # a packed trial, or a worker's, equals the same trial run alone
     assert (grid.trials_per_hour > 0).all()
     fused = pd.read_csv(out / "static_fused.csv")
     assert list(fused[["scale", "seed"]].itertuples(index=False, name=None)) == [(5.0, 0), (20.0, 0)]
@@ -84,6 +85,12 @@ def test_the_cpu_rehearsal_writes_every_file_with_its_columns(tmp_path: Path) ->
     readme = (out / "README.md").read_text()
     assert "trials/h" in readme and "bare torch loop" in readme and "failed" not in readme
     assert "bf16 against fp32 on the same 2 transformer trials" in readme
+    rates = grid.groupby("run").trials_per_hour.first()
+    workers = rates["bf16_workers2"] / rates["bf16_pack1"]
+    assert (
+        f"bf16, 2 workers sharing the device, one trial each: {rates['bf16_workers2']:.0f} trials/h = {workers:.2f}x"
+        in readme
+    )
     worst = fused.difference.abs().max()
     assert f"2 trials in {span:.2f} s from the first member's start to the last member's end" in readme
     assert f"largest |Spearman - reference| {worst:.5f}" in readme
