@@ -24,10 +24,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from sweep.config import multirun
-from sweep.config.checks import CONFIG_DIR, with_values
-from sweep.config.composition import config_error, yaml_error
-from sweep.config.schema import SweepConfig
+from sweep.config import CONFIG_DIR, SweepConfig, config_error, multirun, with_values, yaml_error
 from sweep.errors import ConfigError
 from sweep.signals import (
     StopSignals,
@@ -38,8 +35,7 @@ from sweep.signals import (
     quiet_interrupt_tracebacks,
     signal_name,
 )
-from sweep.study import recorded_answer
-from sweep.study.setup import unwritable
+from sweep.study import recorded_answer, unwritable
 
 # Hydra prints an error it meets while composing the config (a value the schema refuses, an unknown key) itself, over
 # several lines, and exits 1, unless HYDRA_FULL_ERROR is set: `main` sets it while Hydra composes, so that the error

@@ -18,17 +18,17 @@ from pathlib import Path
 import pandas as pd
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.checks import eval_batch_size
-from sweep.config.composition import compose_config
-from sweep.config.schema import DataConfig, EvalConfig
+from sweep.config import DataConfig, EvalConfig, compose_config, eval_batch_size
 from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets
 from sweep.inputs import data as data_module
 from sweep.names import TAG_MODEL_REMOVED
-from sweep.stats.probe import EmbeddingKeepingEvaluator
+from sweep.stats import EmbeddingKeepingEvaluator
 from sweep.tracking import logged_models
-from sweep.training import kept_models
-from sweep.training.resources import stsb_evaluator  # the trial's own evaluator: identical settings
+from sweep.training import (
+    kept_models,
+    stsb_evaluator,  # the trial's own evaluator: identical settings
+)
 
 SCORED_SPLITS = ("validation", "test")  # the STSB splits --splits may name
 

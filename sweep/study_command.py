@@ -16,15 +16,19 @@ import optuna
 import pandas as pd
 import transformers
 
-from sweep.config.checks import with_values, worker_threads
-from sweep.config.devices import place_workers
-from sweep.config.input_checks import NUMERIC_COLUMNS
-from sweep.config.schema import StudyConfig, SweepConfig
-from sweep.config.workers import AUTO, resolve_n_workers
+from sweep.config import (
+    AUTO,
+    NUMERIC_COLUMNS,
+    StudyConfig,
+    SweepConfig,
+    place_workers,
+    resolve_n_workers,
+    with_values,
+    worker_threads,
+)
 from sweep.inputs import estimated_trial_bytes
 from sweep.names import ATTR_VERDICT, TAG_BEST_MODEL_PATH, TAG_OBJECTIVE_COMPARISON
-from sweep.report.live_study import log_study_report
-from sweep.report.paired_table import STSB_VALIDATION_LABEL
+from sweep.report import STSB_VALIDATION_LABEL, log_study_report
 from sweep.signals import (
     Worker,
     exit_code,
@@ -33,17 +37,19 @@ from sweep.signals import (
     spawn_workers,
     stop_workers,
 )
-from sweep.study import grid_queue, recorded_answer
-from sweep.study.lifecycle import finish, open_sweep
-from sweep.study.run_loop import StudyRunner
-from sweep.study.summary import (
+from sweep.study import (
     COLLAPSED,
     OBJECTIVE,
     STSB_TEST,
     STSB_VALIDATION,
+    StudyRunner,
+    finish,
+    grid_queue,
     objective_is_stsb_validation,
     objective_lines,
+    open_sweep,
     per_scale_table,
+    recorded_answer,
 )
 from sweep.tracking import MlflowStudyLogger, disk_use, ui_links
 from sweep.training import kept_models, model_card

@@ -126,7 +126,8 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_the_walk_sees_the_package_and_its_imports():
     assert {"sweep.config.checks", "sweep.names", "sweep.app", "sweep.losses", "sweep.losses.mnrl"} <= set(MODULES)
-    assert "sweep.study.run_loop" in GRAPH["sweep.study_command"] and "sweep.losses.spec" in GRAPH["sweep.losses.mnrl"]
+    assert "sweep.study" in GRAPH["sweep.study_command"] and "sweep.losses.spec" in GRAPH["sweep.losses.mnrl"]
+    assert "sweep.study.run_loop" in GRAPH["sweep.study"], "a face's names are imports of their modules (for mypy)"
 
 
 def test_every_module_sits_in_a_layer_and_only_entry_points_and_names_stay_at_the_root():
@@ -201,6 +202,54 @@ def test_the_research_code_reaches_the_package_only_through_its_public_faces():
     }
     inside = {(name, module) for name, module in reached if module and module.split(".")[0] == "sweep"}
     assert inside and all(module in RESEARCH_FACES for _, module in inside), sorted(inside)
+
+
+# A module reaches another sub-package through its face (`from sweep.stats import paired_bootstrap`), never past it
+# (`from sweep.stats.bootstrap import ...`); inside its own package it imports module to module. These modules are
+# imported whole, as namespaces of functions, through their package (`from sweep.config import search_space`):
+NAMESPACE_MODULES = {"sweep.config.search_space", "sweep.config.multirun", "sweep.inputs.data"}
+NAMESPACE_MODULES |= {"sweep.evaluation.extra_sets", "sweep.training.kept_models", "sweep.training.model_card"}
+NAMESPACE_MODULES |= {"sweep.tracking.disk_use", "sweep.tracking.ui_links", "sweep.tracking.logged_models"}
+NAMESPACE_MODULES |= {"sweep.study.grid_queue", "sweep.study.recorded_answer", "sweep.study.validation"}
+
+
+def past_the_face(module: str, source: str) -> tuple[list[str], set[str]]:
+    """The imports in `source` (module `module`) of another sub-package's modules past its face, as
+    'module:line target', and the modules it imports whole through another package's face."""
+    deep, whole = [], set()
+    for node in ast.walk(ast.parse(source)):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            targets = [node.module]
+            whole |= {
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if f"{node.module}.{alias.name}" in MODULES
+                and unit_of(node.module) in SUB_PACKAGES
+                and unit_of(node.module) != unit_of(module)
+            }
+        for target in targets:
+            crosses = target.startswith("sweep.") and unit_of(target) != unit_of(module)
+            if crosses and target.count(".") >= 2 and unit_of(target) in SUB_PACKAGES:
+                deep.append(f"{module}:{node.lineno} {target}")
+    return deep, whole
+
+
+def test_a_module_reaches_another_package_through_its_face():
+    found = [past_the_face(module, path.read_text()) for module, path in MODULES.items()]
+    deep = [where for imports, _ in found for where in imports]
+    assert deep == [], f"{len(deep)} imports past a face: {deep}"
+    assert set().union(*(whole for _, whole in found)) == NAMESPACE_MODULES
+
+
+def test_the_face_scan_sees_an_import_past_a_face():
+    source = "from sweep.stats.bootstrap import bullets\nfrom sweep.stats import pool\nimport sweep.study.race\n"
+    deep, whole = past_the_face("sweep.report.forest", source)
+    assert deep == ["sweep.report.forest:1 sweep.stats.bootstrap", "sweep.report.forest:3 sweep.study.race"]
+    assert past_the_face("sweep.stats.pooling", "from sweep.stats.bootstrap import x\n") == ([], set())
+    assert past_the_face("sweep.app", "from sweep.study import grid_queue\n") == ([], {"sweep.study.grid_queue"})
 
 
 def test_find_cycle_reports_the_cycle():

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from sweep.config.checks import plain_dict, require_int
-from sweep.config.schema import DataConfig, EvalConfig, SplitConfig
+from sweep.config import DataConfig, EvalConfig, SplitConfig, plain_dict, require_int
 from sweep.errors import ConfigError
 from sweep.inputs import data as data_module
 from sweep.names import ATTR_EXTRA_PREFIX

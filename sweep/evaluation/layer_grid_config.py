@@ -4,11 +4,10 @@ itself, from one forward pass, is `sweep.evaluation.layer_grid`'s)."""
 
 from __future__ import annotations
 
-from sweep.config.checks import parse_numbers, require_choice
-from sweep.config.schema import EvalConfig, LayerGridConfig, ModelConfig, PrunerConfig
+from sweep.config import EvalConfig, LayerGridConfig, ModelConfig, PrunerConfig, parse_numbers, require_choice
 from sweep.errors import ConfigError
 from sweep.evaluation.objective import CELL, GRID_OBJECTIVES, allowed_objectives
-from sweep.inputs.model_source import model_shape
+from sweep.inputs import model_shape
 
 
 def grid_sets(grid: LayerGridConfig, model: ModelConfig) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from sweep.config.schema import EvalConfig
+from sweep.config import EvalConfig
 from sweep.evaluation import extra_sets
 
 if TYPE_CHECKING:  # the layer grid's table; the validation pass reads the names here without importing pandas

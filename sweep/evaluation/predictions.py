@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # a report that reads predictions back imports neither torch 
     from mlflow.tracking import MlflowClient
     from sentence_transformers import SentenceTransformer
 
-    from sweep.stats.probe import EmbeddingKeepingEvaluator
+    from sweep.stats import EmbeddingKeepingEvaluator
 
 
 def artifact_path(split: str) -> str:
@@ -39,7 +39,7 @@ def untrained_part(split: str) -> str:
 
 def prediction_table(evaluator: EmbeddingKeepingEvaluator) -> pd.DataFrame:
     """The gold scores and cosines of ``evaluator``'s last call (or `score_pairs`), one row per evaluation pair."""
-    from sweep.stats.concentration import pair_cosines  # torch: imported where a trial scores, not by a report
+    from sweep.stats import pair_cosines  # torch: imported where a trial scores, not by a report
 
     embeddings1, embeddings2 = evaluator.last_embeddings
     cosines = pair_cosines(embeddings1, embeddings2)

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import yaml
 
-from sweep.config.checks import CONFIG_DIR
-from sweep.config.schema import DataConfig, SplitConfig
+from sweep.config import CONFIG_DIR, DataConfig, SplitConfig
 from sweep.errors import ConfigError
 
 if TYPE_CHECKING:  # resolving and checking a data section does not import datasets (`read` does)

@@ -17,7 +17,7 @@ from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling, StaticEmbedding
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerFast
 
-from sweep.config.schema import ModelConfig
+from sweep.config import ModelConfig
 from sweep.errors import ConfigError
 from sweep.inputs.model_source import resolve_path, saved_static_module
 

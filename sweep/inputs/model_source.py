@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweep.config.schema import ModelConfig
+from sweep.config import ModelConfig
 from sweep.errors import ConfigError
 
 CONFIG_FILE = "config.json"

@@ -23,8 +23,7 @@ A static model (a token table and a mean) has no layers: its state is its table,
 
 from __future__ import annotations
 
-from sweep.config.schema import ModelConfig, TrialConfig
-from sweep.config.workers import GIB
+from sweep.config import GIB, ModelConfig, TrialConfig
 from sweep.inputs.model_source import (
     checkpoint_config,
     model_shape,

@@ -17,26 +17,20 @@ from sweep import lazy_face
 if TYPE_CHECKING:
     from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
     from sweep.losses.loss_checks import loss_values, validate_loss
-    from sweep.losses.registry import (
-        LOSSES,
-        build_loss,
-        learning_rate_mapping,
-        schedule_callback,
-        training_callbacks,
-    )
+    from sweep.losses.registry import LOSSES, build_loss, learning_rate_mapping, schedule_callback, training_callbacks
     from sweep.losses.rules import RULES, LossRules
-    from sweep.losses.scale_schedule import ScaleSchedule
+    from sweep.losses.scale_schedule import ScaleSchedule, parse_spec
     from sweep.losses.scheduled_scale_callback import ScaleScheduleCallback
     from sweep.losses.spec import BaseModel, LossSpec
     from sweep.losses.wrapper_checks import validate_wrapper
     from sweep.losses.wrappers import wrap
 
 __all__ = [
-    "LOSSES",
-    "RULES",
     "BaseModel",
+    "LOSSES",
     "LossRules",
     "LossSpec",
+    "RULES",
     "ScaleClampCallback",
     "ScaleSchedule",
     "ScaleScheduleCallback",
@@ -44,22 +38,43 @@ __all__ = [
     "learnable_scales",
     "learning_rate_mapping",
     "loss_values",
+    "parse_spec",
     "schedule_callback",
     "training_callbacks",
     "validate_loss",
     "validate_wrapper",
     "wrap",
 ]
-
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
-    "learnable_scale": ("ScaleClampCallback", "learnable_scales"),
-    "loss_checks": ("loss_values", "validate_loss"),
-    "registry": ("LOSSES", "build_loss", "learning_rate_mapping", "schedule_callback", "training_callbacks"),
-    "rules": ("RULES", "LossRules"),
-    "scale_schedule": ("ScaleSchedule",),
+    "learnable_scale": (
+        "ScaleClampCallback",
+        "learnable_scales",
+    ),
+    "loss_checks": (
+        "loss_values",
+        "validate_loss",
+    ),
+    "registry": (
+        "LOSSES",
+        "build_loss",
+        "learning_rate_mapping",
+        "schedule_callback",
+        "training_callbacks",
+    ),
+    "rules": (
+        "LossRules",
+        "RULES",
+    ),
+    "scale_schedule": (
+        "ScaleSchedule",
+        "parse_spec",
+    ),
     "scheduled_scale_callback": ("ScaleScheduleCallback",),
-    "spec": ("BaseModel", "LossSpec"),
+    "spec": (
+        "BaseModel",
+        "LossSpec",
+    ),
     "wrapper_checks": ("validate_wrapper",),
     "wrappers": ("wrap",),
 }

@@ -10,7 +10,7 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.sentence_transformer.losses import AnglELoss, CoSENTLoss
 from torch import Tensor, nn
 
-from sweep.config.schema import LossConfig
+from sweep.config import LossConfig
 from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
 from sweep.losses.rules import angle_weights, check_weights
 from sweep.losses.spec import BaseModel, LossSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
 
-from sweep.config.schema import LossConfig
+from sweep.config import LossConfig
 from sweep.losses import mnrl
 from sweep.losses.spec import BaseModel, LossSpec
 

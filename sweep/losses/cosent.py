@@ -6,7 +6,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import CoSENTLoss
 from sentence_transformers.util import pairwise_cos_sim, pairwise_dot_score
 
-from sweep.config.schema import LossConfig
+from sweep.config import LossConfig
 from sweep.losses.spec import BaseModel, LossSpec
 
 # the names of `sweep.losses.rules.PAIRWISE_SIMILARITIES`

@@ -7,9 +7,8 @@ import functools
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss
 
-from sweep.config.schema import LossConfig
-from sweep.inputs.model import build_model
-from sweep.inputs.model_source import local_path
+from sweep.config import LossConfig
+from sweep.inputs import build_model, local_path
 from sweep.losses.rules import BASE_GUIDE
 from sweep.losses.spec import BaseModel, LossSpec
 

@@ -11,7 +11,7 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from torch import Tensor, nn
 from transformers import TrainerCallback
 
-from sweep.config.schema import LossConfig
+from sweep.config import LossConfig
 from sweep.losses import mnrl
 from sweep.losses.rules import check_scales
 from sweep.losses.spec import BaseModel, LossSpec

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweep.config.checks import Problems, require_choice
-from sweep.config.schema import LossConfig, ModelConfig, TrialConfig
+from sweep.config import LossConfig, ModelConfig, Problems, TrialConfig, require_choice
 from sweep.errors import ConfigError
 from sweep.losses.rules import RULES, LossRules
 from sweep.losses.scale_schedule import schedule_of, schedule_values

@@ -8,7 +8,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from sentence_transformers.util import cos_sim, dot_score
 
-from sweep.config.schema import LossConfig
+from sweep.config import LossConfig
 from sweep.losses.spec import BaseModel, LossSpec
 
 SIMILARITIES = {"cosine": cos_sim, "dot": dot_score}  # the names of `sweep.losses.rules.SIMILARITIES`

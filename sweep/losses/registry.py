@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sweep.config.schema import LossConfig
+from sweep.config import LossConfig
 from sweep.losses import angle, angle_composite, cached_mnrl, cosent, gist, learnable_scale, mnrl, uniformity
 from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
 from sweep.losses.scale_schedule import schedule_of

@@ -12,9 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.config.checks import parse_numbers, require_bool, require_choice, require_int, require_number
-from sweep.config.scale_temperature import MAX_SCALE
-from sweep.config.schema import LossConfig
+from sweep.config import MAX_SCALE, LossConfig, parse_numbers, require_bool, require_choice, require_int, require_number
 from sweep.errors import ConfigError
 from sweep.losses.columns import (
     SCORED_PAIRS,

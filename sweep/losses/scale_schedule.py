@@ -23,9 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sweep.config.checks import plain_dict, require_choice, require_int, require_number
-from sweep.config.scale_temperature import MAX_SCALE, given_scale
-from sweep.config.schema import LossConfig
+from sweep.config import MAX_SCALE, LossConfig, given_scale, plain_dict, require_choice, require_int, require_number
 from sweep.errors import ConfigError
 
 KINDS = ("constant", "cosine", "linear")

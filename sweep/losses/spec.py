@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sweep.config.schema import LossConfig, ModelConfig
+from sweep.config import LossConfig, ModelConfig
 
 
 def _no_learning_rates(loss: LossConfig) -> dict[str, float]:

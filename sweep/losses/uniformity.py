@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
-from sweep.config.schema import LossConfig
+from sweep.config import LossConfig
 from sweep.losses import mnrl
 from sweep.losses.spec import BaseModel, LossSpec
 

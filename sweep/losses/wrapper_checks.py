@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweep.config.checks import parse_numbers, require_choice, require_int, require_number
-from sweep.config.schema import LossConfig, ModelConfig
+from sweep.config import LossConfig, ModelConfig, parse_numbers, require_choice, require_int, require_number
 from sweep.errors import ConfigError
-from sweep.inputs.model_source import model_shape
+from sweep.inputs import model_shape
 
 WRAPPERS = ("matryoshka", "adaptive_layer", "matryoshka2d")
 LAYER_WEIGHTINGS = ("uniform", "log", "linear")

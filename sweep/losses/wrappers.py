@@ -16,8 +16,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import AdaptiveLayerLoss, Matryoshka2dLoss, MatryoshkaLoss
 from torch import nn
 
-from sweep.config.checks import parse_numbers
-from sweep.config.schema import WrapperConfig
+from sweep.config import WrapperConfig, parse_numbers
 
 
 def _dims_and_weights(wrapper: WrapperConfig) -> dict[str, Any]:

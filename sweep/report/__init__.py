@@ -97,10 +97,11 @@ if TYPE_CHECKING:
         strength,
         strength_rule,
     )
-    from sweep.report.live_study import write_live_study
+    from sweep.report.live_study import log_study_report, write_live_study
     from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, profile_label
     from sweep.report.loss_figures import write_loss_vs_scale
     from sweep.report.mechanism_figures import mechanism_summary
+    from sweep.report.paired_table import STSB_VALIDATION_LABEL
     from sweep.report.pooled import PooledReport, folder_frame, pooled_report
     from sweep.report.question_file import read_questions
     from sweep.report.results_folder import (
@@ -118,10 +119,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFOUNDED",
+    "Control",
     "DEFAULT_PROFILES",
+    "Design",
     "EDGE",
     "FIXED",
     "FOREST_COLUMNS",
+    "Facts",
     "HISTORY_CSV",
     "INHERITED",
     "LABELS",
@@ -130,6 +134,7 @@ __all__ = [
     "PAIRED",
     "PAIRED_TEST_CSV",
     "PARTS",
+    "PooledReport",
     "RATE",
     "REPEATED",
     "SHORT",
@@ -137,18 +142,15 @@ __all__ = [
     "STRONG",
     "STSB_TEST",
     "STSB_VALIDATION",
+    "STSB_VALIDATION_LABEL",
+    "Section",
+    "Strength",
     "TRIALS_CSV",
     "TUNED",
+    "TunedReport",
     "UNPAIRED",
     "UNTESTED",
     "WEAK",
-    "Control",
-    "Design",
-    "Facts",
-    "PooledReport",
-    "Section",
-    "Strength",
-    "TunedReport",
     "against_best",
     "best_row",
     "by_number",
@@ -161,6 +163,7 @@ __all__ = [
     "folder_frame",
     "interval",
     "load_results_folder",
+    "log_study_report",
     "loss_table",
     "lowest",
     "mechanism_summary",
@@ -203,36 +206,13 @@ __all__ = [
 ]
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
-    "answers": ("questions_page", "write_questions_page"),
-    "best_scale_figures": ("metric_words", "write_best_scale_vs_condition"),
-    "forest": ("FOREST_COLUMNS", "seed_contrasts", "write_forest"),
-    "gap_figures": ("write_gap_vs_condition",),
-    "grading": (
-        "CONFOUNDED",
-        "EDGE",
-        "FIXED",
-        "INHERITED",
-        "LABELS",
-        "MODERATE",
-        "NO_INTERVAL",
-        "PAIRED",
-        "RATE",
-        "REPEATED",
-        "SHORT",
-        "START",
-        "STRONG",
-        "TUNED",
-        "UNPAIRED",
-        "UNTESTED",
-        "WEAK",
-        "Control",
-        "Design",
-        "Facts",
-        "Strength",
-        "lowest",
-        "regrade",
-        "strength",
-        "strength_rule",
+    "answers": (
+        "questions_page",
+        "write_questions_page",
+    ),
+    "best_scale_figures": (
+        "metric_words",
+        "write_best_scale_vs_condition",
     ),
     "evidence": (
         "PARTS",
@@ -262,11 +242,57 @@ _HOMES = {
     ),
     "findings": ("findings_block",),
     "folder_comparison": ("redraw_results_folder",),
-    "live_study": ("write_live_study",),
-    "loss_curves": ("DEFAULT_PROFILES", "loss_table", "parse_scales", "profile_label"),
+    "forest": (
+        "FOREST_COLUMNS",
+        "seed_contrasts",
+        "write_forest",
+    ),
+    "gap_figures": ("write_gap_vs_condition",),
+    "grading": (
+        "CONFOUNDED",
+        "Control",
+        "Design",
+        "EDGE",
+        "FIXED",
+        "Facts",
+        "INHERITED",
+        "LABELS",
+        "MODERATE",
+        "NO_INTERVAL",
+        "PAIRED",
+        "RATE",
+        "REPEATED",
+        "SHORT",
+        "START",
+        "STRONG",
+        "Strength",
+        "TUNED",
+        "UNPAIRED",
+        "UNTESTED",
+        "WEAK",
+        "lowest",
+        "regrade",
+        "strength",
+        "strength_rule",
+    ),
+    "live_study": (
+        "log_study_report",
+        "write_live_study",
+    ),
+    "loss_curves": (
+        "DEFAULT_PROFILES",
+        "loss_table",
+        "parse_scales",
+        "profile_label",
+    ),
     "loss_figures": ("write_loss_vs_scale",),
     "mechanism_figures": ("mechanism_summary",),
-    "pooled": ("PooledReport", "folder_frame", "pooled_report"),
+    "paired_table": ("STSB_VALIDATION_LABEL",),
+    "pooled": (
+        "PooledReport",
+        "folder_frame",
+        "pooled_report",
+    ),
     "question_file": ("read_questions",),
     "results_folder": (
         "HISTORY_CSV",
@@ -277,8 +303,17 @@ _HOMES = {
         "load_results_folder",
         "read_csv",
     ),
-    "study_figures": ("write_study_figures", "write_trials_table"),
-    "summaries": ("concentration_summary", "spearman_summary"),
-    "tuned": ("TunedReport", "tuned_report"),
+    "study_figures": (
+        "write_study_figures",
+        "write_trials_table",
+    ),
+    "summaries": (
+        "concentration_summary",
+        "spearman_summary",
+    ),
+    "tuned": (
+        "TunedReport",
+        "tuned_report",
+    ),
 }
 _MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

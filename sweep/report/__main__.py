@@ -16,12 +16,12 @@ from typing import TypeVar
 
 import pandas as pd
 
-from sweep.config.database_drivers import missing_store
+from sweep.config import missing_store
 from sweep.errors import MissingInput, QuestionsError, Refused
 from sweep.report.loss_curves import DEFAULT_PROFILES, loss_table, parse_scales, parse_similarities, profile_label
 from sweep.report.loss_figures import write_loss_vs_scale
-from sweep.stats.verdicts import DEFAULT_MARGIN
-from sweep.tracking.versions import library_versions
+from sweep.stats import DEFAULT_MARGIN
+from sweep.tracking import library_versions
 
 T = TypeVar("T")
 

@@ -16,10 +16,9 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from sweep.evaluation.predictions import untrained_part
+from sweep.evaluation import untrained_part
 from sweep.report.predictions_file import Fetch
-from sweep.stats.bootstrap import PairedComparison, pair_resamples
-from sweep.stats.untrained import against_untrained
+from sweep.stats import PairedComparison, against_untrained, pair_resamples
 
 UNTRAINED_COLUMNS = ["untrained_spearman", "diff_to_untrained", "untrained_low", "untrained_high", "untrained_verdict"]
 

@@ -37,8 +37,7 @@ from sweep.report.grading import strength, strength_rule
 from sweep.report.pooled import pooled_report
 from sweep.report.question_file import BEST_SCALE, INTERACTION, POOLED, TUNED, Question, read_questions
 from sweep.report.tuned import condition_words, tuned_report
-from sweep.stats.interactions import difference_in_differences, gap_by_condition
-from sweep.stats.seed_paired import comparison_line, seed_paired_comparison
+from sweep.stats import comparison_line, difference_in_differences, gap_by_condition, seed_paired_comparison
 
 UNTRAINED = 0.0  # a trial at scale 0 is the untrained model, not a candidate for the best scale
 

@@ -34,7 +34,7 @@ from sweep.report.results_folder import (
     read_csv,
     table_path,
 )
-from sweep.stats.seed_paired import seed_paired_comparison
+from sweep.stats import seed_paired_comparison
 
 STSB_VALIDATION, STSB_TEST = "stsb_validation_spearman", "stsb_test_spearman"
 

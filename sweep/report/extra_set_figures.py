@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from sweep.evaluation.extra_sets import KINDS, metric_names
+from sweep.evaluation import KINDS, metric_names
 from sweep.report.axes import (
     DOUBLE_COLUMN_WIDTH,
     PAPER_RC,

@@ -21,9 +21,7 @@ import pandas as pd
 
 from sweep.report.study_context import UNTRAINED_SCALE
 from sweep.report.summaries import SPEARMAN_COLUMNS, by_condition
-from sweep.stats.bootstrap import PairedComparison
-from sweep.stats.optimum import Optimum
-from sweep.stats.verdicts import ELIMINATED_AFTER, eliminated_after
+from sweep.stats import ELIMINATED_AFTER, Optimum, PairedComparison, eliminated_after
 
 START, END = "<!-- findings: generated -->", "<!-- findings: end -->"
 BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)

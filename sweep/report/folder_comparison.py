@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from sweep.evaluation.predictions import load_predictions, untrained_part
+from sweep.evaluation import load_predictions, untrained_part
 from sweep.report.objective_table import objective_comparison, run_length, write_objective_comparison
 from sweep.report.paired_table import (
     chosen_scales,
@@ -28,7 +28,7 @@ from sweep.report.predictions_file import COLUMNS, PREDICTIONS_FILE, read_predic
 from sweep.report.results_folder import PAIRED_STEM, ResultsFolder, load_results_folder
 from sweep.report.study_figures import write_results_folder
 from sweep.report.summaries import complete_trials
-from sweep.stats.verdicts import DEFAULT_MARGIN
+from sweep.stats import DEFAULT_MARGIN
 
 if TYPE_CHECKING:  # redrawing a folder from its CSVs does not import MLflow
     from mlflow.tracking import MlflowClient

@@ -28,7 +28,7 @@ from PIL import Image
 from scipy import stats
 
 from sweep.report.axes import PAPER_RC, legend_below, new_figure, plain_number
-from sweep.stats.verdicts import DEFAULT_MARGIN
+from sweep.stats import DEFAULT_MARGIN
 
 BEST = "best"  # the contrast's first scale: the scale the study chose
 SCALE, SEED = "loss.scale", "trial.seed"

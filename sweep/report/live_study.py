@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from sweep.config.database_drivers import missing_store
+from sweep.config import missing_store
 from sweep.errors import ConfigError
 from sweep.names import ARTIFACT_PAIRED_COMPARISON, ARTIFACT_REPORT, TAG_PAIRED_COMPARISON, TAG_RUN_DESCRIPTION
 from sweep.report.folder_comparison import export_predictions
@@ -26,8 +26,7 @@ from sweep.report.paired_table import (
 from sweep.report.results_folder import PAIRED_STEM
 from sweep.report.runs import HISTORY_KEYS, download_study_config, load_metric_history, load_study, load_trials
 from sweep.report.study_figures import write_study_figures
-from sweep.stats.bootstrap import bullets
-from sweep.stats.verdicts import DEFAULT_MARGIN
+from sweep.stats import DEFAULT_MARGIN, bullets
 
 log = logging.getLogger(__name__)
 

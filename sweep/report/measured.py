@@ -22,8 +22,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from sweep.config.checks import eval_batch_size
-from sweep.config.composition import compose_config
+from sweep.config import compose_config, eval_batch_size
 from sweep.errors import ConfigError
 
 
@@ -49,8 +48,7 @@ def measure_batches(overrides: Sequence[str], model_path: str | None, batches: i
     # imported here: sentence-transformers and datasets are slow to import; the loss table needs neither
     from sentence_transformers import SentenceTransformer
 
-    from sweep.inputs.data import load_split
-    from sweep.inputs.model import build_model
+    from sweep.inputs import build_model, load_split
 
     cfg = compose_config(overrides)
     columns = list(cfg.data.train.columns)

@@ -21,8 +21,7 @@ from sweep.report.gap_figures import write_gap_vs_condition
 from sweep.report.paired_table import confirmation_lines, seed_comparisons
 from sweep.report.study_context import config_value
 from sweep.report.summaries import markdown_table
-from sweep.stats.bootstrap import bullets
-from sweep.stats.verdicts import DEFAULT_MARGIN
+from sweep.stats import DEFAULT_MARGIN, bullets
 
 OBJECTIVE_STEM = "objective_comparison"
 OBJECTIVE_FIGURES = (BEST_SCALE_STEM, GAP_STEM)  # drawn where the study has a numeric condition

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from sweep.evaluation.predictions import load_predictions
-from sweep.losses.scale_schedule import ScaleSchedule, parse_spec
+from sweep.evaluation import load_predictions
+from sweep.losses import ScaleSchedule, parse_spec
 from sweep.report.against_untrained import ConditionArrays, compare_with_untrained
 from sweep.report.predictions_file import Fetch
 from sweep.report.results_folder import PAIRED_FILES, PAIRED_TEST_CSV
@@ -34,22 +34,20 @@ from sweep.report.summaries import (
     row_labels,
     swept_scales,
 )
-from sweep.stats.bootstrap import (
-    DETAIL_INDENT,
-    PairedComparison,
-    bullets,
-    paired_bootstrap,
-    seed_comparison,
-)
-from sweep.stats.race import round_level
-from sweep.stats.untrained import UntrainedComparison
-from sweep.stats.verdicts import (
+from sweep.stats import (
     DEFAULT_MARGIN,
+    DETAIL_INDENT,
     ELIMINATED_AFTER,
     LINE_WORDS,
     RACE_ROUNDS,
+    PairedComparison,
+    UntrainedComparison,
+    bullets,
     eliminated_after,
+    paired_bootstrap,
     percent,
+    round_level,
+    seed_comparison,
 )
 
 if TYPE_CHECKING:  # a folder's comparison, from its shipped predictions, does not import MLflow

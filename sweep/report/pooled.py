@@ -23,15 +23,7 @@ from sweep.report.summaries import (
     row_labels,
     swept_keys,
 )
-from sweep.stats.pooling import (
-    SAME_RUN_TOLERANCE,
-    Duplicate,
-    Pooled,
-    by_condition,
-    drop_duplicates,
-    paired_differences,
-    pool,
-)
+from sweep.stats import SAME_RUN_TOLERANCE, Duplicate, Pooled, by_condition, drop_duplicates, paired_differences, pool
 
 SEED = "param.trial.seed"
 # where and how a study ran, not what its trials trained: left out of a trial's config when looking for re-runs

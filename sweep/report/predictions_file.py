@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from sweep.stats.collapse import collapse_reason
+from sweep.stats import collapse_reason
 
 PREDICTIONS_FILE = "predictions.npz"
 LEGACY_PREDICTIONS_CSV = "predictions.csv.gz"  # the text format of folders published before predictions.npz

@@ -28,7 +28,7 @@ from sweep.names import (
     TAG_ROLE,
     TAG_TRIAL_NUMBER,
 )
-from sweep.stats.verdicts import ELIMINATED_AFTER, RACE_ROUNDS
+from sweep.stats import ELIMINATED_AFTER, RACE_ROUNDS
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from sweep.report.summaries import (
     identical_title,
     merge_identical,
 )
-from sweep.stats.optimum import Optimum
+from sweep.stats import Optimum
 
 CONCENTRATION_COLUMNS = {"scale", "kind", "stage", "n", "mean", "q05", "q95"}
 SPLIT_STYLES = {"validation": "-", "test": "--"}

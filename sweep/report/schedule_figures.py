@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from sweep.losses.scale_schedule import parse_spec
+from sweep.losses import parse_spec
 from sweep.report.axes import (
     DOUBLE_COLUMN_WIDTH,
     PAPER_RC,

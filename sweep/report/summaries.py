@@ -12,10 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from sweep.evaluation.extra_sets import KINDS
+from sweep.evaluation import KINDS
 from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
-from sweep.stats.seed_paired import mean_interval
-from sweep.stats.verdicts import ELIMINATED_AFTER
+from sweep.stats import ELIMINATED_AFTER, mean_interval
 
 SCALE = "param.loss.scale"
 SEARCH_SPACE = "param.study.search_space."  # one param per swept key: study.search_space.<key>

@@ -17,18 +17,22 @@ from sweep.errors import Refused
 from sweep.report.pooled import IGNORED_KEYS, IGNORED_PREFIXES, SEED
 from sweep.report.results_folder import TRIALS_CSV, flat_config, load_results_folder
 from sweep.report.summaries import METRIC_LABELS, SCALE, complete_trials, condition_columns, markdown_table
-from sweep.stats.tuned_condition import (
+from sweep.stats import (
     BETTER,
     CONDITION,
+    DEFAULT_MARGIN,
     EDGES,
+    EQUIVALENT,
+    NOT_DISTINGUISHABLE,
     TEST,
     VALIDATION,
+    WORSE,
     TunedComparison,
     tuned_comparison,
+    verdict_groups,
 )
-from sweep.stats.tuned_condition import SCALE as SCALE_COLUMN
-from sweep.stats.tuned_condition import SEED as SEED_COLUMN
-from sweep.stats.verdicts import DEFAULT_MARGIN, EQUIVALENT, NOT_DISTINGUISHABLE, WORSE, verdict_groups
+from sweep.stats import SCALE as SCALE_COLUMN
+from sweep.stats import SEED as SEED_COLUMN
 
 PROG = "python -m sweep.report tuned"
 VALIDATION_METRIC, TEST_METRIC = "stsb_validation_spearman", "stsb_test_spearman"  # the choice, its confirmation

@@ -12,10 +12,9 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
-from sweep.config.checks import plain_dict
-from sweep.config.schema import LossConfig, StatsConfig
+from sweep.config import LossConfig, StatsConfig, plain_dict
 from sweep.loggers import TrialLogger
-from sweep.losses.learnable_scale import learnable_scales
+from sweep.losses import learnable_scales
 from sweep.stats.concentration import at_scale, concentration_statistics, in_batch_statistics, loss_metric
 from sweep.stats.histogram import histogram_figure
 

@@ -4,8 +4,7 @@ imports no torch."""
 
 from __future__ import annotations
 
-from sweep.config.checks import Problems, require_int, require_number, require_seed
-from sweep.config.schema import StatsConfig
+from sweep.config import Problems, StatsConfig, require_int, require_number, require_seed
 from sweep.errors import ConfigError
 
 MAX_RANDOM_PAIRS = 10_000_000  # stats.n_random_pairs: two index arrays and the cosines in memory, about 0.2 GB

@@ -13,25 +13,55 @@ from sweep import lazy_face
 if TYPE_CHECKING:
     from sweep.study.lifecycle import finish, open_sweep
     from sweep.study.run_loop import StudyRunner
+    from sweep.study.setup import unwritable
     from sweep.study.study_logger import StudyLogger
-    from sweep.study.summary import results_table
+    from sweep.study.summary import (
+        COLLAPSED,
+        OBJECTIVE,
+        STSB_TEST,
+        STSB_VALIDATION,
+        objective_is_stsb_validation,
+        objective_lines,
+        per_scale_table,
+        results_table,
+    )
     from sweep.study.validation import check_config
 
 __all__ = [
+    "COLLAPSED",
+    "OBJECTIVE",
+    "STSB_TEST",
+    "STSB_VALIDATION",
     "StudyLogger",
     "StudyRunner",
     "check_config",
     "finish",
+    "objective_is_stsb_validation",
+    "objective_lines",
     "open_sweep",
+    "per_scale_table",
     "results_table",
+    "unwritable",
 ]
-
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
-    "lifecycle": ("finish", "open_sweep"),
+    "lifecycle": (
+        "finish",
+        "open_sweep",
+    ),
     "run_loop": ("StudyRunner",),
+    "setup": ("unwritable",),
     "study_logger": ("StudyLogger",),
-    "summary": ("results_table",),
+    "summary": (
+        "COLLAPSED",
+        "OBJECTIVE",
+        "STSB_TEST",
+        "STSB_VALIDATION",
+        "objective_is_stsb_validation",
+        "objective_lines",
+        "per_scale_table",
+        "results_table",
+    ),
     "validation": ("check_config",),
 }
 _MODULE_OF, __getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -10,10 +10,8 @@ from collections.abc import Sequence
 import pandas as pd
 from omegaconf import OmegaConf
 
-from sweep.config import search_space
-from sweep.config.checks import flatten, with_values
-from sweep.config.schema import SweepConfig
-from sweep.evaluation.objective import objective_name
+from sweep.config import SweepConfig, flatten, search_space, with_values
+from sweep.evaluation import objective_name
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE, TAG_END_REASON, TAG_RACE
 from sweep.study import grid_queue, race_settings
 from sweep.study.run_loop import StudyRunner

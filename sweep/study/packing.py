@@ -29,12 +29,11 @@ import optuna
 import torch
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep.config.schema import StudyConfig, SweepConfig
-from sweep.config.workers import GIB, trial_memory
+from sweep.config import GIB, StudyConfig, SweepConfig, trial_memory
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
 from sweep.signals import check_stop
 from sweep.study.optuna_access import record_heartbeat, storage_of
-from sweep.training.lockstep import Outcome, run_in_lockstep
+from sweep.training import Outcome, run_in_lockstep
 
 log = logging.getLogger(__name__)
 

@@ -45,8 +45,16 @@ from sweep.names import (
     TAG_RACE,
     TAG_RACE_ELIMINATED_AFTER,
 )
-from sweep.stats.bootstrap import PairedComparison, paired_bootstrap, seed_comparison
-from sweep.stats.race import ONE_LEFT, RoundDecision, race_round, race_rounds, round_level
+from sweep.stats import (
+    ONE_LEFT,
+    PairedComparison,
+    RoundDecision,
+    paired_bootstrap,
+    race_round,
+    race_rounds,
+    round_level,
+    seed_comparison,
+)
 from sweep.study import grid_queue
 from sweep.study.race_settings import RaceSettings
 from sweep.study.study_logger import StudyLogger

@@ -11,8 +11,7 @@ from dataclasses import asdict, dataclass
 
 import optuna
 
-from sweep.config import search_space
-from sweep.config.schema import RaceConfig, StatsConfig, StudyConfig
+from sweep.config import RaceConfig, StatsConfig, StudyConfig, search_space
 from sweep.errors import ConfigError
 from sweep.names import ATTR_RACE
 

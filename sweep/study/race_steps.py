@@ -18,7 +18,7 @@ import pandas as pd
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.names import ATTR_DISCARDED, PARAM_SEED
-from sweep.stats.early_stop import HISTORY_COLUMNS, stop_early
+from sweep.stats import HISTORY_COLUMNS, stop_early
 from sweep.study import grid_queue
 from sweep.study.race import Race
 

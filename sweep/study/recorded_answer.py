@@ -17,7 +17,7 @@ import optuna
 from optuna.trial import TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
-from sweep.config.database_drivers import missing_store
+from sweep.config import missing_store
 
 ATTR_ANSWER = "sweep.answer"  # {"config": config_key, "trials": {state: count}, "lines": printed lines}
 UNFINISHED = (TrialState.WAITING, TrialState.RUNNING)

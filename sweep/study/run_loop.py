@@ -16,10 +16,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sentence_transformers import SentenceTransformer
 from tqdm.auto import tqdm
 
-from sweep.config import search_space
-from sweep.config.checks import flatten
-from sweep.config.devices import trial_records
-from sweep.config.schema import SweepConfig
+from sweep.config import SweepConfig, flatten, search_space, trial_records
 from sweep.loggers import TrialLogger
 from sweep.names import (
     ATTR_DISCARDED,
@@ -36,7 +33,7 @@ from sweep.names import (
     TAG_RUN_DESCRIPTION,
 )
 from sweep.signals import check_stop, holding_stop_signals, is_spawned_worker
-from sweep.stats.probe import loss_scales
+from sweep.stats import loss_scales
 from sweep.study import grid_queue, packing
 from sweep.study import race as seed_race
 from sweep.study.failures import FailureWatch, record_failure
@@ -47,11 +44,7 @@ from sweep.study.run_words import trial_description, trial_outcome, trial_run_na
 from sweep.study.setup import fail_stale_trials
 from sweep.study.study_logger import StudyLogger
 from sweep.study.validation import trial_config
-from sweep.training import kept_models
-from sweep.training.resources import StudyResources, TrackedData
-from sweep.training.step_clock import StepClock
-from sweep.training.trial import train_and_evaluate
-from sweep.training.trial_settings import TrialSettings
+from sweep.training import StepClock, StudyResources, TrackedData, TrialSettings, kept_models, train_and_evaluate
 
 log = logging.getLogger(__name__)
 

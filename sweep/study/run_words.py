@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sweep.config.schema import LossConfig
-from sweep.config.search_space import SCALE_KEYS
+from sweep.config import SCALE_KEYS, LossConfig
 from sweep.names import ATTR_TEST_SPEARMAN, ATTR_VALIDATION_SPEARMAN
 
 

@@ -42,11 +42,20 @@ import hydra
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep.config import search_space
-from sweep.config.checks import plain_dict, require_auto_or_int, require_choice, require_int, require_seed
-from sweep.config.early_checks import check_seeds
-from sweep.config.schema import PrunerConfig, SamplerConfig, StudyConfig
-from sweep.config.sqlite_lock import sqlite_init_lock, wait_while_locked
+from sweep.config import (
+    PrunerConfig,
+    SamplerConfig,
+    StudyConfig,
+    check_seeds,
+    plain_dict,
+    require_auto_or_int,
+    require_choice,
+    require_int,
+    require_seed,
+    search_space,
+    sqlite_init_lock,
+    wait_while_locked,
+)
 from sweep.errors import ConfigError
 from sweep.names import ATTR_READY, ATTR_SEARCH_SPACE
 from sweep.study.storage_retry import RetryingRDBStorage

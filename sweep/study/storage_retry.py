@@ -31,7 +31,7 @@ import optuna
 from optuna.trial import TrialState
 from sqlalchemy import exc as sqlalchemy_exc
 
-from sweep.config.sqlite_lock import is_sqlite_busy
+from sweep.config import is_sqlite_busy
 from sweep.signals import deferred
 from sweep.study.optuna_access import rdb_models, rdb_session
 

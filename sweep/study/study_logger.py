@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
     from sweep.loggers import TrialLogger
-    from sweep.training.kept_models import Keeping, Kept, Verdict
-    from sweep.training.resources import TrackedData
+    from sweep.training import Keeping, Kept, TrackedData, Verdict
 
 
 class StudyLogger(Protocol):

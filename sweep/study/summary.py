@@ -22,7 +22,7 @@ from sweep.names import (
     PARAM_SEED,
     TAG_BEST_PARAMS,
 )
-from sweep.stats.seed_paired import comparison_line, per_scale, seed_paired_comparison
+from sweep.stats import comparison_line, per_scale, seed_paired_comparison
 
 # Columns of the table: `objective` is what Optuna optimised (`eval.objective`: the full model's STSB validation
 # Spearman, the layer grid's mean or one grid cell); `stsb_val` and `stsb_test` are always the full model's.

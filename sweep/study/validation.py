@@ -24,12 +24,34 @@ from typing import Any, cast
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from sweep.config import search_space
-from sweep.config.checks import (
+from sweep.config import (
+    DataConfig,
+    EvalConfig,
+    LossConfig,
+    ModelConfig,
     Problems,
+    PrunerConfig,
+    StatsConfig,
+    SweepConfig,
+    TrialConfig,
+    check_batch_fits,
+    check_csv,
+    check_device,
+    check_known_keys,
+    check_optimizer_and_scheduler,
+    check_precision,
+    check_study_name,
+    check_swept_overrides,
+    config_error,
     eval_batch_size,
     flatten,
     is_int,
+    place_workers,
+    placed_gpus,
+    require_database_url,
+    require_driver,
+    scale_values,
+    search_space,
     validate_data,
     validate_learning_rate,
     validate_model,
@@ -38,29 +60,12 @@ from sweep.config.checks import (
     validate_trial,
     with_values,
 )
-from sweep.config.composition import check_known_keys, config_error
-from sweep.config.database_drivers import require_database_url, require_driver
-from sweep.config.devices import place_workers, placed_gpus
-from sweep.config.early_checks import check_batch_fits, check_precision, check_study_name
-from sweep.config.input_checks import check_csv, check_device, check_optimizer_and_scheduler, check_swept_overrides
-from sweep.config.scale_temperature import scale_values
-from sweep.config.schema import (
-    DataConfig,
-    EvalConfig,
-    LossConfig,
-    ModelConfig,
-    PrunerConfig,
-    StatsConfig,
-    SweepConfig,
-    TrialConfig,
-)
 from sweep.errors import ConfigError
-from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid_config import validate_layer_grid
+from sweep.evaluation import extra_sets, validate_layer_grid
+from sweep.inputs import check_available, check_sequence_length
 from sweep.inputs import data as data_module
-from sweep.inputs.model_source import check_available, check_sequence_length
 from sweep.losses import loss_values, validate_loss
-from sweep.stats.stats_checks import check_stats
+from sweep.stats import check_stats
 from sweep.study import race_settings
 from sweep.study.setup import check_root, declared_space, make_pruner, make_sampler
 

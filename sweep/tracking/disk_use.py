@@ -10,7 +10,7 @@ from urllib.parse import unquote, urlparse
 from mlflow.tracking import MlflowClient
 
 from sweep.names import TAG_STUDY_NAME
-from sweep.training.kept_models import Keeping, study_dir
+from sweep.training import Keeping, study_dir
 
 MB = 1e6
 

@@ -37,8 +37,7 @@ from sweep.names import (
     TAG_STUDY_NAME,
 )
 from sweep.tracking.mlflow_client import TrackingClient, TrialRun
-from sweep.training.kept_models import BEST, Keeping, Kept, Verdict, locked, model_name, read_meta, study_dir
-from sweep.training.resources import TrackedData
+from sweep.training import BEST, Keeping, Kept, TrackedData, Verdict, locked, model_name, read_meta, study_dir
 
 log = logging.getLogger(__name__)
 

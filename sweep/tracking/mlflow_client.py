@@ -30,9 +30,7 @@ from mlflow.entities import DatasetInput, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from sweep.config.checks import require_number
-from sweep.config.schema import TrackingConfig
-from sweep.config.sqlite_lock import sqlite_init_lock, wait_while_locked
+from sweep.config import TrackingConfig, require_number, sqlite_init_lock, wait_while_locked
 from sweep.errors import ConfigError, TrackingOutage
 from sweep.names import (
     ATTR_FAIL_REASON,

@@ -15,8 +15,8 @@ import pandas as pd
 from optuna.trial import TrialState
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.schema import TrackingConfig
-from sweep.evaluation.predictions import load_predictions
+from sweep.config import TrackingConfig
+from sweep.evaluation import load_predictions
 from sweep.names import ARTIFACT_CONFIG, TAG_BEST_MODEL_RUN_ID, TAG_RUN_DESCRIPTION
 from sweep.tracking import logged_models
 from sweep.tracking.mlflow_client import (
@@ -34,8 +34,7 @@ from sweep.tracking.mlflow_client import (
 from sweep.tracking.system_metrics import system_metrics
 from sweep.tracking.ui_links import mark_model_development
 from sweep.tracking.versions import version_params
-from sweep.training.kept_models import Keeping, Kept, Verdict
-from sweep.training.resources import TrackedData
+from sweep.training import Keeping, Kept, TrackedData, Verdict
 
 SWEPT = "swept (see study.search_space)"  # a parent-run param whose base value no trial trains with
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
-from sweep.config.schema import TrackingConfig
+from sweep.config import TrackingConfig
 from sweep.tracking.mlflow_client import TrialRun
 
 PREFIX = "system/"  # MLflow's prefix: the run page's "System metrics" tab shows these

@@ -15,40 +15,86 @@ if TYPE_CHECKING:
     from sweep.training.fused_mnrl import FusedMultipleNegativesRankingLoss
     from sweep.training.fused_pack import FusedStaticPack, FusedStep, trial_batches
     from sweep.training.fused_static import FusedStaticEmbedding
-    from sweep.training.kept_models import best_path, keep
+    from sweep.training.kept_models import (
+        BEST,
+        Keeping,
+        Kept,
+        Verdict,
+        best_path,
+        keep,
+        locked,
+        model_name,
+        read_meta,
+        study_dir,
+    )
     from sweep.training.lockstep import Lockstep, Outcome, run_in_lockstep
-    from sweep.training.resources import StudyResources, spearman, stsb_evaluator
+    from sweep.training.resources import StudyResources, TrackedData, spearman, stsb_evaluator
+    from sweep.training.step_clock import StepClock
     from sweep.training.trial import train_and_evaluate
     from sweep.training.trial_settings import TrialSettings
 
 __all__ = [
+    "BEST",
     "FusedAdamW",
     "FusedMultipleNegativesRankingLoss",
     "FusedStaticEmbedding",
     "FusedStaticPack",
     "FusedStep",
+    "Keeping",
+    "Kept",
     "Lockstep",
     "Outcome",
+    "StepClock",
     "StudyResources",
+    "TrackedData",
     "TrialSettings",
+    "Verdict",
     "best_path",
     "keep",
+    "locked",
+    "model_name",
+    "read_meta",
     "run_in_lockstep",
     "spearman",
     "stsb_evaluator",
+    "study_dir",
     "train_and_evaluate",
     "trial_batches",
 ]
-
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
     "fused_adamw": ("FusedAdamW",),
     "fused_mnrl": ("FusedMultipleNegativesRankingLoss",),
-    "fused_pack": ("FusedStaticPack", "FusedStep", "trial_batches"),
+    "fused_pack": (
+        "FusedStaticPack",
+        "FusedStep",
+        "trial_batches",
+    ),
     "fused_static": ("FusedStaticEmbedding",),
-    "kept_models": ("best_path", "keep"),
-    "lockstep": ("Lockstep", "Outcome", "run_in_lockstep"),
-    "resources": ("StudyResources", "spearman", "stsb_evaluator"),
+    "kept_models": (
+        "BEST",
+        "Keeping",
+        "Kept",
+        "Verdict",
+        "best_path",
+        "keep",
+        "locked",
+        "model_name",
+        "read_meta",
+        "study_dir",
+    ),
+    "lockstep": (
+        "Lockstep",
+        "Outcome",
+        "run_in_lockstep",
+    ),
+    "resources": (
+        "StudyResources",
+        "TrackedData",
+        "spearman",
+        "stsb_evaluator",
+    ),
+    "step_clock": ("StepClock",),
     "trial": ("train_and_evaluate",),
     "trial_settings": ("TrialSettings",),
 }

@@ -46,7 +46,7 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.schema import StudyConfig, TrackingConfig
+from sweep.config import StudyConfig, TrackingConfig
 from sweep.names import TAG_BEST_MODEL_PATH, TAG_BEST_MODEL_RUN_ID, TAG_BEST_MODEL_TRIAL, TAG_BEST_MODEL_URI
 from sweep.training import model_card
 

@@ -17,10 +17,9 @@ from huggingface_hub import ModelCard, try_to_load_from_cache
 from omegaconf import OmegaConf
 from sentence_transformers import SentenceTransformer, SentenceTransformerModelCardData
 
-from sweep.config.checks import CONFIG_DIR
-from sweep.config.schema import ModelConfig
-from sweep.inputs.model_source import resolve_path, saved_static_module
-from sweep.stats.bootstrap import bullets
+from sweep.config import CONFIG_DIR, ModelConfig
+from sweep.inputs import resolve_path, saved_static_module
+from sweep.stats import bullets
 
 README = "README.md"
 # The study's section of a kept model's card, between these markers so that a later verdict replaces it.

@@ -15,17 +15,11 @@ from datasets import Dataset
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from sentence_transformers import SentenceTransformer
 
-from sweep.config.checks import eval_batch_size
-from sweep.config.schema import DataConfig, EvalConfig, ModelConfig, TrialConfig
-from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import stsb_layer_grid
-from sweep.evaluation.layer_grid_config import grid_sets
-from sweep.evaluation.predictions import prediction_table, score_pairs
+from sweep.config import DataConfig, EvalConfig, ModelConfig, TrialConfig, eval_batch_size
+from sweep.evaluation import extra_sets, grid_sets, prediction_table, score_pairs, stsb_layer_grid
+from sweep.inputs import EVALUATION, TRAINING, PreprocessCache, TrackedSplit, build_model, split_name, tracked_split
 from sweep.inputs import data as data_module
-from sweep.inputs.model import build_model
-from sweep.inputs.preprocess_cache import PreprocessCache
-from sweep.inputs.tracked_data import EVALUATION, TRAINING, TrackedSplit, split_name, tracked_split
-from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
+from sweep.stats import ConcentrationProbe, EmbeddingKeepingEvaluator, Encodings
 from sweep.training.trial_settings import TrialSettings
 
 if TYPE_CHECKING:  # a split's input record is built in sweep.inputs.tracked_data

@@ -16,7 +16,7 @@ from sentence_transformers import SentenceTransformerTrainer, SentenceTransforme
 from transformers import EarlyStoppingCallback, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from sweep.config.schema import LossConfig, TrialConfig
+from sweep.config import LossConfig, TrialConfig
 from sweep.loggers import TrialLogger
 from sweep.losses import learning_rate_mapping
 from sweep.signals import check_stop

@@ -20,13 +20,18 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from transformers import set_seed
 from transformers.trainer_callback import PrinterCallback
 
-from sweep.config.checks import eval_batch_size
+from sweep.config import eval_batch_size
 from sweep.errors import DivergenceError
-from sweep.evaluation import extra_sets
-from sweep.evaluation.layer_grid import log_layer_grid, stsb_layer_grid
-from sweep.evaluation.layer_grid_config import grid_sets
-from sweep.evaluation.objective import objective_value
-from sweep.evaluation.predictions import log_predictions, log_table, untrained_part
+from sweep.evaluation import (
+    extra_sets,
+    grid_sets,
+    log_layer_grid,
+    log_predictions,
+    log_table,
+    objective_value,
+    stsb_layer_grid,
+    untrained_part,
+)
 from sweep.loggers import TrialLogger
 from sweep.losses import BaseModel, build_loss, schedule_callback, training_callbacks
 from sweep.names import (
@@ -40,8 +45,7 @@ from sweep.names import (
     TAG_ONE_PASS_STEPS,
     TAG_SCALE_ZERO,
 )
-from sweep.stats.collapse import collapse_reason
-from sweep.stats.probe import ConcentrationProbe, EmbeddingKeepingEvaluator
+from sweep.stats import ConcentrationProbe, EmbeddingKeepingEvaluator, collapse_reason
 from sweep.training import model_card
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, TrackedData, device_of, spearman

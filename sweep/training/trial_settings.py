@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sweep.config.schema import DataConfig, EvalConfig, LossConfig, ModelConfig, StatsConfig, TrialConfig
+from sweep.config import DataConfig, EvalConfig, LossConfig, ModelConfig, StatsConfig, TrialConfig
 
 
 @dataclass(frozen=True)
