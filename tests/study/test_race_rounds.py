@@ -1,6 +1,6 @@
 """A race's rounds in the Optuna storage (`sweep.study.race.Race.advance`), without training: trials are told their
-objective by hand (`eval.objective` other than full: the rounds compare the objective over seeds), and the tracking
-client records the tags it is asked to set."""
+objective by hand (`eval.objective` other than full: the rounds compare the objective over seeds), and a stand-in for
+the study's tracking records the tags it is asked to set."""
 
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ def race(tmp_path):
     study.set_user_attr(ATTR_RACE, SETTINGS)
     grid_queue.enqueue_grid(study, SPACE, 0, seeds=[0, 1])
     tags: list[tuple[str, str, str]] = []
-    client = SimpleNamespace(
+    tracker = SimpleNamespace(  # the study's tracking (`sweep.study.StudyLogger`), recording the tags it sets
+        parent_run_id="parent",
         set_tag=lambda run, key, value: tags.append((run, key, value)),
-        writer=SimpleNamespace(write=lambda what, call: call(), flush=lambda: None),
+        flush=lambda: None,
     )
-    made = Race("grid_mean", "maximize", SPACE, study, client, "parent")  # type: ignore[arg-type]
+    made = Race("grid_mean", "maximize", SPACE, study, tracker)  # type: ignore[arg-type]
     made.tags = tags  # type: ignore[attr-defined]
     return made
 
