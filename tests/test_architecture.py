@@ -452,3 +452,10 @@ def test_redrawing_a_results_folder_imports_neither_torch_nor_mlflow():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_no_module_finds_a_path_from_its_own_file():
+    """Paths come from the config, the environment or the package's data (`importlib.resources`: the shipped
+    `sweep/conf`), never from where a module's file lies: a wheel may live anywhere."""
+    found = [module for module, path in MODULES.items() if "__file__" in path.read_text()]
+    assert found == [], found

@@ -10,7 +10,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from importlib.resources import files
 from typing import Any, ParamSpec, TypeVar, cast
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -21,8 +21,9 @@ from sweep.names import ATTR_VALIDATION_SPEARMAN
 
 # The Hydra config tree ships inside the package, so an installed wheel finds it from any directory. A project's own
 # configs are read from `conf/` of the current directory (`hydra.searchpath` in conf/config.yaml) or `--config-dir`;
-# a directory without a `conf/` is the usual case, not worth Hydra's warning at every command.
-CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+# a directory without a `conf/` is the usual case, not worth Hydra's warning at every command. The tree is found as the
+# package's data (importlib.resources), not from this file's place.
+CONFIG_DIR = str(files("sweep") / "conf")
 warnings.filterwarnings("ignore", r"provider=hydra\.searchpath in main, path=conf is not available", UserWarning)
 
 MODEL_KINDS = ("static", "transformer")
