@@ -4,6 +4,7 @@ leaving as they go."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -24,8 +25,10 @@ Batch = Sequence[dict[str, Tensor]]  # one batch: per column (anchor, positive[,
 def trial_batches(args: TrainingArguments, data: Dataset, model: SentenceTransformer, steps: int) -> list[Batch]:
     """The first `steps` batches a trial trained by sentence-transformers' trainer with `args` on `data` reads, in its
     order, as `model` tokenizes them: from a trainer's own dataloader (`get_train_dataloader`), which is built and
-    not trained. Within one pass over the rows; later passes depend on the sampler's epoch, which training sets."""
+    not trained (evaluation off: it has no evaluator, and evaluating does not change the batches). Within one pass over
+    the rows; later passes depend on the sampler's epoch, which training sets."""
     loss = MultipleNegativesRankingLoss(model)  # any loss: the sampler and the collator do not read it
+    args = dataclasses.replace(args, eval_strategy="no")
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss)
     columns = data.column_names
     return [

@@ -92,3 +92,21 @@ def test_a_fused_member_equals_the_trainer_on_the_batches_its_dataloader_gives(
         assert not torch.equal(trained, start), "the trainer trained"
         got = pack.member_table(k)
         assert torch.allclose(got, trained, rtol=1e-5, atol=1e-6), (k, (got - trained).abs().max())
+
+
+def test_the_batches_of_a_trial_that_evaluates_as_it_trains(compose_cfg: Compose, tmp_path) -> None:
+    """A trial's arguments evaluate every `trial.eval_steps`; `trial_batches` builds a trainer only for its dataloader,
+    and refused such arguments (no evaluator given) until it set evaluation off itself."""
+    cfg = compose_cfg(f"trial.batch_size={BATCH}")
+    args = training_arguments(cfg.trial, STEPS, cfg.loss, str(tmp_path / "out"), bars=False)
+    assert args.eval_strategy != "no"
+    quiet = dataclasses.replace(args, eval_strategy="no")
+    batches = trial_batches(args, pairs(), static_model(0), STEPS)
+    assert len(batches) == STEPS
+    expected = trial_batches(quiet, pairs(), static_model(0), STEPS)
+    assert all(
+        torch.equal(a[key], b[key])
+        for x, y in zip(batches, expected, strict=True)
+        for a, b in zip(x, y, strict=True)
+        for key in ("input_ids", "offsets")
+    )
