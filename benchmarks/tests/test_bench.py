@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from benchmarks.__main__ import guarded, main, parse_args
@@ -223,7 +224,6 @@ def synthetic_folder(root: Path, histories: bool, rates: tuple[float, ...] = ())
     validation_history.csv) with 3 scales x 3 seeds, scale 1 far worse (and far behind at each validation); with
     `rates`, one such family per learning rate (``trial.learning_rate``), the worse scale 20 in the second."""
     import numpy as np
-    import pandas as pd
     import yaml
 
     from sweep.report.predictions_file import PREDICTIONS_FILE, write_predictions
@@ -441,3 +441,18 @@ def test_a_study_chosen_by_another_objective_is_raced_on_it_over_the_seeds_alone
     assert len(results) == 1 and not results[0].stop_early, "no race over steps on another objective"
     assert results[0].full_set == frozenset({1.0, 20.0}) and results[0].steps_per_trial == 37
     assert all(run.kept == frozenset({1.0, 20.0}) and run.trials == 8 for run in results[0].runs)
+
+
+def test_the_fused_static_benchmark_writes_its_table_and_a_readme_made_from_it(tmp_path: Path) -> None:
+    from benchmarks import fused_static
+
+    args = ["--members", "2,3", "--vocab", "50", "--dim", "8", "--batch", "4", "--repeats", "1", "--out", str(tmp_path)]
+    table = fused_static.main(args)
+    written = pd.read_csv(tmp_path / "fused_static.csv")
+    assert written.members.tolist() == [2, 3] and (written.drop(columns="members") > 0).all().all()
+    ratios = (written.fused_s / written.separate_s).tolist()
+    assert written.fused_over_separate.tolist() == pytest.approx(ratios, rel=1e-5)  # 6 significant digits
+    readme = (tmp_path / "README.md").read_text()
+    assert f"`python -m benchmarks.fused_static {' '.join(args)}`" in readme
+    for row in table.itertuples(index=False):
+        assert f"| {row.members} | {row.fused_s:.3f} | " in readme and f"| {row.fused_over_separate:.2f} |" in readme
