@@ -5,6 +5,7 @@ and `sweep.errors`. Importing any of it registers the schema with Hydra's Config
 need."""
 
 from sweep.config.checks import (
+    AUTO,
     AUTO_EVAL_BATCH_SIZE,
     CONFIG_DIR,
     Problems,
@@ -59,7 +60,7 @@ from sweep.config.schema import (
 )
 from sweep.config.search_space import SCALE_KEYS, Space
 from sweep.config.sqlite_lock import is_sqlite_busy, sqlite_init_lock, wait_while_locked
-from sweep.config.workers import AUTO, GIB, resolve_n_workers, trial_memory
+from sweep.config.workers import GIB, resolve_n_workers, trial_memory
 
 __all__ = [
     "AUTO",

@@ -98,6 +98,7 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+AUTO = "auto"  # `study.n_workers: auto`: sized to the machine at the entry point (sweep.config.workers)
 MAX_WORKERS = 64  # worker processes of one study, whatever the machine: each holds a model and a database connection
 MAX_PACK = 64  # trials one worker trains together (study.pack): each is a model in the worker's memory
 MAX_SEED = 2**32 - 1  # NumPy's seed range: transformers' set_seed seeds NumPy, which refuses a larger seed
@@ -295,7 +296,7 @@ def validate_study(study: StudyConfig) -> None:
             problems.check(require_int, f"study.{key}", value, note="or null")
     if study.timeout is not None:
         problems.check(require_number, "study.timeout", study.timeout, low=0, strict=True, note="seconds, or null")
-    if study.n_workers != "auto":  # sized to the machine at the entry point (sweep.config.workers)
+    if study.n_workers != AUTO:
         cores = usable_cores()
         note = f"each worker is a process: at most the {cores} CPU cores this process may use, {MAX_WORKERS} in all"
         note += "; or auto: sized to the cores and the GPUs' free memory"

@@ -33,14 +33,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.config.checks import MAX_WORKERS, usable_cores
+from sweep.config.checks import AUTO, MAX_WORKERS, usable_cores
 from sweep.config.devices import SIMULATED_GPUS, resolve_devices, visible_gpus
 from sweep.config.schema import StudyConfig
 from sweep.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-AUTO = "auto"
 GIB = 2**30
 SIMULATED_FREE_GIB = "SWEEP_SIMULATED_GPU_FREE_GIB"  # tests and dry runs: each simulated GPU's free memory
 

@@ -58,7 +58,6 @@ from sweep.config import (
     validate_study,
     validate_tracking,
     validate_trial,
-    with_values,
 )
 from sweep.errors import ConfigError
 from sweep.evaluation import extra_sets, validate_layer_grid
@@ -105,8 +104,8 @@ def trial_config(cfg: SweepConfig, point: Mapping[str, Any] | None = None, eval_
             OmegaConf.update(cast(DictConfig, trial_cfg), cleared, None, merge=False)
     problems = Problems()
     derived = problems.check(derived_values, trial_cfg.loss, trial_cfg.trial, trial_cfg.model.kind, eval_batch)
-    if derived is not None:
-        trial_cfg = with_values(trial_cfg, derived)
+    for key, value in (derived or {}).items():  # on the trial's own copy: no second one
+        OmegaConf.update(cast(DictConfig, trial_cfg), key, value, merge=False)
     sections = (trial_cfg.model, trial_cfg.data, trial_cfg.loss, trial_cfg.trial, trial_cfg.stats, trial_cfg.eval)
     _check_trial_sections(problems, *sections, trial_cfg.study.pruner)
     problems.raise_any()
