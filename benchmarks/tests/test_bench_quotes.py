@@ -16,6 +16,7 @@ REPORTS = (
     "benchmarks/results/bench_race/README.md",
     "benchmarks/results/bench_race_steps/README.md",
     "benchmarks/results/bench_between_trials/README.md",
+    "benchmarks/results/bench_fused_static/README.md",
 )
 
 
