@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from sweep.names import ATTR_MLFLOW_RUN_ID, TAG_BEST_MODEL_RUN_ID
@@ -134,6 +135,7 @@ def logs_through(tracker: StudyLogger) -> StudyLogger:
     return tracker
 
 
+@pytest.mark.slow  # a real tiny study: about 20 s on 2 cores
 def test_a_study_tracked_in_memory_trains_and_tells_its_logger_every_hook(compose_cfg, monkeypatch):
     import mlflow.tracking
 
