@@ -24,7 +24,6 @@ from sweep.tracking.mlflow_client import (
     TrialRun,
     close_parent_run,
     end_orphaned_runs,
-    end_run,
     experiment_id,
     kill_trial_run,
     log_text,
@@ -97,15 +96,13 @@ class MlflowStudyLogger:
             yield
 
     def end_trial(self, run_id: str, state: TrialState | None, reason: str | None) -> None:
-        """End a trial's run: a finished trial's with its state, delivering what waits for the server
-        (`TrialRun.end`); an interrupted one's, or a dead worker's, KILLED with the `reason`."""
-        run = self.runs.pop(run_id, None)
+        """End a trial's run: a finished trial's (one this logger started) with its state, delivering what waits for
+        the server (`TrialRun.end`); an interrupted one's, or a dead worker's (any run), KILLED with the `reason`."""
         if state is None:
+            self.runs.pop(run_id, None)
             kill_trial_run(self.client, run_id, reason or "interrupted")
-        elif run is not None:
-            run.end(state, reason)
         else:
-            end_run(self.client, run_id, state.name, reason)
+            self.runs.pop(run_id).end(state, reason)
 
     def log_kept(
         self,
