@@ -24,15 +24,22 @@ Batch = Sequence[dict[str, Tensor]]  # one batch: per column (anchor, positive[,
 
 def trial_batches(args: TrainingArguments, data: Dataset, model: SentenceTransformer, steps: int) -> list[Batch]:
     """The first `steps` batches a trial trained by sentence-transformers' trainer with `args` on `data` reads, in its
-    order, as `model` tokenizes them: from a trainer's own dataloader (`get_train_dataloader`), which is built and
-    not trained (evaluation off: it has no evaluator, and evaluating does not change the batches). Within one pass over
-    the rows; later passes depend on the sampler's epoch, which training sets."""
+    order, as `model` tokenizes them: from a trainer built and not trained (`trainer_batches`; evaluation off: it has
+    no evaluator, and evaluating does not change the batches)."""
     loss = MultipleNegativesRankingLoss(model)  # any loss: the sampler and the collator do not read it
     args = dataclasses.replace(args, eval_strategy="no")
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss)
-    columns = data.column_names
+    return trainer_batches(SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss), steps)
+
+
+def trainer_batches(trainer: SentenceTransformerTrainer, steps: int) -> list[Batch]:
+    """The first `steps` batches of a static model's trainer, in the order its training would read them: from its own
+    dataloader (`get_train_dataloader`), within one pass over the rows (later passes depend on the sampler's epoch,
+    which training sets)."""
+    data = trainer.train_dataset
+    if not isinstance(data, Dataset):
+        raise TypeError(f"a fused trial reads a datasets.Dataset, not {type(data).__name__}")
     return [
-        [{"input_ids": batch[f"{c}_input_ids"], "offsets": batch[f"{c}_offsets"]} for c in columns]
+        [{"input_ids": batch[f"{c}_input_ids"], "offsets": batch[f"{c}_offsets"]} for c in data.column_names]
         for _, batch in zip(range(steps), trainer.get_train_dataloader(), strict=False)
     ]
 
@@ -66,12 +73,14 @@ class FusedStaticPack:
         learning_rates: Sequence[float],
         args: TrainingArguments,
         steps: int,
+        normalize: bool = True,
         sparse: bool = True,
     ) -> FusedStaticPack:
         """A pack of K trials from their starting tables (K x V x D) and their scales and learning rates, with the
         optimizer settings of sentence-transformers' `args` (warmup, weight decay, Adam's betas and epsilon, gradient
-        clipping; the fused AdamW kernel when `args.optim` names it) over `steps` steps."""
-        model = FusedStaticEmbedding(starts, sparse=sparse)
+        clipping; the fused AdamW kernel when `args.optim` names it) over `steps` steps; `normalize`: the members end
+        with `Normalize`."""
+        model = FusedStaticEmbedding(starts, normalize=normalize, sparse=sparse)
         optimizer = FusedAdamW(
             model.weight,
             len(scales),
@@ -88,7 +97,11 @@ class FusedStaticPack:
 
     def step(self, batch: Batch) -> FusedStep:
         """One training step of every live member on `batch`."""
-        losses = self.loss(*self.model.embed_columns(batch))
+        return self.step_members([batch] * self.model.members)
+
+    def step_members(self, batches: Sequence[Batch]) -> FusedStep:
+        """One training step of every live member, member k on its own batch ``batches[k]``."""
+        losses = self.loss(*self.model.embed_member_columns(batches))
         self.live &= torch.isfinite(losses.detach())
         self.model.weight.grad = None
         self.loss.objective(losses, self.live).backward()

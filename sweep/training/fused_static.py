@@ -17,14 +17,15 @@ class FusedStaticEmbedding(nn.Module):
 
     The K tables of V x D are one parameter of K*V x D rows: member k's token t is row k*V + t. For a batch of B
     texts given as StaticEmbedding gives them (``input_ids`` of all texts end to end, ``offsets`` where each starts),
-    each member's ids are shifted by k*V and its offsets by k*len(input_ids), so one ``F.embedding_bag`` (mode mean)
-    embeds all K x B bags:
+    each member's ids are shifted by k*V and its offsets by the ids before them, so one ``F.embedding_bag`` (mode
+    mean) embeds all K x B bags:
 
     .. math::
         e_{k,b} = \frac{1}{|b|} \sum_{t \in b} W[kV + t], \qquad
         \hat e_{k,b} = e_{k,b} / \max(\lVert e_{k,b} \rVert_2, \epsilon) \text{ (when normalize)}
 
-    Inputs: ``input_ids`` (N,) and ``offsets`` (B,), shared by the members (they read the same batches).
+    Inputs: ``input_ids`` (N,) and ``offsets`` (B,), shared by the members (they read the same batches), or one
+    batch per member (`embed_member_columns`: members of different seeds read different batches of one size).
     ``sparse=True``: the gradient holds only the rows the batch touched (`FusedAdamW` writes them into a dense buffer
     kept zero elsewhere), instead of a dense K*V x D tensor filled at every step.
     Output: K x B x D. The members' parameters are disjoint rows, so the gradient of a sum of per-member losses
@@ -54,19 +55,30 @@ class FusedStaticEmbedding(nn.Module):
         return self.weight.view(self.members, self.vocab_size, self.dim)
 
     def embed_columns(self, columns: Sequence[dict[str, Tensor]]) -> list[Tensor]:
-        """Each column of a batch (anchors, positives, ...: StaticEmbedding's features) embedded, K x B_c x D, with one
-        ``embedding_bag`` call for all of them: the dense gradient of the K*V x D table is then filled once per step,
-        not once per column (on the CPU that fill is most of the backward pass)."""
-        ids = [column["input_ids"] for column in columns]
-        starts = torch.tensor([0, *[i.numel() for i in ids]], device=ids[0].device).cumsum(0)[:-1]
-        offsets = torch.cat([column["offsets"] + start for column, start in zip(columns, starts, strict=True)])
-        embedded = self(torch.cat(ids), offsets)
-        return list(embedded.split([column["offsets"].numel() for column in columns], dim=1))
+        """Each column of a batch that every member reads (anchors, positives, ...: StaticEmbedding's features)
+        embedded, K x B_c x D: `embed_member_columns` with that batch for every member."""
+        return self.embed_member_columns([columns] * self.members)
+
+    def embed_member_columns(self, batches: Sequence[Sequence[dict[str, Tensor]]]) -> list[Tensor]:
+        """Each column embedded, K x B_c x D, where member k reads its own batch ``batches[k]`` (members of other
+        seeds read other batches of the same sizes), with one ``embedding_bag`` call for every member and column:
+        the dense gradient of the K*V x D table is then filled once per step, not once per column (on the CPU that
+        fill is most of the backward pass)."""
+        if len(batches) != self.members:
+            raise ValueError(f"{len(batches)} batches for {self.members} members")
+        ids, bags, sizes = [], [], [column["offsets"].numel() for column in batches[0]]
+        start = 0
+        for k, columns in enumerate(batches):  # member by member, column by column: the rows of the output
+            for column in columns:
+                ids.append(column["input_ids"] + k * self.vocab_size)
+                bags.append(column["offsets"] + start)
+                start += column["input_ids"].numel()
+        embedded = F.embedding_bag(torch.cat(ids), self.weight, torch.cat(bags), mode="mean", sparse=self.sparse)
+        embedded = embedded.view(self.members, sum(sizes), self.dim)
+        if self.normalize:
+            embedded = F.normalize(embedded, p=2, dim=-1)
+        return list(embedded.split(sizes, dim=1))
 
     def forward(self, input_ids: Tensor, offsets: Tensor) -> Tensor:
-        k = torch.arange(self.members, device=input_ids.device)
-        ids = (input_ids.unsqueeze(0) + (k * self.vocab_size).unsqueeze(1)).reshape(-1)
-        bags = (offsets.unsqueeze(0) + (k * input_ids.numel()).unsqueeze(1)).reshape(-1)
-        embedded = F.embedding_bag(ids, self.weight, bags, mode="mean", sparse=self.sparse)
-        embedded = embedded.view(self.members, offsets.numel(), self.dim)
-        return F.normalize(embedded, p=2, dim=-1) if self.normalize else embedded
+        """One batch of B texts, read by every member: K x B x D."""
+        return self.embed_member_columns([[{"input_ids": input_ids, "offsets": offsets}]] * self.members)[0]

@@ -46,27 +46,30 @@ class TrialCallback(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
-        if "loss" in logs:
-            loss = float(logs["loss"])
-            metrics = {
-                "train_loss": loss,
-                "learning_rate": logs.get("learning_rate"),
-                "grad_norm": logs.get("grad_norm"),
-            }
-            # A loss (a learnable scale) or a callback (a scale schedule) may expose values to follow during
-            # training: logged_metrics() -> dict.
-            for reporter in self.reporters:
-                metrics.update(getattr(reporter, "logged_metrics", dict)())
-            self.run.log_metrics(
-                {k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=state.global_step
-            )
-            if not math.isfinite(loss):
-                self.diverged_at = state.global_step
-                control.should_training_stop = True
+        if "loss" in logs and self.logged(
+            state.global_step, float(logs["loss"]), logs.get("learning_rate"), logs.get("grad_norm")
+        ):
+            control.should_training_stop = True
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-        value = float(metrics[f"eval_{VALIDATION}_spearman_cosine"])
-        step = state.global_step
+        if self.evaluated(state.global_step, float(metrics[f"eval_{VALIDATION}_spearman_cosine"])):
+            control.should_training_stop = True
+
+    def logged(self, step: int, loss: float, learning_rate: float | None, grad_norm: float | None) -> bool:
+        """Send the training loss logged at `step` to MLflow; whether training must stop (the loss is NaN/inf)."""
+        metrics = {"train_loss": loss, "learning_rate": learning_rate, "grad_norm": grad_norm}
+        # A loss (a learnable scale) or a callback (a scale schedule) may expose values to follow during
+        # training: logged_metrics() -> dict.
+        for reporter in self.reporters:
+            metrics.update(getattr(reporter, "logged_metrics", dict)())
+        self.run.log_metrics({k: v for k, v in metrics.items() if v is not None and math.isfinite(float(v))}, step=step)
+        if not math.isfinite(loss):
+            self.diverged_at = step
+            return True
+        return False
+
+    def evaluated(self, step: int, value: float) -> bool:
+        """Send the validation Spearman at `step` to MLflow and the pruner; whether training must stop (pruned)."""
         self.last_eval = (step, value)
         self.run.log_metrics({f"{VALIDATION}_spearman": value}, step=step)
         if self.on_evaluated is not None:
@@ -74,7 +77,8 @@ class TrialCallback(TrainerCallback):
         self.trial.report(value, step)
         if self.trial.should_prune():
             self.pruned_at = step
-            control.should_training_stop = True
+            return True
+        return False
 
 
 log = logging.getLogger(__name__)
