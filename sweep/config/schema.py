@@ -207,6 +207,7 @@ class StudyConfig:
     timeout: float | None = MISSING
     n_workers: Any = MISSING
     pack: int = MISSING
+    fuse: bool = MISSING
     pack_memory_gib: Any = MISSING
     max_retries: int = MISSING
     max_failures: int | None = MISSING

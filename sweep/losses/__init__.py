@@ -17,6 +17,7 @@ from sweep import lazy_face
 if TYPE_CHECKING:
     from sweep.losses.learnable_scale import ScaleClampCallback, learnable_scales
     from sweep.losses.loss_checks import loss_values, validate_loss
+    from sweep.losses.mnrl import ScaledMultipleNegativesRankingLoss
     from sweep.losses.registry import LOSSES, build_loss, learning_rate_mapping, schedule_callback, training_callbacks
     from sweep.losses.rules import RULES, LossRules
     from sweep.losses.scale_schedule import ScaleSchedule, parse_spec
@@ -34,6 +35,7 @@ __all__ = [
     "ScaleClampCallback",
     "ScaleSchedule",
     "ScaleScheduleCallback",
+    "ScaledMultipleNegativesRankingLoss",
     "build_loss",
     "learnable_scales",
     "learning_rate_mapping",
@@ -55,6 +57,7 @@ _HOMES = {
         "loss_values",
         "validate_loss",
     ),
+    "mnrl": ("ScaledMultipleNegativesRankingLoss",),
     "registry": (
         "LOSSES",
         "build_loss",

@@ -33,7 +33,7 @@ from sweep.config import GIB, StudyConfig, SweepConfig, trial_memory
 from sweep.names import ATTR_DISCARDED, ATTR_GRID_POINT
 from sweep.signals import check_stop
 from sweep.study.optuna_access import record_heartbeat, storage_of
-from sweep.training import Outcome, run_in_lockstep
+from sweep.training import FusedGroup, Outcome, joining, run_in_lockstep
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,12 @@ class MemoryGuard:
     def measured(self, members: int) -> None:
         """Learn the memory of one member from the peak of a pack that just ran."""
         self.per_member = max(self.per_member, torch.cuda.max_memory_allocated(self.device) / members)
+
+
+def in_group(group: FusedGroup | None, objective: Callable[[optuna.Trial], float], trial: optuna.Trial) -> float:
+    """A member's objective, trained through the pack's fused `group` where it can (`sweep.training.FusedGroup`)."""
+    with joining(group):
+        return objective(trial)
 
 
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome) -> FrozenTrial:
@@ -182,7 +188,9 @@ class Packer:
             self.guard.start()
         with heartbeats(storage_of(self.sweep.study), members[1:]):
             cuda = self.guard is not None and torch.cuda.is_available()
-            outcomes = run_in_lockstep([functools.partial(self.sweep.objective, t) for t in members], cuda_streams=cuda)
+            group = FusedGroup() if self.sweep.cfg.study.fuse else None
+            tasks = [functools.partial(in_group, group, self.sweep.objective, t) for t in members]
+            outcomes = run_in_lockstep(tasks, cuda_streams=cuda)
         if self.guard:
             self.guard.measured(len(members))
         self.after_pack(outcomes)

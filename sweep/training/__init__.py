@@ -12,6 +12,7 @@ from sweep import lazy_face
 
 if TYPE_CHECKING:
     from sweep.training.fused_adamw import FusedAdamW
+    from sweep.training.fused_group import FusedGroup, joining
     from sweep.training.fused_mnrl import FusedMultipleNegativesRankingLoss
     from sweep.training.fused_pack import FusedStaticPack, FusedStep, trial_batches
     from sweep.training.fused_static import FusedStaticEmbedding
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BEST",
     "FusedAdamW",
+    "FusedGroup",
     "FusedMultipleNegativesRankingLoss",
     "FusedStaticEmbedding",
     "FusedStaticPack",
@@ -50,6 +52,7 @@ __all__ = [
     "TrialSettings",
     "Verdict",
     "best_path",
+    "joining",
     "keep",
     "locked",
     "model_name",
@@ -64,6 +67,10 @@ __all__ = [
 # where each public name lives (tests/test_architecture.py checks that it lists exactly __all__)
 _HOMES = {
     "fused_adamw": ("FusedAdamW",),
+    "fused_group": (
+        "FusedGroup",
+        "joining",
+    ),
     "fused_mnrl": ("FusedMultipleNegativesRankingLoss",),
     "fused_pack": (
         "FusedStaticPack",

@@ -91,6 +91,11 @@ class Lockstep:
                 self._turn = self._next(member)
             self._cond.notify_all()
 
+    def live(self) -> list[int]:
+        """The members still in the ring."""
+        with self._cond:
+            return list(self._live)
+
     def abort(self) -> None:
         with self._cond:
             self.aborted = True
@@ -114,9 +119,14 @@ class TurnCallback(TrainerCallback):
         self.lockstep.pass_turn(self.member)
 
 
+def current_member() -> tuple[Lockstep, int] | None:
+    """The lockstep and member index of the calling thread, when it is a pack member."""
+    return getattr(_current, "member", None)
+
+
 def member_callbacks() -> list[TrainerCallback]:
     """The trainer callbacks of the calling thread: a `TurnCallback` in a pack member, none otherwise."""
-    member = getattr(_current, "member", None)
+    member = current_member()
     return [TurnCallback(*member)] if member is not None else []
 
 

@@ -4,6 +4,7 @@ layer grid, extra sets; a collapsed model is flagged) and record the objective."
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import tempfile
@@ -47,6 +48,8 @@ from sweep.names import (
 )
 from sweep.stats import ConcentrationProbe, EmbeddingKeepingEvaluator, collapse_reason
 from sweep.training import model_card
+from sweep.training.fused_fit import why_not_fused
+from sweep.training.fused_group import FusedMember, current_group
 from sweep.training.lockstep import member_callbacks
 from sweep.training.resources import TEST, VALIDATION, StudyResources, TrackedData, device_of, spearman
 from sweep.training.step_clock import StepClock
@@ -202,7 +205,16 @@ def train(
             trainer.remove_callback(PrinterCallback)
         else:
             show_progress(trainer, trial.number, bars=sys.stderr.isatty())  # a log file gets lines, not redraws
-        output = trainer.train()
+        group = current_group()
+        reason = None if group is None else why_not_fused(trainer, loss, bool(scheduled), trial_section, max_steps)
+        if group is not None and reason is None:
+            validate = functools.partial(spearman, p.validation, p.model)
+            scale = settings.loss.scale
+            output = group.train(FusedMember.of(trial.number, trainer, scale, callback, validate, clock, max_steps))
+        else:
+            if group is not None and reason is not None:
+                group.decline(trial.number, reason)
+            output = trainer.train()
     return Trained(output, callback, time.perf_counter() - start, extra, scorer, initial_weights)
 
 

@@ -42,19 +42,22 @@ def heartbeats(database: Path, trial_number: int) -> int:
         return connection.execute(query, (trial_number,)).fetchone()[0]
 
 
-def kill_mid_trial(victim: subprocess.Popen, home: Path, attempts: int = 20) -> None:
-    """SIGKILL `victim` (state under `home`) in the middle of a trial: exactly one trial RUNNING, with its MLflow run
-    RUNNING and a heartbeat recorded. The victim is paused (between database calls) before the state is read for
-    the last time, so the kill lands in the state that was read, never a step later between two trials."""
+def kill_mid_trial(victim: subprocess.Popen, home: Path, attempts: int = 20, members: int = 1) -> None:
+    """SIGKILL `victim` (state under `home`) in the middle of a trial (of a pack of `members`): exactly that many
+    trials RUNNING, each with its MLflow run RUNNING and a heartbeat recorded. The victim is paused (between database
+    calls) before the state is read for the last time, so the kill lands in the state that was read, never a step
+    later between two trials."""
     storage, client = f"sqlite:///{home}/optuna.db", MlflowClient(f"sqlite:///{home}/mlflow.db")
     databases = [home / "optuna.db", home / "mlflow.db"]
 
     def mid_trial() -> bool:
         running = [t for t in load_trials(storage) if t.state.name == "RUNNING"]
-        if len(running) != 1 or ATTR_MLFLOW_RUN_ID not in running[0].user_attrs:
+        if len(running) != members or any(ATTR_MLFLOW_RUN_ID not in t.user_attrs for t in running):
             return False
-        run = client.get_run(running[0].user_attrs[ATTR_MLFLOW_RUN_ID])
-        return run.info.status == "RUNNING" and heartbeats(databases[0], running[0].number) == 1
+        runs = [client.get_run(t.user_attrs[ATTR_MLFLOW_RUN_ID]) for t in running]
+        return all(r.info.status == "RUNNING" for r in runs) and all(
+            heartbeats(databases[0], t.number) == 1 for t in running
+        )
 
     for _ in range(attempts):
         wait_for(mid_trial, "a trial with its run and a heartbeat")
@@ -196,3 +199,29 @@ def test_same_config_and_seed_give_the_same_spearman(compose_cfg):
         sweep.run()
         values.append(sweep.study.best_value)
     assert math.isfinite(values[0]) and values[0] == pytest.approx(values[1], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_sigkill_mid_fused_pack_then_rerun_finishes_every_point_once(tmp_path):
+    args = [
+        "model=static_minilm",
+        "model.static_init=random",
+        "model.embedding_dim=16",
+        "trial.learning_rate=0.05",
+        "study.search_space.loss.scale=[1,5,20]",
+        "study.pack=3",
+        "trial.max_steps=8",  # one pass of the tiny data (64 rows in batches of 8): the pack fuses
+        "study.heartbeat_interval=1",
+    ]
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    victim = sweep_process(*args, home=tmp_path)
+    kill_mid_trial(victim, tmp_path, members=3)
+    resumed = sweep_process(*args, home=tmp_path)
+    output, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, output[-3000:]
+    assert "train as one fused pack of 3" in output
+    assert completed_points(storage) == {1: 1, 5: 1, 20: 1}, "every grid point finished exactly once"
+    states = Counter(t.state for t in optuna.load_study(study_name="mnrl_scale", storage=storage).trials)
+    assert states[optuna.trial.TrialState.RUNNING] == 0 and states[optuna.trial.TrialState.FAIL] == 3
+    statuses = Counter(r.info.status for r in child_runs(f"sqlite:///{tmp_path}/mlflow.db"))
+    assert statuses == {"FINISHED": 3, "KILLED": 3}
