@@ -3,8 +3,10 @@
 Writes at most 7 files to DIR (a time budget, `--budget-s`, skips the sections it leaves no time for):
   machine.json         the host, torch/CUDA versions, `nvidia-smi`, the settings and each section's seconds or error
   samples.csv          GPU utilisation and memory (nvidia-smi) and the host's load average each second, by section
-  static_grid.csv      the default study (`+experiment=mnrl_scale`, static model, fp32) on the device: each
-                       (scale, seed)'s Spearman beside the reference study's (`--reference-trials`), seconds per trial
+  static_grid.csv      the default study (`+experiment=mnrl_scale`, static model, fp32) on the device, one trial at
+                       a time (run `static_fp32`) and through the product's fused packs (`static_pack`:
+                       `study.pack=9`): each (scale, seed)'s Spearman beside the reference study's
+                       (`--reference-trials`) and the one-at-a-time trial's, seconds per trial, the run's span
   static_fused.csv     the same trials trained as fused packs (`sweep.training.FusedStaticPack`, one per seed) and
                        scored as a trial is: each member's Spearman beside the reference's, the one-at-a-time
                        trial's and the fused floor's, and its start and end (the section's span: first start to last
@@ -17,8 +19,8 @@ Writes at most 7 files to DIR (a time budget, `--budget-s`, skips the sections i
                        (`benchmarks.packing.bare_loop`), and the fused study against the bare fused loop of the same
                        steps and evaluations (the `fused_floor` section)
   README.md            the numbers against the goals (packed >= 3x trials per hour, framework / floor <= 1.1; the
-                       fused study's 27 trials in <= 10 s, fused / fused floor <= 1.2; the same Spearman within the
-                       tolerance; GPU utilisation per section)
+                       fused study's 27 trials in <= 10 s, by `FusedStaticPack` and by the product's packs; fused /
+                       fused floor <= 1.2; the same Spearman within the tolerance; GPU utilisation per section)
 A lent machine brings back at most 8 files: these 7 and the kit's log.
 
 GPU kernels sum in other orders than CPU ones (cuBLAS's tiled matrix products, atomic adds in the embedding
@@ -84,6 +86,7 @@ class CheckSettings:
     eval_steps: int
     packs: tuple[int, ...]  # the first is the reference: one trial at a time
     workers: int  # worker processes sharing the device, one trial at a time each (`study.n_workers`)
+    static_pack: int = 9  # the default study through the product's fused packs (`study.pack`, `study.fuse=true`)
     low_precision: str = "bf16"
     data: tuple[str, ...] = ()  # data overrides of every study (the rehearsal's subsets)
     budget_s: float = 300.0  # no section starts after it: about 8 min in all on an H200 (a section can take 140 s)
@@ -114,6 +117,7 @@ REHEARSAL = CheckSettings(
     eval_steps=2,
     packs=(1, 2),
     workers=2,
+    static_pack=2,
     data=("data.train.max_samples=1024", "data.validation.max_samples=200", "data.test.max_samples=200"),
     budget_s=900.0,  # a CPU shared with other work can be many times slower than a quiet one
 )
@@ -242,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ("static_fp32", study("static_fp32", static)),
         ("static_fused", fused.run),
         ("fused_floor", fused_floor),
+        ("static_pack", study("static_pack", [*static, f"study.pack={s.static_pack}", "study.fuse=true"])),
     ]
     for pack in s.packs:
         label = f"{s.low_precision}_pack{pack}"

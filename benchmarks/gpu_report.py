@@ -27,15 +27,41 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
+def static_grid(runs: Sequence[StudyRun], reference: pd.DataFrame, tolerance: float) -> pd.DataFrame:
+    """The static runs' trials (one at a time, then the product's fused packs), each beside the reference's Spearman
+    and the first run's, with the run's label and span."""
+    frames = []
+    for run in runs:
+        table = against_reference(run, reference, tolerance)
+        table.insert(0, "run", run.label)
+        table["span_s"] = run.span_s
+        frames.append(table)
+    first = frames[0][["scale", "seed", "spearman"]].rename(columns={"spearman": "first_run_spearman"})
+    return pd.concat(frames, ignore_index=True).merge(first, on=["scale", "seed"], how="left")
+
+
 def static_lines(table: pd.DataFrame, tolerance: float) -> list[str]:
-    compared = table.dropna(subset=["reference_spearman"])
-    worst = compared.difference.abs().max() if len(compared) else float("nan")
-    return [
-        f"- Default study on the device, fp32: {len(compared)} of {len(table)} trials have a reference; largest "
-        f"|Spearman - reference| {worst:.5f} (tolerance {tolerance}): "
-        f"{verdict(bool(len(compared)) and bool(compared.within_tolerance.all()))}; median "
-        f"{table.wall_s.median():.2f} s per trial.",
-    ]
+    lines = []
+    for label, run in table.groupby("run", sort=False):
+        compared = run.dropna(subset=["reference_spearman"])
+        worst = compared.difference.abs().max() if len(compared) else float("nan")
+        how = "one trial at a time" if label == "static_fp32" else "through the product's fused packs (`study.pack`)"
+        line = (
+            f"- Default study on the device, fp32, {how} (`{label}`): {len(compared)} of {len(run)} trials have a "
+            f"reference; largest |Spearman - reference| {worst:.5f} (tolerance {tolerance}): "
+            f"{verdict(bool(len(compared)) and bool(compared.within_tolerance.all()))}; median "
+            f"{run.wall_s.median():.2f} s per trial; {run.span_s.iloc[0]:.2f} s from the first trial's start to the "
+            "last one's end"
+        )
+        if label != "static_fp32":
+            fast = len(run) >= GOAL_FUSED_TRIALS and run.span_s.iloc[0] <= GOAL_FUSED_S
+            alone = (run.spearman - run.first_run_spearman).abs().max()
+            line += (
+                f" (goal: {GOAL_FUSED_TRIALS} trials in <= {GOAL_FUSED_S:.0f} s: {verdict(fast)}); largest |Spearman "
+                f"difference| from the same trial one at a time {alone:.5f}"
+            )
+        lines.append(line + ".")
+    return lines
 
 
 def largest(differences: pd.Series) -> str:
@@ -184,8 +210,9 @@ def write_files(
 ) -> None:
     """The CSVs of whatever ran, machine.json and README.md (its utilisation per section read from samples.csv)."""
     tables: dict[str, pd.DataFrame] = {}
-    if "static_fp32" in runs:
-        tables["static_grid"] = against_reference(runs["static_fp32"], reference, tolerance)
+    static_runs = [runs[label] for label in ("static_fp32", "static_pack") if label in runs]
+    if static_runs:
+        tables["static_grid"] = static_grid(static_runs, reference, tolerance)
     fused_members = fused_table(fused, reference, runs.get("static_fp32"), tolerance)
     if fused_members is not None:
         tables["static_fused"] = fused_members

@@ -25,6 +25,7 @@ class PackRun:
     workers: int
     sweep: FrameworkSweep
     span_s: float  # first trial start to last trial end (Optuna), so process start and imports do not count
+    fuse: bool = True  # study.fuse: a pack of static trials trains fused (false: lockstep turns)
 
     @property
     def trials_per_hour(self) -> float:
@@ -32,7 +33,9 @@ class PackRun:
 
     @property
     def label(self) -> str:
-        return f"{self.workers} workers" if self.workers > 1 else f"pack {self.pack}"
+        if self.workers > 1:
+            return f"{self.workers} workers"
+        return f"pack {self.pack}" if self.fuse else f"pack {self.pack} in lockstep turns (study.fuse=false)"
 
 
 def study_overrides(s: Settings, model: str) -> list[str]:
@@ -127,11 +130,15 @@ def measure_packing(s: Settings, data_dir: str, work: Path, log: Callable[[str],
         floor = statistics.median(bare_loop_seconds(s, model, data_dir, scale) for scale in s.pack_scales[:2])
         log(f"  {model}: bare loop {floor:.2f} s per trial")
         runs = []
-        for pack, workers in [(k, 1) for k in s.pack_sizes] + [(1, n) for n in s.pack_workers]:
-            root = work / f"pack_{model}_{pack}_{workers}"
-            extra = [f"study.pack={pack}", f"study.n_workers={workers}"]
+        # a static model's packs fuse; the same packs in lockstep turns beside them (a transformer's packs take turns)
+        lockstep = [(k, 1, False) for k in s.pack_lockstep] if model.startswith("static") else []
+        for pack, workers, fuse in (
+            [(k, 1, True) for k in s.pack_sizes] + lockstep + [(1, n, True) for n in s.pack_workers]
+        ):
+            root = work / f"pack_{model}_{pack}_{workers}{'' if fuse else '_lockstep'}"
+            extra = [f"study.pack={pack}", f"study.n_workers={workers}", f"study.fuse={str(fuse).lower()}"]
             sweep = run_framework(root, [*study_overrides(s, model), *extra], data_dir, s.timeout_s)
-            runs.append(PackRun(model, pack, workers, sweep, trial_span(root)))
+            runs.append(PackRun(model, pack, workers, sweep, trial_span(root), fuse))
             log(f"  {model} {runs[-1].label}: {runs[-1].trials_per_hour:.0f} trials/h")
         rows += packing_rows(model, floor, runs)
     return rows

@@ -42,6 +42,7 @@ class Settings:
     pack_eval_steps: int = 5
     pack_sizes: tuple[int, ...] = (1, 2, 4)  # the first is the reference: one trial at a time
     pack_workers: tuple[int, ...] = (2,)
+    pack_lockstep: tuple[int, ...] = (4,)  # static packs also run in lockstep turns (study.fuse=false), to compare
     # item 9: a race over the seeds replayed on results folders that trained every scale x seed and shipped their
     # predictions (benchmarks/race.py; `--race-folders`): the first against the goals, the others beside it; none
     # given, item 9 is skipped
@@ -187,6 +188,8 @@ def expected_seconds(s: Settings) -> float:
     )
     # item 12: the tiny study, then per repeat the baseline and three commands that train nothing
     answers = COST["framework_process"] + s.answer_repeats * 3 * COST["answer"]
+    statics = sum(m.startswith("static") for m in s.pack_models)  # their packs also run in lockstep turns
+    packing += statics * len(s.pack_lockstep) * (COST["framework_process"] + per_model) * 2 / (1 + transformer)
     fixed = pruning + layer + encode + packing * (1 + transformer) / 2 + race + live + between + answers
     return s.repeats * (baseline + framework) + fixed
 

@@ -227,11 +227,13 @@ ROW_DESCRIPTIONS = (
     "(every evaluation of a study after its first); cold: a plain model (a study's first evaluation).",
     "7. **GPU**: needs a GPU; skipped otherwise.",
     "8. **Packed trials and workers**: trials per hour of a grid study with `study.pack=K` (one process training K "
-    "trials in lockstep on the same batches) and with `study.n_workers=N`, each / the same study one trial at a "
-    "time, all measured in this run; trials per hour = trials / (last trial end - first trial start), so process "
-    "start and imports do not count. The physical floor is the same steps, optimizer, schedule and evaluations in a "
-    "bare torch loop over pre-tokenized batches (`benchmarks.packing.bare_loop_seconds`); its row compares one "
-    "framework trial with it, and every trials-per-hour row says how far it is from the floor's rate.",
+    "trials together: a static model's as one fused model, `study.fuse=true`; a transformer's, and a static "
+    "model's with `study.fuse=false`, in lockstep turns on the same batches) and with `study.n_workers=N`, each / "
+    "the same study one trial at a time, all measured in this run; trials per hour = trials / (last trial end - "
+    "first trial start), so process start and imports do not count. The physical floor is the same steps, "
+    "optimizer, schedule and evaluations in a bare torch loop over pre-tokenized batches "
+    "(`benchmarks.packing.bare_loop_seconds`); its row compares one framework trial with it, and every "
+    "trials-per-hour row says how far it is from the floor's rate.",
     "9. **Racing the seeds**: a race (`study.race`: every scale with the first 2 seeds, then one seed more a round "
     "for the scales the paired statistics have not put out) replayed offline over a published study that trained "
     "every scale with every seed (its shipped per-pair predictions, its own statistics settings, the decision "

@@ -24,8 +24,8 @@ from sweep.inputs.data import find_local_dir
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "research" / "results" / "mnrl_scale" / "trials.csv"
 FILES = {"machine.json", "samples.csv", "static_grid.csv", "static_fused.csv", "transformer_grid.csv", "floor.csv"}
-SECTIONS = ["static_fp32", "static_fused", "fused_floor", "bf16_pack1", "floor", "bf16_pack2", "bf16_workers2"]
-SECTIONS += ["fp32_pack1"]
+SECTIONS = ["static_fp32", "static_fused", "fused_floor", "static_pack", "bf16_pack1", "floor", "bf16_pack2"]
+SECTIONS += ["bf16_workers2", "fp32_pack1"]
 
 
 def kit_builder() -> ModuleType:
@@ -51,10 +51,15 @@ def test_the_cpu_rehearsal_writes_every_file_with_its_columns(tmp_path: Path) ->
     assert all(isinstance(seconds, float) for seconds in record["sections"].values()), record["sections"]
     assert list(record["sections"]) == SECTIONS  # the fused sections right after the one-at-a-time static trials
     assert {p.name for p in out.iterdir()} == FILES | {"README.md"}  # with the kit's log: the 8 files a call returns
-    static = pd.read_csv(out / "static_grid.csv")
-    assert list(static[["scale", "seed"]].itertuples(index=False, name=None)) == [(5.0, 0), (20.0, 0)]
-    assert static.reference_spearman.notna().all()  # the reference's (5, 0) and (20, 0), beside the rehearsal's
-    assert {"spearman", "difference", "within_tolerance", "wall_s"} <= set(static.columns)
+    both = pd.read_csv(out / "static_grid.csv")
+    expected = [(run, scale, 0) for run in ("static_fp32", "static_pack") for scale in (5.0, 20.0)]
+    assert sorted(both[["run", "scale", "seed"]].itertuples(index=False, name=None)) == expected
+    assert both.reference_spearman.notna().all()  # the reference's (5, 0) and (20, 0), beside the rehearsal's
+    assert {"spearman", "difference", "within_tolerance", "wall_s", "span_s"} <= set(both.columns)
+    # the product's fused pack (`study.pack=2`) gives each trial's Spearman as the same trial one at a time
+    pack = both[both.run == "static_pack"]
+    assert (pack.spearman - pack.first_run_spearman).abs().max() < 1e-4, pack
+    static = both[both.run == "static_fp32"]
     grid = pd.read_csv(out / "transformer_grid.csv")
     assert sorted(grid.run.unique()) == ["bf16_pack1", "bf16_pack2", "bf16_workers2", "fp32_pack1"]
     assert (grid.groupby("run").scale.nunique() == 2).all()
