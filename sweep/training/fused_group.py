@@ -61,14 +61,21 @@ class FusedMember:
         batches = trainer_batches(trainer, steps)
         return cls(trial_number, trainer.model, scale, trainer.args, batches, callback, validate, clock)
 
+    @property
+    def table(self) -> torch.Tensor:
+        """The member's token table (V x D), the parameter its own model trains and scores."""
+        table = static_table(self.model)
+        if table is None:
+            raise TypeError(f"trial {self.trial_number}: only a static model fuses (`why_not_fused`)")
+        return table.weight
+
     def key(self) -> tuple[Any, ...]:
         """What members must share to train as one: the table's shape and device, the steps and batch size, and
         every optimizer setting but the learning rate."""
-        a, table = self.args, static_table(self.model)
-        assert table is not None  # `why_not_fused` let only static models in
+        a, table = self.args, self.table
         optimizer = (a.weight_decay, a.adam_beta1, a.adam_beta2, a.adam_epsilon, a.max_grad_norm, a.optim)
         schedule = (len(self.batches), a.get_warmup_steps(len(self.batches)), a.logging_steps, a.eval_steps)
-        return (tuple(table.weight.shape), str(table.weight.device), is_normalized(self.model), *optimizer, *schedule)
+        return (tuple(table.shape), str(table.device), is_normalized(self.model), *optimizer, *schedule)
 
 
 def on_device(batch: Batch, device: torch.device) -> Batch:
@@ -82,10 +89,8 @@ def train_fused(members: Sequence[FusedMember], aborted: Callable[[], bool] = la
     reported and, if the pruner says so, leaves. A member whose loss is not finite leaves at that step, logged as
     its trainer would log it (diverged)."""
     first = members[0]
-    table = static_table(first.model)
-    assert table is not None
-    device, steps, args = table.weight.device, len(first.batches), first.args
-    starts = torch.stack([static_table(m.model).weight.detach() for m in members])  # type: ignore[union-attr]
+    device, steps, args = first.table.device, len(first.batches), first.args
+    starts = torch.stack([m.table.detach() for m in members])
     lrs = [m.args.learning_rate for m in members]
     scales = [m.scale for m in members]
     pack = FusedStaticPack.for_trials(starts, scales, lrs, args, steps, normalize=is_normalized(first.model))
@@ -120,25 +125,23 @@ def train_fused(members: Sequence[FusedMember], aborted: Callable[[], bool] = la
             break
     seconds = time.perf_counter() - started
     for k, member in enumerate(members):
-        copy_member(pack, k, member.model)
+        copy_member(pack, k, member)
         loss = (total[k] / max(1, last[k])).item()
         metrics = {"train_runtime": seconds, "train_samples_per_second": last[k] * args.train_batch_size / seconds}
         member.output = TrainOutput(last[k], loss, {**metrics, "train_loss": loss})
 
 
-def copy_member(pack: FusedStaticPack, k: int, model: SentenceTransformer) -> None:
+def copy_member(pack: FusedStaticPack, k: int, member: FusedMember) -> None:
     """Member k's trained table into its own model (to validate, score and keep it)."""
-    table = static_table(model)
-    assert table is not None
     with torch.no_grad():
-        table.weight.copy_(pack.member_table(k))
+        member.table.copy_(pack.member_table(k))
 
 
 def validate_live(pack: FusedStaticPack, members: Sequence[FusedMember], step: int) -> None:
     """Validate each live member at `step` with its own evaluator and report it; a pruned member leaves."""
     for k in torch.nonzero(pack.live).flatten().tolist():
         member = members[k]
-        copy_member(pack, k, member.model)
+        copy_member(pack, k, member)
         if member.callback.evaluated(step, member.validate(step)):
             pack.live[k] = False
 
@@ -192,6 +195,8 @@ class FusedGroup:
             log.info("trials %s train as one fused pack of %d", numbers, len(members))
             try:
                 train_fused(members, aborted=lambda: lockstep.aborted)
+                if members[0].table.is_cuda:  # each member scores on its own CUDA stream: the copies must be done
+                    torch.cuda.synchronize(members[0].table.device)
             except BaseException as error:  # noqa: BLE001 - each member raises it in its own thread
                 for member in members:
                     member.error = error
