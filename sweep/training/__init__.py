@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from sweep.training.fused_mnrl import FusedMultipleNegativesRankingLoss
     from sweep.training.fused_pack import FusedStaticPack, FusedStep, trial_batches
     from sweep.training.fused_static import FusedStaticEmbedding
+    from sweep.training.fused_transformer import FusedTransformerPack
     from sweep.training.kept_models import (
         BEST,
         Keeping,
@@ -42,6 +43,7 @@ __all__ = [
     "FusedStaticEmbedding",
     "FusedStaticPack",
     "FusedStep",
+    "FusedTransformerPack",
     "Keeping",
     "Kept",
     "Lockstep",
@@ -78,6 +80,7 @@ _HOMES = {
         "trial_batches",
     ),
     "fused_static": ("FusedStaticEmbedding",),
+    "fused_transformer": ("FusedTransformerPack",),
     "kept_models": (
         "BEST",
         "Keeping",

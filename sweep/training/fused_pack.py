@@ -32,16 +32,24 @@ def trial_batches(args: TrainingArguments, data: Dataset, model: SentenceTransfo
 
 
 def trainer_batches(trainer: SentenceTransformerTrainer, steps: int) -> list[Batch]:
-    """The first `steps` batches of a static model's trainer, in the order its training would read them: from its own
-    dataloader (`get_train_dataloader`), within one pass over the rows (later passes depend on the sampler's epoch,
-    which training sets)."""
+    """The first `steps` batches of a trainer, in the order its training would read them, each as one dict of
+    features per column (a static model's ``input_ids`` and ``offsets``, a transformer's ``input_ids``,
+    ``attention_mask``, ...): from its own dataloader (`get_train_dataloader`), within one pass over the rows (later
+    passes depend on the sampler's epoch, which training sets)."""
     data = trainer.train_dataset
     if not isinstance(data, Dataset):
         raise TypeError(f"a fused trial reads a datasets.Dataset, not {type(data).__name__}")
-    return [
-        [{"input_ids": batch[f"{c}_input_ids"], "offsets": batch[f"{c}_offsets"]} for c in data.column_names]
-        for _, batch in zip(range(steps), trainer.get_train_dataloader(), strict=False)
-    ]
+    columns = sorted(data.column_names, key=len, reverse=True)  # a key belongs to the longest column it starts with
+
+    def features(batch: dict[str, Tensor]) -> Batch:
+        split: dict[str, dict[str, Tensor]] = {c: {} for c in data.column_names}
+        for key, value in batch.items():
+            column = next((c for c in columns if key.startswith(f"{c}_")), None)
+            if column is not None and isinstance(value, Tensor):
+                split[column][key[len(column) + 1 :]] = value
+        return [split[c] for c in data.column_names]
+
+    return [features(batch) for _, batch in zip(range(steps), trainer.get_train_dataloader(), strict=False)]
 
 
 @dataclass(frozen=True)
