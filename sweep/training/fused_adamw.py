@@ -5,10 +5,14 @@ stacked parameter's leading dimension)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 from torch.optim.adamw import adamw
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformerTrainingArguments as TrainingArguments
 
 
 def linear_warmup_decay(step: int, warmup_steps: int, total_steps: int) -> float:
@@ -85,6 +89,33 @@ class FusedAdamW:
         ]
         self.steps = 0
         self._sparse_buffer: Tensor | None = None  # the dense gradient a sparse one is written into, zero between steps
+
+    @classmethod
+    def for_trainer(
+        cls,
+        params: Tensor | Sequence[Tensor],
+        members: int,
+        learning_rates: Sequence[float],
+        args: TrainingArguments,
+        steps: int,
+        decays: Sequence[bool] | None = None,
+    ) -> FusedAdamW:
+        """The optimizer of `members` members, one learning rate each, with the settings of sentence-transformers'
+        `args` (warmup, weight decay, Adam's betas and epsilon, gradient clipping; the fused AdamW kernel when
+        `args.optim` names it) over `steps` steps."""
+        return cls(
+            params,
+            members,
+            learning_rates,
+            steps,
+            args.get_warmup_steps(steps),
+            betas=(args.adam_beta1, args.adam_beta2),
+            eps=args.adam_epsilon,
+            weight_decay=args.weight_decay,
+            max_grad_norm=args.max_grad_norm,
+            fused=args.optim == "adamw_torch_fused",
+            decays=decays,
+        )
 
     @property
     def param(self) -> Tensor:

@@ -89,18 +89,7 @@ class FusedStaticPack:
         clipping; the fused AdamW kernel when `args.optim` names it) over `steps` steps; `normalize`: the members end
         with `Normalize`."""
         model = FusedStaticEmbedding(starts, normalize=normalize, sparse=sparse)
-        optimizer = FusedAdamW(
-            model.weight,
-            len(scales),
-            learning_rates,
-            steps,
-            args.get_warmup_steps(steps),
-            betas=(args.adam_beta1, args.adam_beta2),
-            eps=args.adam_epsilon,
-            weight_decay=args.weight_decay,
-            max_grad_norm=args.max_grad_norm,
-            fused=args.optim == "adamw_torch_fused",
-        )
+        optimizer = FusedAdamW.for_trainer(model.weight, model.members, learning_rates, args, steps)
         return cls(model, FusedMultipleNegativesRankingLoss(scales).to(starts.device), optimizer)
 
     def step(self, batch: Batch) -> FusedStep:

@@ -61,19 +61,9 @@ class FusedTransformerPack:
         self.skeleton = copy.deepcopy(models[0]).to("meta")  # the architecture, its weights those of `params`
         self.skeleton.train()
         decayed = set(decay_names)
-        self.optimizer = FusedAdamW(
-            list(self.params.values()),
-            self.members,
-            learning_rates,
-            steps,
-            args.get_warmup_steps(steps),
-            betas=(args.adam_beta1, args.adam_beta2),
-            eps=args.adam_epsilon,
-            weight_decay=args.weight_decay,
-            max_grad_norm=args.max_grad_norm,
-            fused=args.optim == "adamw_torch_fused",
-            decays=[name in decayed for name in self.params],
-        )
+        decays = [name in decayed for name in self.params]
+        params = list(self.params.values())
+        self.optimizer = FusedAdamW.for_trainer(params, self.members, learning_rates, args, steps, decays)
         device = next(iter(self.params.values())).device
         self.loss = FusedMultipleNegativesRankingLoss(scales).to(device)
         self.live = torch.ones(self.members, dtype=torch.bool, device=device)
