@@ -4,8 +4,10 @@ the GPU memory guard of several workers sharing one device.
 The objective that `StudyRunner.run` hands to `study.optimize` receives the leader trial from Optuna (an atomic pop of a
 WAITING grid point), pops up to K-1 more with `study.ask()` (each its own atomic pop), and runs the K members'
 ordinary `StudyRunner.objective` in lockstep (`sweep.training.lockstep`: same batches, one training step each in
-turn). Each member is still its own Optuna trial and MLflow child run with the records of an unpacked trial; a
-member that is pruned, diverges or fails leaves the pack and the others go on. The extra members are told to Optuna here
+turn), except that with `study.fuse` the members that can fuse (a static model with plain MNRL) hand their
+training to one fused model (`sweep.training.FusedGroup`) and take no turns. Each member is still its own Optuna
+trial and MLflow child run with the records of an unpacked trial; a member that is pruned, diverges or fails leaves
+the pack and the others go on. The extra members are told to Optuna here
 (with the study's callbacks, and heartbeats while they run); the leader's outcome goes back to `study.optimize`.
 
 On CUDA (any pack size, so also with `study.n_workers=N` sharing one GPU) the free device memory is checked before

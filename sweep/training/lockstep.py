@@ -11,6 +11,8 @@ AdamW, CPU): 4 models per step took 3.9 s with vmap against 0.93 s in a plain lo
 batching rule, so vmap falls back to a per-model loop and copies), and vmap would also need the trainer's per-model
 clipping and scheduler rewritten. On CUDA each member thread launches its kernels on its own stream, so the GPU can
 overlap one member's step with the next member's launches (untested here: no GPU was lent).
+Since then a pack's static-model MNRL members train as one fused model instead, with a hand-written fused step
+rather than vmap (`sweep.training.fused_group`); every other member still takes these turns.
 
 Only one member runs at a time (a baton passed at every `on_step_begin`), so the trainers, Optuna and MLflow see
 the same sequence of calls per member as when run one by one; the torch, CUDA, Python and NumPy random states are
