@@ -90,6 +90,9 @@ def test_the_cpu_rehearsal_writes_every_file_with_its_columns(tmp_path: Path) ->
     readme = (out / "README.md").read_text()
     assert "trials/h" in readme and "bare torch loop" in readme and "failed" not in readme
     assert "bf16 against fp32 on the same 2 transformer trials" in readme
+    gap = (pack.spearman - pack.first_run_spearman).abs().max()
+    assert "fused packs (`study.pack`) (`static_pack`): 2 of 2 trials have a reference" in readme
+    assert f"largest |Spearman difference| from the same trial one at a time {gap:.5f}" in readme
     rates = grid.groupby("run").trials_per_hour.first()
     workers = rates["bf16_workers2"] / rates["bf16_pack1"]
     assert (
