@@ -117,13 +117,6 @@ class FusedAdamW:
             decays=decays,
         )
 
-    @property
-    def param(self) -> Tensor:
-        """The stacked parameter of a one-parameter model (the static table)."""
-        if len(self.params) != 1:
-            raise AttributeError(f"{len(self.params)} stacked parameters, not one")
-        return self.params[0]
-
     def learning_rates(self) -> list[float]:
         """The K learning rates of the next step: base rate times the schedule."""
         factor = linear_warmup_decay(self.steps, self.warmup_steps, self.total_steps)
@@ -148,11 +141,12 @@ class FusedAdamW:
         lrs = self.learning_rates()
         self.steps += 1
         flat = [p.data.view(self.members, -1) for p in self.params]
+        # the trainer's two groups: with weight decay, and without (biases, norms)
+        groups = [
+            (decay, index) for decay in (True, False) if (index := [i for i in present if self.decays[i] == decay])
+        ]
         for k in torch.nonzero(live).flatten().tolist():
-            for decay in (True, False):  # the trainer's two groups: with weight decay, and without (biases, norms)
-                index = [i for i in present if self.decays[i] == decay]
-                if not index:
-                    continue
+            for decay, index in groups:
                 adamw(
                     [flat[i][k] for i in index],
                     [stacks[i][k] for i in index],
